@@ -1,0 +1,1 @@
+"""The engine: everything that is not Qt. Nothing under this package may import Qt."""

@@ -1,0 +1,1 @@
+"""All Qt code lives here."""
