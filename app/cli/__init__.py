@@ -1,0 +1,48 @@
+"""Command line: no arguments starts the GUI, a subcommand runs a tool.
+
+Each tool lives in its own module under `app.cli` exposing `add_arguments(parser)` and
+`run(args) -> int`; modules are imported only when their command runs, so `--help` and the GUI
+start without loading MLX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command name -> (module under app.cli, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "toy-models": ("toy", "write a deterministic tiny main/draft model pair"),
+    "generate": ("generate", "generate an answer from the command line"),
+    "bench": ("bench", "benchmark plain, mlx-lm and SpecChat speculative decoding side by side"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m app", description="SpecChat")
+    parser.add_argument("--screenshot", metavar="DIR", help="render scripted GUI states to PNGs and exit")
+    sub = parser.add_subparsers(dest="command")
+    for name, (module_name, help_text) in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        command_parser.set_defaults(_module=module_name)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    # Parse once to find the command, then let its module add its own arguments.
+    known, _ = parser.parse_known_args(argv)
+    if known.command is None:
+        args = parser.parse_args(argv)
+        from app.ui.launch import run_gui
+
+        return run_gui(screenshot_dir=args.screenshot)
+    module = importlib.import_module(f"app.cli.{known._module}")
+    sub_parser = argparse.ArgumentParser(
+        prog=f"python -m app {known.command}", description=COMMANDS[known.command][1]
+    )
+    module.add_arguments(sub_parser)
+    args = sub_parser.parse_args(argv[argv.index(known.command) + 1 :])
+    return int(module.run(args) or 0)

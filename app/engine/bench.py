@@ -1,0 +1,215 @@
+"""Side-by-side benchmark of decoding modes on one loaded pair, interleaved per prompt.
+
+Every mode is timed the same way, from the outside: the decode rate is (tokens - 1) over the
+time between the first and the last token, so prompt processing (identical for all modes) does
+not dilute the ratios. A mode's output is compared token for token with plain decoding's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from app.engine.decode import generate
+from app.engine.events import GenerationFinished, RoundEvent, TokenEvent
+from app.engine.loading import ModelPair
+from app.engine.policy import DraftPolicy, FixedDraftLength, PlainDecoding
+from app.engine.sampling import SamplingParams
+from app.engine.session import ChatSession
+from app.engine.templates import format_chat
+
+MODES = ("plain", "mlx_lm", "fixed")
+PROMPT_CLASSES = ("code", "prose", "repetitive", "creative")
+
+
+@dataclass(frozen=True, slots=True)
+class BenchPrompt:
+    id: str
+    prompt_class: str
+    text: str
+
+
+BUILTIN_PROMPTS: tuple[BenchPrompt, ...] = (
+    BenchPrompt("code-1", "code", "Write a Python function that checks whether a string is a palindrome, with a docstring."),
+    BenchPrompt("code-2", "code", "Write a JavaScript function that debounces another function, and show how to use it."),
+    BenchPrompt("prose-1", "prose", "Explain in two paragraphs why the sky is blue."),
+    BenchPrompt("prose-2", "prose", "Summarize the main causes of inflation for a general audience."),
+    BenchPrompt(
+        "repetitive-1", "repetitive",
+        "Reformat this list as a JSON array of objects with keys name and age:\n"
+        "Alice, 34\nBob, 27\nCarol, 45\nDave, 31\nErin, 29\nFrank, 52",
+    ),
+    BenchPrompt(
+        "repetitive-2", "repetitive",
+        "Copy this code and add a type hint to every parameter:\n"
+        "def area(width, height):\n    return width * height\n\n"
+        "def perimeter(width, height):\n    return 2 * (width + height)\n",
+    ),
+    BenchPrompt("creative-1", "creative", "Write a short poem about a lighthouse keeper who befriends a storm."),
+    BenchPrompt("creative-2", "creative", "Invent a new board game and describe its rules in a few sentences."),
+)
+
+
+def load_prompts(spec: str) -> list[BenchPrompt]:
+    """`builtin`, or a JSON file: a list of {"id", "class", "prompt"} objects."""
+    if spec == "builtin":
+        return list(BUILTIN_PROMPTS)
+    data = json.loads(Path(spec).read_text(encoding="utf-8"))
+    if not isinstance(data, list) or not data:
+        raise ValueError(f"{spec}: expected a non-empty JSON list of prompts")
+    prompts = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or not isinstance(item.get("prompt"), str):
+            raise ValueError(f"{spec}: item {i} needs a string 'prompt'")
+        prompts.append(
+            BenchPrompt(str(item.get("id", f"p{i}")), str(item.get("class", "custom")), item["prompt"])
+        )
+    return prompts
+
+
+@dataclass(frozen=True, slots=True)
+class BenchRun:
+    prompt_id: str
+    prompt_class: str
+    mode: str
+    k: int
+    temperature: float
+    tokens: int
+    seconds: float  # first token to last token
+    tok_per_s: float
+    ttft: float
+    proposed: int
+    accepted: int
+    rounds: int
+    identical_to_plain: bool | None
+    token_ids: tuple[int, ...]
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data.pop("token_ids")
+        return data
+
+
+@dataclass
+class _Timing:
+    ids: list[int]
+    stamps: list[float]
+    start: float
+    proposed: int = 0
+    accepted: int = 0
+    rounds: int = 0
+
+
+def _run_ours(pair: ModelPair, prompt: list[int], policy: DraftPolicy, sampling: SamplingParams, max_tokens: int) -> _Timing:
+    session = ChatSession(pair)
+    timing = _Timing([], [], time.perf_counter())
+    for event in generate(session, prompt, sampling=sampling, policy=policy, max_tokens=max_tokens):
+        if isinstance(event, TokenEvent):
+            timing.ids.append(event.id)
+            timing.stamps.append(time.perf_counter())
+        elif isinstance(event, RoundEvent):
+            timing.rounds += 1
+            timing.proposed += event.k
+            timing.accepted += event.accepted
+        elif isinstance(event, GenerationFinished):
+            break
+    return timing
+
+
+def _run_mlx_lm(pair: ModelPair, prompt: list[int], k: int, sampling: SamplingParams, max_tokens: int) -> _Timing:
+    """mlx-lm's own speculative loop with the same pair, k and temperature."""
+    import mlx.core as mx
+    from mlx_lm import stream_generate
+    from mlx_lm.sample_utils import make_sampler
+
+    if sampling.seed is not None:
+        mx.random.seed(sampling.seed)
+    sampler = make_sampler(temp=sampling.temperature, top_p=sampling.top_p, min_p=sampling.min_p, top_k=sampling.top_k)
+    eos = set(pair.tokenizer.eos_token_ids)
+    timing = _Timing([], [], time.perf_counter())
+    main_tokens = 0
+    for response in stream_generate(
+        pair.main.model, pair.tokenizer, mx.array(prompt), max_tokens=max_tokens,
+        draft_model=pair.draft.model if pair.draft else None, num_draft_tokens=k, sampler=sampler,
+    ):
+        if response.token in eos:
+            break
+        timing.ids.append(response.token)
+        timing.stamps.append(time.perf_counter())
+        if response.from_draft:
+            timing.accepted += 1
+        else:
+            main_tokens += 1
+    # mlx-lm reports no rounds: each round ends with exactly one main-model token.
+    timing.rounds = main_tokens
+    timing.proposed = main_tokens * k if pair.draft else 0
+    return timing
+
+
+def _to_run(p: BenchPrompt, mode: str, k: int, sampling: SamplingParams, t: _Timing, plain: list[int] | None) -> BenchRun:
+    n = len(t.ids)
+    span = t.stamps[-1] - t.stamps[0] if n > 1 else 0.0
+    return BenchRun(
+        prompt_id=p.id, prompt_class=p.prompt_class, mode=mode, k=k if mode != "plain" else 0,
+        temperature=sampling.temperature, tokens=n, seconds=span,
+        tok_per_s=(n - 1) / span if span > 0 else 0.0,
+        ttft=(t.stamps[0] - t.start) if n else 0.0,
+        proposed=t.proposed, accepted=t.accepted, rounds=t.rounds,
+        identical_to_plain=None if plain is None else t.ids == plain,
+        token_ids=tuple(t.ids),
+    )
+
+
+def run_benchmark(
+    pair: ModelPair,
+    prompts: list[BenchPrompt],
+    *,
+    modes: tuple[str, ...] = MODES,
+    k: int = 4,
+    max_tokens: int = 128,
+    sampling: SamplingParams | None = None,
+    repeats: int = 1,
+    warmup_tokens: int = 8,
+    progress: Callable[[str], None] | None = None,
+) -> Iterator[BenchRun]:
+    """Yield one BenchRun per (prompt, repeat, mode), modes interleaved per prompt."""
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise ValueError(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")
+    needs_draft = [m for m in modes if m in ("mlx_lm", "fixed")]
+    if needs_draft and pair.draft is None:
+        raise ValueError(f"mode(s) {', '.join(needs_draft)} need a draft model (--draft)")
+    sampling = sampling or SamplingParams()
+    modes = tuple(sorted(modes, key=lambda m: m != "plain"))  # plain first: the reference output
+
+    def once(mode: str, prompt: list[int], tokens: int) -> _Timing:
+        if mode == "mlx_lm":
+            return _run_mlx_lm(pair, prompt, k, sampling, tokens)
+        policy: DraftPolicy = PlainDecoding() if mode == "plain" else FixedDraftLength(k)
+        return _run_ours(pair, prompt, policy, sampling, tokens)
+
+    encoded = [format_chat(pair.tokenizer, [{"role": "user", "content": p.text}]) for p in prompts]
+    for mode in modes:  # warm-up: compile kernels, touch the weights
+        once(mode, encoded[0], warmup_tokens)
+    for p, prompt in zip(prompts, encoded):
+        for r in range(repeats):
+            plain_ids: list[int] | None = None
+            for mode in modes:
+                if progress:
+                    progress(f"{p.id} [{r + 1}/{repeats}] {mode}")
+                timing = once(mode, prompt, max_tokens)
+                run = _to_run(p, mode, k, sampling, timing, plain_ids if mode != "plain" else None)
+                if mode == "plain":
+                    plain_ids = list(run.token_ids)
+                    run = _replace_identical(run, True)
+                yield run
+
+
+def _replace_identical(run: BenchRun, value: bool) -> BenchRun:
+    data = asdict(run)
+    data["identical_to_plain"] = value
+    data["token_ids"] = tuple(data["token_ids"])
+    return BenchRun(**data)

@@ -1,0 +1,102 @@
+"""Messages the engine emits. Every one crosses a thread, so each is a frozen dataclass."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Provenance(str, enum.Enum):
+    """Who chose a token: the UI colours tokens by this."""
+
+    MAIN = "main"  # sampled from the main model (correction or bonus token)
+    DRAFT = "draft"  # proposed by the draft model and accepted by the main
+    LOOKUP = "lookup"  # proposed by prompt lookup (no model) and accepted
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEvent:
+    """One emitted token. `text` may be empty when the token ends mid-character."""
+
+    id: int
+    text: str
+    provenance: Provenance
+    time: float  # seconds since the generation started (engine clock, not repaint time)
+    round: int  # index of the round that emitted it
+    index: int  # position of the token in this answer, from 0
+
+
+@dataclass(frozen=True, slots=True)
+class RoundEvent:
+    """Telemetry of one draft-and-verify round; k == 0 is a plain decoding step."""
+
+    index: int
+    k: int
+    proposed: tuple[int, ...]  # every draft token, rejected ones included
+    accepted: int
+    emitted: tuple[int, ...]  # accepted drafts followed by the main's own token
+    draft_seconds: float
+    verify_seconds: float
+    source: Provenance = Provenance.MAIN  # DRAFT or LOOKUP when tokens were proposed
+    policy: dict[str, object] = field(default_factory=dict)  # the policy's own estimates
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillProgress:
+    """Prompt processing progress, sent between chunks."""
+
+    done: int
+    total: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationStats:
+    """What a finished (or cancelled) answer cost and what speculation bought."""
+
+    prompt_tokens: int
+    reused_tokens: int  # prompt tokens already in the caches from earlier turns
+    tokens: int
+    prefill_seconds: float
+    decode_seconds: float
+    rounds: int
+    proposed: int
+    accepted: int
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+    @property
+    def acceptance(self) -> float:
+        return self.accepted / self.proposed if self.proposed else 0.0
+
+    @property
+    def mean_accepted_per_round(self) -> float:
+        return self.accepted / self.rounds if self.rounds else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationFinished:
+    """Last event of a generation. `reason` is stop, length, or cancelled.
+
+    `tail` is text the detokenizer held back (an unfinished character at the very end); it is
+    already part of `text` but belongs to no TokenEvent.
+    """
+
+    reason: str
+    text: str
+    token_ids: tuple[int, ...]
+    stats: GenerationStats
+    tail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineError:
+    """A failure reported to the caller instead of raised across a thread."""
+
+    message: str
+    kind: str = "error"
+
+
+Event = TokenEvent | RoundEvent | PrefillProgress | GenerationFinished | EngineError

@@ -1,0 +1,87 @@
+"""Loading a main model and an optional draft through mlx-lm.
+
+Call these on the engine's worker thread only: MLX streams belong to the thread that made them.
+Remote code is never honoured, whatever a config asks for.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mlx.nn as nn
+from mlx_lm.models.cache import make_prompt_cache
+from mlx_lm.tokenizer_utils import TokenizerWrapper
+from mlx_lm.utils import load as mlx_load
+
+# owner/name, each part of letters, digits, '-', '_', '.', no '..' and no leading '.'/'-'.
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+
+
+class ModelLoadError(Exception):
+    """A model could not be loaded; the message says why in words a user can act on."""
+
+
+@dataclass
+class LoadedModel:
+    model: nn.Module
+    tokenizer: TokenizerWrapper
+    config: dict[str, Any]
+    source: str
+
+    @property
+    def name(self) -> str:
+        return Path(self.source).name or self.source
+
+    def cache_trimmable(self) -> bool:
+        return all(c.is_trimmable() for c in make_prompt_cache(self.model))
+
+
+@dataclass
+class ModelPair:
+    main: LoadedModel
+    draft: LoadedModel | None = None
+
+    @property
+    def tokenizer(self) -> TokenizerWrapper:
+        return self.main.tokenizer
+
+
+def is_repo_id(text: str) -> bool:
+    return bool(_REPO_ID.match(text)) and ".." not in text
+
+
+def load_model(source: str | Path) -> LoadedModel:
+    """Load from a local MLX folder, or a hub repo id (downloaded unless offline)."""
+    text = str(source)
+    path = Path(text).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ModelLoadError(f"{path} is not a model folder: it has no config.json")
+        if not any(path.glob("*.safetensors")):
+            raise ModelLoadError(f"{path} has no .safetensors weights (pickle weights are refused)")
+        target = str(path)
+    elif is_repo_id(text):
+        target = text
+    else:
+        raise ModelLoadError(f"{text!r} is neither an existing folder nor a hub repo id (owner/name)")
+    try:
+        model, tokenizer, config = mlx_load(target, return_config=True, trust_remote_code=False)
+    except (FileNotFoundError, ValueError, KeyError, OSError) as exc:
+        raise ModelLoadError(f"could not load {text}: {exc}") from exc
+    return LoadedModel(model=model, tokenizer=tokenizer, config=config, source=text)
+
+
+def load_pair(main: str | Path, draft: str | Path | None = None) -> ModelPair:
+    main_model = load_model(main)
+    draft_model = load_model(draft) if draft is not None else None
+    if draft_model is not None:
+        main_vocab = main_model.model.args.vocab_size if hasattr(main_model.model, "args") else None
+        draft_vocab = draft_model.model.args.vocab_size if hasattr(draft_model.model, "args") else None
+        if main_vocab is not None and draft_vocab is not None and abs(main_vocab - draft_vocab) > 128:
+            raise ModelLoadError(
+                f"the draft's vocabulary ({draft_vocab}) does not match the main's ({main_vocab})"
+            )
+    return ModelPair(main=main_model, draft=draft_model)

@@ -1,0 +1,163 @@
+"""The engine's one worker thread: it owns every MLX object (models, caches, streams).
+
+MLX streams belong to the thread that created them, so loading and generating both happen here.
+Callers submit command dataclasses and receive `WorkerMessage`s through a callback that the
+worker calls on its own thread; the UI forwards them to the GUI thread. Nothing here blocks
+the caller except `shutdown`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import mlx.core as mx
+
+from app.engine.decode import generate
+from app.engine.events import EngineError, Event
+from app.engine.loading import ModelLoadError, ModelPair, load_pair
+from app.engine.policy import DraftPolicy, FixedDraftLength, PlainDecoding
+from app.engine.sampling import SamplingParams
+from app.engine.session import ChatSession
+from app.engine.templates import TemplateError, format_chat
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPair:
+    main: str
+    draft: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculationSettings:
+    """off: plain decoding; fixed: always k drafted tokens."""
+
+    mode: str = "fixed"
+    k: int = 4
+
+    def policy(self) -> DraftPolicy:
+        if self.mode == "off":
+            return PlainDecoding()
+        if self.mode == "fixed":
+            return FixedDraftLength(self.k)
+        raise ValueError(f"unknown speculation mode {self.mode!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Generate:
+    messages: tuple[dict[str, str], ...]
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    speculation: SpeculationSettings = field(default_factory=SpeculationSettings)
+    max_tokens: int = 512
+
+
+@dataclass(frozen=True, slots=True)
+class ResetSession:
+    """Forget the conversation held in the caches (a new chat)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PairLoaded:
+    main: str
+    draft: str | None
+    speculation_refusal: str | None
+
+
+Command = LoadPair | Generate | ResetSession
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerMessage:
+    request: int
+    event: Event | PairLoaded
+
+
+_STOP = object()
+
+
+class EngineWorker:
+    """Runs commands one at a time on a daemon thread; `cancel` interrupts the current one."""
+
+    def __init__(self, emit: Callable[[WorkerMessage], None]) -> None:
+        self._emit = emit
+        self._queue: queue.Queue[tuple[int, Command] | object] = queue.Queue()
+        self._ids = itertools.count(1)
+        self._cancel = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="specchat-engine", daemon=True)
+        self._pair: ModelPair | None = None
+        self._session: ChatSession | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, command: Command) -> int:
+        request = next(self._ids)
+        self._queue.put((request, command))
+        return request
+
+    def cancel(self) -> None:
+        """Stop the running command at its next safe point (between rounds or chunks)."""
+        self._cancel.set()
+
+    def shutdown(self, timeout: float = 10.0) -> bool:
+        self._cancel.set()
+        self._queue.put(_STOP)
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        stream = mx.new_stream(mx.default_device())
+        with mx.stream(stream):
+            while True:
+                item = self._queue.get()
+                if item is _STOP:
+                    return
+                request, command = item  # type: ignore[misc]
+                self._cancel.clear()
+                try:
+                    self._handle(request, command)
+                except Exception as exc:  # noqa: BLE001 - reported, never raised across threads
+                    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                    self._emit(WorkerMessage(request, EngineError(detail, kind="crash")))
+
+    def _handle(self, request: int, command: Command) -> None:
+        if isinstance(command, LoadPair):
+            self._pair = self._session = None
+            try:
+                pair = load_pair(command.main, command.draft)
+            except ModelLoadError as exc:
+                self._emit(WorkerMessage(request, EngineError(str(exc), kind="load")))
+                return
+            self._pair, self._session = pair, ChatSession(pair)
+            refusal = self._session.speculation_refusal
+            self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, refusal)))
+        elif isinstance(command, ResetSession):
+            if self._session is not None:
+                self._session.reset()
+        elif isinstance(command, Generate):
+            if self._session is None or self._pair is None:
+                self._emit(WorkerMessage(request, EngineError("no model is loaded", kind="state")))
+                return
+            try:
+                prompt = format_chat(self._pair.tokenizer, list(command.messages))
+            except TemplateError as exc:
+                self._emit(WorkerMessage(request, EngineError(str(exc), kind="template")))
+                return
+            events = generate(
+                self._session,
+                prompt,
+                sampling=command.sampling,
+                policy=command.speculation.policy(),
+                max_tokens=command.max_tokens,
+                cancel=self._cancel,
+            )
+            for event in events:
+                self._emit(WorkerMessage(request, event))

@@ -1,0 +1,44 @@
+"""The engine must stay free of Qt: it runs in a worker and in command-line tools."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ENGINE = Path(__file__).resolve().parents[1] / "app" / "engine"
+FORBIDDEN = ("PySide6", "shiboken6", "qasync", "app.ui")
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_no_engine_module_imports_qt():
+    offenders = {
+        str(path.relative_to(ENGINE)): sorted(
+            name for name in _imports(path) if name.split(".")[0] in FORBIDDEN or name.startswith("app.ui")
+        )
+        for path in ENGINE.rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_importing_every_engine_module_loads_no_qt():
+    modules = [
+        "app.engine." + ".".join(p.relative_to(ENGINE).with_suffix("").parts)
+        for p in ENGINE.rglob("*.py")
+        if p.name != "__init__.py"
+    ]
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'qasync')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
