@@ -1,0 +1,220 @@
+"""GGUF -> MLX model folder, in-process. Run it through `child.run_import` from the app.
+
+Tensors are dequantized with numpy (`gguf.quants`) from bytes whose placement the pure-Python
+validator has already checked, then written as bfloat16 or MLX affine-quantized safetensors.
+Everything is written to a hidden temporary folder that is renamed into place only at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from app.engine.gguf.architectures import architecture_of, model_config
+from app.engine.gguf.events import ImportEvent, ImportProgress
+from app.engine.gguf.header import GGUFError, GGUFHeader, TensorInfo, read_header
+from app.engine.gguf.tokenizer import build_tokenizer, tokenizer_config
+
+SUPPORTED_TYPES = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}
+GROUP_SIZE = 64
+SHARD_BYTES = 1 << 30
+CHUNK_ELEMENTS = 1 << 24  # rows are dequantized this many values at a time
+PROVENANCE_FILE = "specchat_source.json"
+
+
+class ImportRefused(GGUFError):
+    """The file is valid but cannot be imported here (memory, types, destination)."""
+
+
+def available_memory() -> int:
+    """Bytes of memory this process may still use: MemAvailable on Linux, physical RAM elsewhere."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def working_set(header: GGUFHeader, bits: int) -> int:
+    """Peak bytes the import needs: the largest tensor in float32 several times over, one
+    output shard, and a fixed allowance for the interpreter, MLX and the tokenizer."""
+    largest = max((t.elements for t in header.tensors), default=0)
+    return largest * (4 + 2 + 2) + CHUNK_ELEMENTS * 4 * 4 + SHARD_BYTES + (1 << 30)
+
+
+def check_supported(header: GGUFHeader) -> None:
+    arch = architecture_of(header)
+    for t in header.tensors:
+        if t.type_name not in SUPPORTED_TYPES:
+            raise ImportRefused(f"tensor {t.name!r} has type {t.type_name}, not one of {sorted(SUPPORTED_TYPES)}")
+        if arch.hf_name(t.name) is None:
+            raise ImportRefused(f"tensor {t.name!r} is not part of a {arch.gguf_name} model")
+
+
+def dequantize(buf: Any, info: TensorInfo) -> np.ndarray:
+    """One tensor as float32 in numpy order (GGUF shape reversed), dequantized chunk by chunk."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+    from gguf.quants import dequantize as gguf_dequantize
+
+    qtype = GGMLQuantizationType(info.type)
+    block, type_size = GGML_QUANT_SIZES[qtype]
+    shape = tuple(reversed(info.shape))
+    row_len = info.shape[0]
+    rows = info.elements // row_len
+    row_bytes = row_len // block * type_size
+    raw = np.frombuffer(buf, dtype=np.uint8, count=info.nbytes, offset=info.offset).reshape(rows, row_bytes)
+    out = np.empty((rows, row_len), dtype=np.float32)
+    step = max(1, CHUNK_ELEMENTS // row_len)
+    for start in range(0, rows, step):
+        part = raw[start : start + step]
+        if qtype == GGMLQuantizationType.F32:
+            out[start : start + step] = part.view(np.float32)
+        else:
+            out[start : start + step] = gguf_dequantize(part, qtype).reshape(len(part), row_len)
+    return out.reshape(shape)
+
+
+def _quantizable(name: str, w: np.ndarray) -> bool:
+    return name.endswith(".weight") and w.ndim == 2 and w.shape[-1] % GROUP_SIZE == 0 and "norm" not in name
+
+
+def _hash(path: Path, emit: Callable[[ImportEvent], None]) -> str:
+    digest, size, done = hashlib.sha256(), path.stat().st_size, 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 24):
+            digest.update(block)
+            done += len(block)
+            emit(ImportProgress("hash", done, size, "checksumming the source"))
+    return digest.hexdigest()
+
+
+def _write_shards(shards: list[dict[str, Any]], tmp: Path) -> dict[str, str]:
+    import mlx.core as mx
+
+    weight_map: dict[str, str] = {}
+    for i, shard in enumerate(shards):
+        name = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        mx.save_safetensors(str(tmp / name), shard, metadata={"format": "mlx"})
+        weight_map.update({k: name for k in shard})
+    return weight_map
+
+
+def import_gguf(
+    source: str | Path,
+    out: str | Path,
+    bits: int = 4,
+    *,
+    emit: Callable[[ImportEvent], None] = lambda e: None,
+    overwrite: bool = False,
+    memory_limit: int | None = None,
+) -> Path:
+    """Convert `source` into an mlx-lm model folder at `out`; returns `out`.
+
+    Raises GGUFError (or ImportRefused) with a readable message for anything it will not import.
+    """
+    import mlx.core as mx
+
+    if bits not in (4, 8, 16):
+        raise ImportRefused(f"bits must be 4, 8 or 16, not {bits}")
+    source, out = Path(source).resolve(), Path(out).resolve()
+    started = time.monotonic()
+    emit(ImportProgress("validate", 0, 1, f"checking {source.name}"))
+    header = read_header(source)
+    check_supported(header)
+    config = model_config(header)
+    arch = architecture_of(header)
+    needed, have = working_set(header, bits), memory_limit or available_memory()
+    if needed > have:
+        raise ImportRefused(
+            f"importing needs about {needed / 2**30:.1f} GiB of memory, only {have / 2**30:.1f} GiB is available"
+        )
+    if out.exists() and not overwrite:
+        raise ImportRefused(f"{out} already exists")
+    emit(ImportProgress("validate", 1, 1, f"{arch.gguf_name}, {len(header.tensors)} tensors"))
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        sha = _hash(source, emit)
+        shards: list[dict[str, Any]] = [{}]
+        shard_bytes = 0
+        total = sum(t.nbytes for t in header.tensors)
+        done = 0
+        with open(source, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            for info in header.tensors:
+                name = arch.hf_name(info.name)
+                assert name is not None
+                w = dequantize(buf, info)
+                if arch.transform is not None:
+                    w = arch.transform(name, w, config)
+                arr = mx.array(w).astype(mx.bfloat16)
+                del w
+                if bits < 16 and _quantizable(name, arr):
+                    q, scales, biases = mx.quantize(arr, group_size=GROUP_SIZE, bits=bits)
+                    base = name[: -len(".weight")]
+                    parts = {name: q, f"{base}.scales": scales, f"{base}.biases": biases}
+                else:
+                    parts = {name: arr}
+                mx.eval(*parts.values())
+                for k, v in parts.items():
+                    shards[-1][k] = v
+                    shard_bytes += v.nbytes
+                if shard_bytes >= SHARD_BYTES:
+                    shards.append({})
+                    shard_bytes = 0
+                done += info.nbytes
+                emit(ImportProgress("tensors", done, total, name))
+        shards = [s for s in shards if s]
+        emit(ImportProgress("write", 0, 1, "writing safetensors"))
+        weight_map = _write_shards(shards, tmp)
+        del shards
+        (tmp / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {"format": "mlx"}, "weight_map": dict(sorted(weight_map.items()))}, indent=2)
+        )
+        if bits < 16:
+            config["quantization"] = {"group_size": GROUP_SIZE, "bits": bits}
+            config["quantization_config"] = dict(config["quantization"])
+        config["torch_dtype"] = "bfloat16"
+        (tmp / "config.json").write_text(json.dumps(config, indent=2))
+
+        emit(ImportProgress("tokenizer", 0, 1, "building the tokenizer"))
+        build_tokenizer(header).save(str(tmp / "tokenizer.json"))
+        tok_config = tokenizer_config(header)
+        (tmp / "tokenizer_config.json").write_text(json.dumps(tok_config, indent=2, ensure_ascii=False))
+        types = Counter(t.type_name for t in header.tensors)
+        provenance = {
+            "source": str(source),
+            "sha256": sha,
+            "size": header.file_size,
+            "name": header.get("general.name"),
+            "architecture": arch.gguf_name,
+            "file_type": header.get("general.file_type"),
+            "tensor_types": dict(types.most_common()),
+            "bits": bits,
+            "group_size": GROUP_SIZE if bits < 16 else None,
+            "seconds": round(time.monotonic() - started, 2),
+        }
+        (tmp / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2))
+        emit(ImportProgress("write", 1, 1, "done"))
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{os.getpid()}"
+            os.replace(out, old)
+            shutil.rmtree(old, ignore_errors=True)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out

@@ -1,0 +1,48 @@
+"""What a GGUF import reports. Each crosses a process (as JSON) and a thread, so each is frozen."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ImportProgress:
+    """`stage` is validate, hash, tensors, write or tokenizer; done/total are in its own units."""
+
+    stage: str
+    done: int
+    total: int
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportFinished:
+    """The model folder is complete and in place."""
+
+    path: str
+    seconds: float
+    peak_rss_bytes: int  # the child process's peak resident memory (0 when unknown)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportFailed:
+    """`kind`: invalid (malformed file), refused (valid, but not importable here), crashed,
+    cancelled or error. Nothing that looks like a model was left behind."""
+
+    message: str
+    kind: str = "error"
+
+
+ImportEvent = ImportProgress | ImportFinished | ImportFailed
+_KINDS: dict[str, type] = {c.__name__: c for c in (ImportProgress, ImportFinished, ImportFailed)}
+
+
+def to_json(event: ImportEvent) -> dict[str, Any]:
+    return {"event": type(event).__name__, **asdict(event)}
+
+
+def from_json(data: dict[str, Any]) -> ImportEvent:
+    data = dict(data)
+    cls = _KINDS[data.pop("event")]
+    return cls(**data)
