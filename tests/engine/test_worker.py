@@ -1,0 +1,68 @@
+"""The worker thread owns MLX: callers only submit commands and read messages."""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+from app.engine.events import EngineError, GenerationFinished, TokenEvent
+from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
+
+
+def _collect(worker_queue: queue.Queue, request: int, until, timeout: float = 120.0) -> list:
+    events = []
+    while True:
+        message = worker_queue.get(timeout=timeout)
+        if message.request != request:
+            continue
+        events.append(message.event)
+        if until(message.event):
+            return events
+
+
+def _is_final(event) -> bool:
+    return isinstance(event, (GenerationFinished, EngineError, PairLoaded)) and not (
+        isinstance(event, EngineError) and event.kind == "notice"
+    )
+
+
+def test_worker_loads_generates_cancels_and_shuts_down(toy_models):
+    inbox: queue.Queue = queue.Queue()
+    threads: set[str] = set()
+
+    def emit(message):
+        threads.add(threading.current_thread().name)
+        inbox.put(message)
+
+    worker = EngineWorker(emit)
+    worker.start()
+    try:
+        bad = worker.submit(LoadPair("/nonexistent/model"))
+        [error] = _collect(inbox, bad, _is_final)
+        assert isinstance(error, EngineError) and error.kind == "load" and "/nonexistent/model" in error.message
+
+        early = worker.submit(Generate(({"role": "user", "content": "hi"},)))
+        [state] = _collect(inbox, early, _is_final)
+        assert isinstance(state, EngineError) and "no model" in state.message
+
+        load = worker.submit(LoadPair(str(toy_models.main), str(toy_models.draft)))
+        [loaded] = _collect(inbox, load, _is_final)
+        assert isinstance(loaded, PairLoaded) and loaded.speculation_refusal is None
+
+        ask = Generate(({"role": "user", "content": "Write a haiku"},), speculation=SpeculationSettings("fixed", 3), max_tokens=24)
+        events = _collect(inbox, worker.submit(ask), _is_final)
+        done = events[-1]
+        assert isinstance(done, GenerationFinished) and done.stats.tokens > 0
+        assert "".join(e.text for e in events if isinstance(e, TokenEvent)) + done.tail == done.text
+
+        long = Generate(({"role": "user", "content": "Tell a long story"},), max_tokens=5000)
+        request = worker.submit(long)
+        first = inbox.get(timeout=120)
+        while not isinstance(first.event, TokenEvent):
+            first = inbox.get(timeout=120)
+        worker.cancel()
+        events = _collect(inbox, request, _is_final)
+        assert events[-1].reason == "cancelled" and events[-1].stats.tokens < 5000
+    finally:
+        assert worker.shutdown(timeout=30)
+    assert threads == {"specchat-engine"}
