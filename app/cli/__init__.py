@@ -16,6 +16,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "toy-models": ("toy", "write a deterministic tiny main/draft model pair"),
     "generate": ("generate", "generate an answer from the command line"),
     "bench": ("bench", "benchmark plain, mlx-lm and SpecChat speculative decoding side by side"),
+    "import-gguf": ("gguf_import", "import a GGUF model file into an MLX model folder"),
+    "fetch-models": ("fetch_models", "fetch the real-model GGUF fixtures and import them"),
 }
 
 

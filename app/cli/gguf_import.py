@@ -1,0 +1,36 @@
+"""`python -m app import-gguf FILE`: convert a GGUF into an MLX model folder (in a child process)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from app.engine.gguf.child import ImportFailed, ImportFinished, ImportProgress, default_output, run_import
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the .gguf file to import")
+    parser.add_argument("--out", help="output folder (default: <model cache>/mlx/<name>-<bits>bit)")
+    parser.add_argument("--bits", type=int, choices=(4, 8, 16), default=4,
+                        help="4 or 8: MLX quantization with group size 64; 16: bfloat16 (default 4)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = args.out or default_output(args.file, args.bits)
+    stage = None
+    for event in run_import(args.file, out, args.bits, overwrite=args.overwrite):
+        if isinstance(event, ImportProgress):
+            if event.stage != stage or event.done == event.total:
+                stage = event.stage
+                pct = 100 * event.done // max(event.total, 1)
+                print(f"[{event.stage}] {pct:3d}% {event.message}", file=sys.stderr)
+        elif isinstance(event, ImportFinished):
+            print(f"imported in {event.seconds:.1f} s, peak memory {event.peak_rss_bytes / 2**30:.2f} GiB",
+                  file=sys.stderr)
+            print(event.path)
+            return 0
+        elif isinstance(event, ImportFailed):
+            print(f"import-gguf: {event.kind}: {event.message}", file=sys.stderr)
+            return 2 if event.kind in ("invalid", "refused") else 1
+    return 1
