@@ -130,7 +130,7 @@ def _run_mlx_lm(pair: ModelPair, prompt: list[int], k: int, sampling: SamplingPa
     sampler = make_sampler(temp=sampling.temperature, top_p=sampling.top_p, min_p=sampling.min_p, top_k=sampling.top_k)
     eos = set(pair.tokenizer.eos_token_ids)
     timing = _Timing([], [], time.perf_counter())
-    main_tokens = 0
+    from_draft: list[bool] = []
     for response in stream_generate(
         pair.main.model, pair.tokenizer, mx.array(prompt), max_tokens=max_tokens,
         draft_model=pair.draft.model if pair.draft else None, num_draft_tokens=k, sampler=sampler,
@@ -139,13 +139,19 @@ def _run_mlx_lm(pair: ModelPair, prompt: list[int], k: int, sampling: SamplingPa
             break
         timing.ids.append(response.token)
         timing.stamps.append(time.perf_counter())
-        if response.from_draft:
-            timing.accepted += 1
-        else:
-            main_tokens += 1
-    # mlx-lm reports no rounds: each round ends with exactly one main-model token.
-    timing.rounds = main_tokens
-    timing.proposed = main_tokens * k if pair.draft else 0
+        from_draft.append(bool(response.from_draft))
+    # mlx-lm reports no rounds; each one drafts min(k, tokens left) and ends with one token
+    # of the main's own, except a last round cut short by max_tokens.
+    if pair.draft is not None:
+        emitted = 0
+        for i, drafted in enumerate(from_draft):
+            if i == 0 or not from_draft[i - 1]:
+                timing.rounds += 1
+                timing.proposed += min(k, max_tokens - emitted)
+            timing.accepted += drafted
+            emitted += 1
+    else:
+        timing.rounds = len(from_draft)
     return timing
 
 

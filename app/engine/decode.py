@@ -125,8 +125,8 @@ def generate(
         context = RoundContext(session.can_speculate, remaining, len(answer))
         k = policy.choose(context) if session.can_speculate else 0
         k = max(0, min(k, MAX_DRAFT, remaining - 1))
-        history = sampler.history_window(session.tokens + [session.pending])
         pending = session.pending
+        history = sampler.history_window(session.tokens, pending)
 
         t0 = time.perf_counter()
         proposal = _propose(session, sampler, k, history) if k else None

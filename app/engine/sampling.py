@@ -56,9 +56,12 @@ class Sampler:
     def uses_history(self) -> bool:
         return self.params.repetition_penalty != 1.0
 
-    def history_window(self, tokens: list[int]) -> mx.array:
+    def history_window(self, tokens: list[int], pending: int) -> mx.array:
         """The slice of history the penalty looks at, as an array the passes can extend lazily."""
-        return mx.array(tokens[-self.params.repetition_context :], dtype=mx.uint32)
+        if not self.uses_history:
+            return mx.array([], dtype=mx.uint32)
+        recent = tokens[-self.params.repetition_context :] + [pending]
+        return mx.array(recent[-self.params.repetition_context :], dtype=mx.uint32)
 
     def _penalize(self, logits: mx.array, history: mx.array) -> mx.array:
         """Sign-aware multiplicative penalty on tokens seen in `history` (one row of logits)."""
