@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("bench", "benchmark plain, mlx-lm and SpecChat speculative decoding side by side"),
     "import-gguf": ("gguf_import", "import a GGUF model file into an MLX model folder"),
     "fetch-models": ("fetch_models", "fetch the real-model GGUF fixtures and import them"),
+    "compat": ("compat", "check whether a draft model may speculate for a main model, and why"),
 }
 
 

@@ -1,0 +1,51 @@
+"""Where SpecChat keeps its own files, and where other apps keep theirs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def app_data_dir() -> Path:
+    """$SPECCHAT_HOME, else the platform's per-user app-data folder."""
+    override = os.environ.get("SPECCHAT_HOME")
+    if override:
+        return Path(override).expanduser()
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "SpecChat"
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / "specchat"
+
+
+def models_dir() -> Path:
+    """SpecChat's own models: imports and downloads land here."""
+    return app_data_dir() / "models"
+
+
+def partial_dir() -> Path:
+    """Unfinished downloads; a dot-folder so discovery never lists them."""
+    return models_dir() / ".partial"
+
+
+def store_path() -> Path:
+    return app_data_dir() / "library.sqlite3"
+
+
+def lmstudio_root() -> Path | None:
+    """LM Studio's home: the pointer file if present, else its two default locations."""
+    home = Path.home()
+    pointer = home / ".lmstudio-home-pointer"
+    if pointer.is_file():
+        target = pointer.read_text(encoding="utf-8", errors="replace").strip()
+        if target and Path(target).expanduser().is_dir():
+            return Path(target).expanduser()
+    for candidate in (home / ".cache" / "lm-studio", home / ".lmstudio"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def lmstudio_models_dir() -> Path | None:
+    root = lmstudio_root()
+    return root / "models" if root is not None and (root / "models").is_dir() else None
