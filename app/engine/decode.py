@@ -1,21 +1,23 @@
 """SpecChat's decode loop: one loop for plain decoding (k = 0) and speculation (k ≥ 1).
 
-Each round: the draft proposes k tokens (lazily, one host sync at the end), the main verifies
-`pending + proposals` in one pass, exact-match acceptance keeps the agreeing prefix plus the
-main's own next token, and both caches are rewound to what was kept. Plain decoding is the same
-round with nothing proposed, so plain and speculative speeds are measured through one code path.
+Each round: the policy picks k and a source; the draft model (lazily, one host sync at the end)
+or prompt lookup (no model) proposes k tokens, the main scores `pending + proposals` in one pass,
+the acceptance rule (exact match or residual sampling) keeps a prefix plus one token of the
+main's own, and both caches are rewound to what was kept. Plain decoding is the same round with
+nothing proposed, so plain and speculative speeds are measured through one code path.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from threading import Event
 
 import mlx.core as mx
 
+from app.engine import acceptance as rules
 from app.engine.detokenize import StreamingDetokenizer
+from app.engine.drafting import Proposal, propose, score
 from app.engine.events import (
     EngineError,
     GenerationFinished,
@@ -25,50 +27,10 @@ from app.engine.events import (
     RoundEvent,
     TokenEvent,
 )
-from app.engine.policy import MAX_DRAFT, DraftPolicy, PlainDecoding, RoundContext
+from app.engine.lookup import PromptLookup
+from app.engine.policy import MAX_DRAFT, DraftPolicy, PlainDecoding, RoundContext, as_plan
 from app.engine.sampling import Sampler, SamplingParams
 from app.engine.session import ChatSession, common_prefix
-
-
-@dataclass(frozen=True, slots=True)
-class _Proposal:
-    ids: mx.array  # (k,) lazily computed draft tokens
-    draft_end: int  # tokens the draft cache holds after proposing
-
-
-def _propose(session: ChatSession, sampler: Sampler, k: int, history: mx.array) -> _Proposal:
-    """Run the draft k steps; nothing is synchronised until the verify pass needs the ids."""
-    draft = session.pair.draft
-    assert draft is not None and session.draft_cache is not None and session.pending is not None
-    tail = session.catch_up_draft()
-    y = mx.array(tail + [session.pending], dtype=mx.uint32)
-    proposals: list[mx.array] = []
-    for _ in range(k):
-        logits = draft.model(y[None], cache=session.draft_cache)[:, -1, :]
-        scores = sampler.process(logits, history if sampler.uses_history else None)
-        y = sampler.draw(scores)
-        mx.async_eval(y)
-        proposals.append(y)
-        if sampler.uses_history:
-            history = mx.concatenate([history, y])
-    # pending and the first k-1 proposals went into the draft cache
-    return _Proposal(ids=mx.concatenate(proposals), draft_end=len(session.tokens) + k)
-
-
-def _verify(
-    session: ChatSession, sampler: Sampler, fed: mx.array, history: mx.array
-) -> mx.array:
-    """Main pass over `fed`; row i's choice sees the history extended by fed[1 : i + 1]."""
-    logits = session.pair.main.model(fed[None], cache=session.main_cache)[0]
-    if sampler.uses_history:
-        rows = [
-            sampler.process(logits[i : i + 1], mx.concatenate([history, fed[1 : i + 1]]))
-            for i in range(fed.size)
-        ]
-        scores = mx.concatenate(rows, axis=0)
-    else:
-        scores = sampler.process(logits, None)
-    return sampler.draw(scores)
 
 
 def _finish(
@@ -84,6 +46,24 @@ def _finish(
     )
 
 
+def _lookup_len(lookup: PromptLookup | None, remaining: int) -> int:
+    return len(lookup.propose(min(MAX_DRAFT, remaining - 1))[0]) if lookup else 0
+
+
+def _round_proposal(
+    session: ChatSession, sampler: Sampler, source: Provenance, k: int,
+    candidates: list[int], history: mx.array,
+) -> Proposal | None:
+    """The round's proposal, evaluated (the draft's one host sync); None for a plain step."""
+    if k == 0:
+        return None
+    if source is Provenance.LOOKUP:
+        return Proposal(ids=mx.array(candidates[:k], dtype=mx.uint32), scores=None, draft_end=None)
+    proposal = propose(session, sampler, k, history)
+    mx.eval(proposal.ids)
+    return proposal
+
+
 def generate(
     session: ChatSession,
     prompt: list[int],
@@ -93,16 +73,24 @@ def generate(
     max_tokens: int = 512,
     cancel: Event | None = None,
     stop_ids: Iterable[int] | None = None,
+    acceptance: str | None = None,
 ) -> Iterator[TokenEvent | RoundEvent | PrefillProgress | GenerationFinished | EngineError]:
-    """Generate one answer to `prompt` (the full conversation's token ids) in `session`."""
+    """Generate one answer to `prompt` (the full conversation's token ids) in `session`.
+
+    `acceptance` is "exact" or "residual"; None means residual when sampling, exact when greedy.
+    """
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")
     sampler = Sampler(sampling or SamplingParams())
+    rule = rules.RULES[rules.resolve(acceptance, sampler)]
     policy = policy or PlainDecoding()
     tokenizer = session.pair.tokenizer
     stops = set(stop_ids) if stop_ids is not None else set(tokenizer.eos_token_ids)
     detok = StreamingDetokenizer(tokenizer)
-    wants_draft = policy.choose(RoundContext(True, max_tokens, 0)) > 0
+    # rejected lookup tokens must be trimmed from the main's cache, as drafts are
+    lookup = PromptLookup(prompt) if session.main_trimmable else None
+    first = as_plan(policy.choose(RoundContext(True, max_tokens, 0, _lookup_len(lookup, max_tokens))))
+    wants_draft = first.k > 0 and first.source is Provenance.DRAFT
     if wants_draft and session.draft_cache is not None and session.speculation_refusal:
         yield EngineError(session.speculation_refusal, kind="notice")
 
@@ -122,27 +110,36 @@ def generate(
             reason = "cancelled"
             break
         remaining = max_tokens - len(answer)
-        context = RoundContext(session.can_speculate, remaining, len(answer))
-        k = policy.choose(context) if session.can_speculate else 0
-        k = max(0, min(k, MAX_DRAFT, remaining - 1))
+        candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0] if lookup else []
+        context = RoundContext(session.can_speculate, remaining, len(answer), len(candidates))
+        plan = as_plan(policy.choose(context))
+        k = max(0, min(plan.k, MAX_DRAFT, remaining - 1))
+        if plan.source is Provenance.LOOKUP:
+            k = min(k, len(candidates))
+        elif not session.can_speculate:
+            k = 0
+        source = plan.source if k else Provenance.MAIN
         pending = session.pending
         history = sampler.history_window(session.tokens, pending)
 
         t0 = time.perf_counter()
-        proposal = _propose(session, sampler, k, history) if k else None
-        if proposal is not None:
-            mx.eval(proposal.ids)
+        proposal = _round_proposal(session, sampler, source, k, candidates, history)
         t1 = time.perf_counter()
-        if proposal is not None:
-            fed = mx.concatenate([mx.array([pending], dtype=mx.uint32), proposal.ids])
-        else:
-            fed = mx.array([pending], dtype=mx.uint32)
-        choices = _verify(session, sampler, fed, history).tolist()
+        ids = proposal.ids if proposal is not None else mx.array([], dtype=mx.uint32)
+        fed = mx.concatenate([mx.array([pending], dtype=mx.uint32), ids])
+        p = score(session, sampler, fed, history)
+        if proposal is None:
+            q = p[:0]
+        else:  # a lookup proposal is certain: a point mass (built lazily, used only by residual)
+            q = proposal.scores if proposal.scores is not None else rules.point_mass(ids, p.shape[-1])
+        verdict, draws = rule(p, q, ids, sampler)
+        mx.eval(verdict, draws)
         t2 = time.perf_counter()
 
-        proposed = proposal.ids.tolist() if proposal is not None else []
+        proposed = ids.tolist()
+        passed, choices = verdict.tolist(), draws.tolist()
         n = 0
-        while n < k and proposed[n] == choices[n]:
+        while n < k and passed[n]:
             n += 1
         emitted = proposed[:n] + [choices[n]]
         cut = min(len(emitted), remaining)
@@ -155,6 +152,8 @@ def generate(
         fed_ids = [pending] + proposed
         session.accept(fed_ids, len(emitted), proposal.draft_end if proposal else None)
         session.pending = emitted[-1]
+        if lookup is not None:
+            lookup.extend(emitted)
 
         accepted = min(n, len(emitted))
         event = RoundEvent(
@@ -165,8 +164,9 @@ def generate(
             emitted=tuple(emitted),
             draft_seconds=t1 - t0,
             verify_seconds=t2 - t1,
-            source=Provenance.DRAFT if k else Provenance.MAIN,
+            source=source,
             policy=policy.snapshot(),
+            catch_up=proposal.catch_up if proposal else 0,
         )
         policy.observe(event)
         now = t2 - start
@@ -176,7 +176,7 @@ def generate(
             segment = detok.add(token)
             text_parts.append(segment)
             answer.append(token)
-            provenance = Provenance.DRAFT if j < accepted else Provenance.MAIN
+            provenance = source if j < accepted else Provenance.MAIN
             yield TokenEvent(token, segment, provenance, now, rounds, len(answer) - 1)
         yield event
         rounds += 1

@@ -39,6 +39,7 @@ class RoundEvent:
     verify_seconds: float
     source: Provenance = Provenance.MAIN  # DRAFT or LOOKUP when tokens were proposed
     policy: dict[str, object] = field(default_factory=dict)  # the policy's own estimates
+    catch_up: int = 0  # skipped tokens the draft read before proposing (after a bypass)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """Draft-length policies: the loop asks one each round how many tokens to draft.
 
-This is the seam for the adaptive controller: a policy sees every finished round and may change
-its mind; k == 0 means a plain decoding step with no draft work at all.
+A policy sees every finished round and may change its mind; k == 0 means a plain decoding step
+with no draft work at all. `choose` may return a bare k (drafted by the draft model) or a
+`DraftPlan` naming the source, so prompt lookup can stand in for the draft model.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.engine.events import RoundEvent
+from app.engine.events import Provenance, RoundEvent
 
 MAX_DRAFT = 16
 
@@ -21,10 +22,23 @@ class RoundContext:
     has_draft: bool
     remaining: int  # tokens still allowed in this answer
     position: int  # tokens emitted so far in this answer
+    lookup_len: int = 0  # tokens prompt lookup could propose this round (0: no match)
+
+
+@dataclass(frozen=True, slots=True)
+class DraftPlan:
+    """k tokens from `source` (DRAFT or LOOKUP); k == 0 is a plain step whatever the source."""
+
+    k: int
+    source: Provenance = Provenance.DRAFT
+
+
+def as_plan(choice: int | DraftPlan) -> DraftPlan:
+    return choice if isinstance(choice, DraftPlan) else DraftPlan(choice)
 
 
 class DraftPolicy(Protocol):
-    def choose(self, context: RoundContext) -> int: ...
+    def choose(self, context: RoundContext) -> int | DraftPlan: ...
 
     def observe(self, event: RoundEvent) -> None: ...
 
@@ -32,21 +46,24 @@ class DraftPolicy(Protocol):
 
 
 class FixedDraftLength:
-    """Always drafts k tokens when a draft is available."""
+    """Always drafts k tokens when the source can propose them (lookup: up to k)."""
 
-    def __init__(self, k: int) -> None:
+    def __init__(self, k: int, source: Provenance = Provenance.DRAFT) -> None:
         if not 1 <= k <= MAX_DRAFT:
             raise ValueError(f"draft length must be between 1 and {MAX_DRAFT}, got {k}")
         self.k = k
+        self.source = source
 
-    def choose(self, context: RoundContext) -> int:
-        return self.k if context.has_draft else 0
+    def choose(self, context: RoundContext) -> DraftPlan:
+        if self.source is Provenance.LOOKUP:
+            return DraftPlan(min(self.k, context.lookup_len), Provenance.LOOKUP)
+        return DraftPlan(self.k if context.has_draft else 0)
 
     def observe(self, event: RoundEvent) -> None:
         pass
 
     def snapshot(self) -> dict[str, object]:
-        return {"policy": "fixed", "k": self.k}
+        return {"policy": "fixed", "k": self.k, "source": self.source.value}
 
 
 class PlainDecoding:

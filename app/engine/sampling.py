@@ -79,8 +79,8 @@ class Sampler:
         """Logits (1, V) -> processed scores (1, V).
 
         Greedy: penalized logits (argmax is all that is needed). Otherwise normalized
-        log-probabilities after temperature, top-k, top-p and min-p, so that the next engine
-        issue can compare draft and main distributions directly.
+        log-probabilities after temperature, top-k, top-p and min-p, so that residual acceptance
+        can compare draft and main distributions directly.
         """
         logits = logits.astype(mx.float32)
         if self.uses_history and history is not None:
@@ -98,9 +98,13 @@ class Sampler:
             logprobs = apply_min_p(logprobs, p.min_p)
         return logprobs - mx.logsumexp(logprobs, axis=-1, keepdims=True)
 
+    def next_key(self) -> mx.array:
+        """A fresh key from the seeded chain (draws and acceptance tests share one chain)."""
+        self._key, sub = mx.random.split(self._key)
+        return sub
+
     def draw(self, scores: mx.array) -> mx.array:
         """Scores (n, V) -> token ids (n,), lazily."""
         if self.params.greedy:
             return mx.argmax(scores, axis=-1).astype(mx.uint32)
-        self._key, sub = mx.random.split(self._key)
-        return mx.random.categorical(scores, axis=-1, key=sub).astype(mx.uint32)
+        return mx.random.categorical(scores, axis=-1, key=self.next_key()).astype(mx.uint32)

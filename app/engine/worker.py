@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import mlx.core as mx
 
+from app.engine.adaptive import AdaptiveDraftLength
 from app.engine.decode import generate
 from app.engine.events import EngineError, Event
 from app.engine.loading import ModelLoadError, ModelPair, load_pair
@@ -34,16 +35,25 @@ class LoadPair:
 
 @dataclass(frozen=True, slots=True)
 class SpeculationSettings:
-    """off: plain decoding; fixed: always k drafted tokens."""
+    """adaptive: k chosen each round (draft model or prompt lookup, bypassed when it does not
+    pay); lookup: adaptive over prompt lookup alone; fixed: always k drafted tokens; off: plain.
 
-    mode: str = "fixed"
+    `acceptance` is "exact" or "residual"; None: residual when sampling, exact when greedy.
+    """
+
+    mode: str = "adaptive"
     k: int = 4
+    acceptance: str | None = None
 
     def policy(self) -> DraftPolicy:
         if self.mode == "off":
             return PlainDecoding()
         if self.mode == "fixed":
             return FixedDraftLength(self.k)
+        if self.mode == "adaptive":
+            return AdaptiveDraftLength()
+        if self.mode == "lookup":
+            return AdaptiveDraftLength(use_draft=False)
         raise ValueError(f"unknown speculation mode {self.mode!r}")
 
 
@@ -158,6 +168,7 @@ class EngineWorker:
                 policy=command.speculation.policy(),
                 max_tokens=command.max_tokens,
                 cancel=self._cancel,
+                acceptance=command.speculation.acceptance,
             )
             for event in events:
                 self._emit(WorkerMessage(request, event))

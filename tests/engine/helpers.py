@@ -35,13 +35,14 @@ def drive(
     sampling: SamplingParams | None = None,
     cancel_after: int | None = None,
     stop_ids: list[int] | None = None,
+    acceptance: str | None = None,
 ) -> Outcome:
     """Run one generation, checking the cache invariant after every round."""
     out = Outcome()
     cancel = Event()
     for event in generate(
         session, prompt, sampling=sampling, policy=policy or PlainDecoding(), max_tokens=max_tokens,
-        cancel=cancel, stop_ids=stop_ids,
+        cancel=cancel, stop_ids=stop_ids, acceptance=acceptance,
     ):
         if isinstance(event, TokenEvent):
             out.tokens.append(event)

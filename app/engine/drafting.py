@@ -1,0 +1,61 @@
+"""The two model passes of a round: the draft proposing k tokens, the main scoring them.
+
+Both stay lazy: the loop evaluates the draft's ids once (the draft's only sync) and the
+acceptance rule's verdict once (the main's), so timing a round costs no extra host syncs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mlx.core as mx
+
+from app.engine.sampling import Sampler
+from app.engine.session import ChatSession
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    ids: mx.array  # (k,) proposed tokens, lazily computed
+    scores: mx.array | None  # (k, V) the draft's processed scores; None: a lookup point mass
+    draft_end: int | None  # tokens the draft cache holds afterwards (None: the draft did not run)
+    catch_up: int = 0  # skipped tokens the draft had to read before proposing
+
+
+def propose(session: ChatSession, sampler: Sampler, k: int, history: mx.array) -> Proposal:
+    """Run the draft k steps; its backlog is read in the first step, together with `pending`."""
+    draft = session.pair.draft
+    assert draft is not None and session.draft_cache is not None and session.pending is not None
+    lag = len(session.tokens) - session.draft_len
+    tail = session.catch_up_draft()
+    y = mx.array(tail + [session.pending], dtype=mx.uint32)
+    ids: list[mx.array] = []
+    scores: list[mx.array] = []
+    for _ in range(k):
+        logits = draft.model(y[None], cache=session.draft_cache)[:, -1, :]
+        row = sampler.process(logits, history if sampler.uses_history else None)
+        y = sampler.draw(row)
+        mx.async_eval(y)
+        ids.append(y)
+        scores.append(row)
+        if sampler.uses_history:
+            history = mx.concatenate([history, y])
+    # pending and the first k-1 proposals went into the draft cache
+    return Proposal(
+        ids=mx.concatenate(ids),
+        scores=mx.concatenate(scores, axis=0),
+        draft_end=len(session.tokens) + k,
+        catch_up=lag,
+    )
+
+
+def score(session: ChatSession, sampler: Sampler, fed: mx.array, history: mx.array) -> mx.array:
+    """Main pass over `fed` -> processed scores (len(fed), V); row i sees fed[1 : i + 1] as history."""
+    logits = session.pair.main.model(fed[None], cache=session.main_cache)[0]
+    if not sampler.uses_history:
+        return sampler.process(logits, None)
+    rows = [
+        sampler.process(logits[i : i + 1], mx.concatenate([history, fed[1 : i + 1]]))
+        for i in range(fed.size)
+    ]
+    return mx.concatenate(rows, axis=0)

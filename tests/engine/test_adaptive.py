@@ -1,0 +1,138 @@
+"""The adaptive controller: picks k from measured acceptance and costs, bypasses when it does not pay."""
+
+from __future__ import annotations
+
+from app.engine.adaptive import AdaptiveDraftLength, VerifyCosts, expected_tokens
+from app.engine.events import Provenance, RoundEvent
+from app.engine.policy import PlainDecoding, RoundContext, as_plan
+from app.engine.session import ChatSession
+from tests.engine.helpers import drive
+
+CONTEXT = RoundContext(has_draft=True, remaining=100, position=0)
+
+
+def _event(k: int, accepted: int, verify: float, step: float = 0.001, source=Provenance.DRAFT, catch_up: int = 0):
+    return RoundEvent(
+        index=0, k=k, proposed=(1,) * k, accepted=accepted, emitted=(1,) * (accepted + 1),
+        draft_seconds=step * k, verify_seconds=verify, source=source if k else Provenance.MAIN,
+        catch_up=catch_up,
+    )
+
+
+def _run(policy: AdaptiveDraftLength, rounds: int, accept_rate: float, verify, step: float = 0.001,
+         context: RoundContext = CONTEXT) -> list[int]:
+    """Simulate rounds where every proposal is accepted with the given chance (deterministically)."""
+    ks, credit = [], 0.5
+    for _ in range(rounds):
+        plan = as_plan(policy.choose(context))
+        accepted = 0
+        for _ in range(plan.k):
+            credit += accept_rate
+            if credit < 1.0:
+                break
+            credit -= 1.0
+            accepted += 1
+        policy.observe(_event(plan.k, accepted, verify(plan.k + 1), step, plan.source))
+        ks.append(plan.k)
+    return ks
+
+
+def test_expected_tokens_counts_the_run_of_accepted_proposals():
+    assert expected_tokens([]) == 1.0
+    assert expected_tokens([1.0, 1.0, 1.0]) == 4.0
+    assert abs(expected_tokens([0.5, 0.5]) - 1.75) < 1e-12
+
+
+def test_verify_costs_are_fitted_where_unmeasured_and_never_decrease():
+    costs = VerifyCosts()
+    for _ in range(3):
+        costs.add(1, 0.010)
+        costs.add(5, 0.050)
+    table = costs.table(8)
+    assert abs(table[0] - 0.010) < 1e-9 and abs(table[4] - 0.050) < 1e-9
+    assert abs(table[2] - 0.030) < 1e-9 and abs(table[7] - 0.080) < 1e-9  # fitted: 10 ms per token
+    assert table == sorted(table)
+
+
+def test_cheap_verify_and_good_draft_drafts_long():
+    policy = AdaptiveDraftLength(use_lookup=False)
+    ks = _run(policy, 40, accept_rate=0.95, verify=lambda n: 0.020 + 0.0005 * n)
+    assert min(ks[-10:]) >= 5, ks
+    snap = policy.snapshot()
+    assert snap["bypassed"] is False and snap["k"] >= 5 and snap["source"] == "draft"
+    assert snap["acceptance"]["draft"][0] > 0.8 and snap["verify_s"][1] > 0
+    assert snap["expected_speedup"] > 1.5
+
+
+def test_costly_verify_prefers_short_drafts():
+    policy = AdaptiveDraftLength(use_lookup=False)
+    ks = _run(policy, 40, accept_rate=0.6, verify=lambda n: 0.010 + 0.004 * n, step=0.0005)
+    assert all(1 <= k <= 3 for k in ks[-10:]), ks
+
+
+def test_a_useless_draft_is_bypassed_and_probed_rarely_within_budget():
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.020 + 0.010 * (n - 1)  # noqa: E731
+    ks = _run(policy, 400, accept_rate=0.0, verify=verify, step=0.002)
+    probes = [i for i, k in enumerate(ks) if k and i > 2]
+    assert ks[2:9] == [0] * 7 and policy.snapshot()["bypassed"] is True
+    assert 1 <= len(probes) <= 12, probes
+    assert min(b - a for a, b in zip(probes[1:], probes[2:])) > 50  # once the evidence is in
+    wasted = sum(k * 0.002 + verify(k + 1) - verify(1) for k in ks[2:])
+    assert wasted / (len(ks[2:]) * verify(1)) <= 0.03  # probes cost at most the budget
+
+
+def test_bypass_ends_when_the_text_gets_predictable_again():
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.020 + 0.002 * (n - 1)  # noqa: E731
+    _run(policy, 60, accept_rate=0.0, verify=verify)
+    assert policy.snapshot()["bypassed"] is True
+    ks = _run(policy, 150, accept_rate=1.0, verify=verify)
+    assert min(ks[-20:]) >= 4, ks
+
+
+def test_lookup_is_chosen_when_it_beats_the_draft_model():
+    policy = AdaptiveDraftLength()
+    context = RoundContext(has_draft=True, remaining=100, position=0, lookup_len=6)
+    verify = lambda n: 0.020 + 0.001 * n  # noqa: E731
+    for _ in range(40):
+        plan = as_plan(policy.choose(context))
+        accepted = plan.k if plan.source is Provenance.LOOKUP else 0  # lookup is right, the draft wrong
+        policy.observe(_event(plan.k, accepted, verify(plan.k + 1), 0.003, plan.source))
+    plan = as_plan(policy.choose(context))
+    assert plan.source is Provenance.LOOKUP and plan.k == 6
+
+
+def test_greedy_adaptive_equals_plain_and_keeps_the_caches_consistent(toy_pair, toy_useless_pair, toy_prompt):
+    for pair in (toy_pair, toy_useless_pair):
+        plain = drive(ChatSession(pair), toy_prompt, PlainDecoding(), max_tokens=48, stop_ids=[])
+        out = drive(ChatSession(pair), toy_prompt, AdaptiveDraftLength(), max_tokens=48, stop_ids=[])
+        assert out.ids == plain.ids and out.offsets_ok
+        snap = out.rounds[-1].policy
+        assert {"k", "acceptance", "verify_s", "draft_step_s", "bypassed"} <= set(snap)
+
+
+def test_bypass_runs_no_draft_passes_and_the_draft_catches_up_in_one_pass(toy_useless_pair, toy_prompt):
+    class BypassThenResume(AdaptiveDraftLength):
+        def choose(self, context):
+            super().choose(context)  # telemetry as usual
+            return as_plan(3 if context.position == 0 or context.position >= 20 else 0)
+
+    session = ChatSession(toy_useless_pair)
+    out = drive(session, toy_prompt, BypassThenResume(use_lookup=False), max_tokens=30, stop_ids=[])
+    assert out.offsets_ok
+    resumed = next(r for r in out.rounds[1:] if r.k)
+    bypassed = out.rounds[1 : resumed.index]
+    assert len(bypassed) >= 18 and all(r.k == 0 and r.draft_seconds < 0.002 for r in bypassed)
+    assert resumed.catch_up == len(bypassed)  # the skipped tokens, read in the first draft step
+
+
+def test_worker_settings_default_to_adaptive_and_offer_lookup():
+    from app.engine.policy import FixedDraftLength
+    from app.engine.worker import SpeculationSettings
+
+    assert isinstance(SpeculationSettings().policy(), AdaptiveDraftLength)
+    lookup = SpeculationSettings(mode="lookup").policy()
+    assert isinstance(lookup, AdaptiveDraftLength) and lookup.sources == [Provenance.LOOKUP]
+    assert isinstance(SpeculationSettings(mode="fixed", k=3).policy(), FixedDraftLength)
+    assert SpeculationSettings(acceptance="exact").acceptance == "exact"
