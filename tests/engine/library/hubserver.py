@@ -1,0 +1,125 @@
+"""A local stand-in for the Hugging Face hub: the endpoints snapshot_download calls, over real HTTP.
+
+Serves repo info, the recursive tree listing and `resolve` URLs (HEAD and GET, ETag,
+X-Repo-Commit, Content-Length, Range). Faults per file: "truncate_once" sends half the body on
+the first GET and closes the connection; "truncate_then_503" does that and then answers every
+later GET with 503. The server shuts itself down after `lifetime` seconds at the latest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote, urlparse
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+@dataclass
+class HubState:
+    repos: dict[str, dict[str, bytes]]
+    faults: dict[str, str] = field(default_factory=dict)  # file name -> fault
+    log: list[tuple[str, str, str | None]] = field(default_factory=list)  # method, path, Range
+    gets: dict[str, int] = field(default_factory=dict)
+
+
+def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _json(self, data: object) -> None:
+            body = json.dumps(data).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def _route(self) -> None:
+            path = unquote(urlparse(self.path).path)
+            state.log.append((self.command, path, self.headers.get("Range")))
+            parts = path.strip("/").split("/")
+            if parts[:2] == ["api", "models"] and len(parts) >= 6:
+                repo = "/".join(parts[2:4])
+                if repo not in state.repos:
+                    return self.send_error(404)
+                files = state.repos[repo]
+                if parts[4] == "revision":
+                    return self._json({"id": repo, "sha": COMMIT, "siblings": [{"rfilename": n} for n in files]})
+                if parts[4] == "tree":
+                    return self._json([
+                        {"type": "file", "path": n, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
+                        for n, b in files.items()
+                    ])
+            if len(parts) >= 5 and parts[2] == "resolve":
+                repo, name = "/".join(parts[:2]), "/".join(parts[4:])
+                body = state.repos.get(repo, {}).get(name)
+                if body is None:
+                    return self.send_error(404)
+                return self._file(name, body)
+            self.send_error(404)
+
+        def _file(self, name: str, body: bytes) -> None:
+            etag = hashlib.sha256(body).hexdigest()
+            start = 0
+            rng = self.headers.get("Range")
+            if self.command == "GET":
+                count = state.gets[name] = state.gets.get(name, 0) + 1
+                fault = state.faults.get(name)
+                if fault == "truncate_then_503" and count > 1:
+                    return self.send_error(503)
+                if fault in ("truncate_once", "truncate_then_503") and count == 1:
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.send_header("ETag", f'"{etag}"')
+                    self.end_headers()
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+            if rng and rng.startswith("bytes=") and self.command == "GET":
+                start = int(rng[6:].split("-")[0])
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            else:
+                self.send_response(200)
+            self.send_header("Content-Length", str(len(body) - start))
+            self.send_header("ETag", f'"{etag}"')
+            self.send_header("X-Repo-Commit", COMMIT)
+            self.send_header("Accept-Ranges", "bytes")
+            self.end_headers()
+            if self.command == "GET":
+                self.wfile.write(body[start:])
+
+        do_GET = do_HEAD = _route
+
+    return Handler
+
+
+class LocalHub:
+    """`with LocalHub(state) as hub:` serves on 127.0.0.1; `hub.endpoint` is its base URL."""
+
+    def __init__(self, state: HubState, lifetime: float = 120.0) -> None:
+        self.state = state
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._timer = threading.Timer(lifetime, self.server.shutdown)
+        self._timer.daemon = True
+
+    def __enter__(self) -> LocalHub:
+        self._thread.start()
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)

@@ -1,0 +1,118 @@
+"""Downloads through huggingface_hub's real code against a local hub over HTTP."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from app.engine.library.download import (
+    DownloadCancelled, DownloadError, DownloadProgress, destination, download, partial_folder,
+)
+from app.engine.library.facts import compute_facts
+from app.engine.library.safety import UnsafeModel
+from tests.engine.library.hubserver import HubState, LocalHub
+
+REPO = "toy-org/toy-main"
+
+
+@pytest.fixture
+def repo_files(toy_models) -> dict[str, bytes]:
+    files = {p.name: p.read_bytes() for p in Path(toy_models.main).iterdir() if p.is_file()}
+    files["pytorch_model.bin"] = b"pickle weights that must never be fetched"
+    return files
+
+
+def run(hub: LocalHub, root: Path, **kwargs) -> tuple[Path, list[DownloadProgress]]:
+    seen: list[DownloadProgress] = []
+    out = download(REPO, endpoint=hub.endpoint, root=root, progress=seen.append, **kwargs)
+    return out, seen
+
+
+def test_download_lands_complete_with_progress(repo_files, tmp_path):
+    state = HubState({REPO: repo_files})
+    with LocalHub(state) as hub:
+        out, seen = run(hub, tmp_path)
+    assert out == destination(REPO, tmp_path)
+    for name, body in repo_files.items():
+        if name != "pytorch_model.bin":
+            assert (out / name).read_bytes() == body
+    assert not (out / "pytorch_model.bin").exists() and not (out / ".cache").exists()
+    assert not partial_folder(REPO, tmp_path).exists()
+    assert seen[-1].finished and seen[-1].done_bytes == seen[-1].total_bytes
+    assert seen[-1].total_bytes == sum(len(b) for n, b in repo_files.items() if n != "pytorch_model.bin")
+    assert seen[-1].bytes_per_second > 0
+    assert compute_facts(out).usable
+    assert not any(p.endswith("pytorch_model.bin") for _, p, _ in state.log)
+
+
+def test_truncated_file_is_resumed_with_a_range_request(repo_files, tmp_path):
+    state = HubState({REPO: repo_files}, faults={"model.safetensors": "truncate_once"})
+    with LocalHub(state) as hub:
+        out, _ = run(hub, tmp_path)
+    assert (out / "model.safetensors").read_bytes() == repo_files["model.safetensors"]
+    half = len(repo_files["model.safetensors"]) // 2
+    ranges = [r for m, p, r in state.log if m == "GET" and p.endswith("model.safetensors") and r]
+    assert len(ranges) == 1
+    start = int(ranges[0].removeprefix("bytes=").rstrip("-"))
+    assert 0 < start <= half  # resumed from the bytes already written, not from zero
+
+
+def test_dropped_connection_fails_without_a_complete_looking_model_then_resumes(repo_files, tmp_path):
+    state = HubState({REPO: repo_files}, faults={"model.safetensors": "truncate_then_503"})
+    with LocalHub(state) as hub:
+        with pytest.raises(DownloadError):
+            run(hub, tmp_path)
+    assert not destination(REPO, tmp_path).exists()
+    fetched = {p.name for p in partial_folder(REPO, tmp_path).iterdir()}
+    assert "config.json" in fetched and "model.safetensors" not in fetched
+
+    state.faults.clear()
+    state.log.clear()
+    with LocalHub(state) as hub:
+        out, _ = run(hub, tmp_path)
+    assert (out / "model.safetensors").read_bytes() == repo_files["model.safetensors"]
+    refetched = {p.rsplit("/", 1)[-1] for m, p, _ in state.log if m == "GET" and "/resolve/" in p}
+    assert refetched == {"model.safetensors"}  # files finished in the first run were kept
+
+
+def test_cancel_leaves_nothing_that_looks_complete(repo_files, tmp_path):
+    cancel = threading.Event()
+    state = HubState({REPO: repo_files})
+    with LocalHub(state) as hub:
+        with pytest.raises(DownloadCancelled):
+            download(REPO, endpoint=hub.endpoint, root=tmp_path, cancel=cancel, progress=lambda p: cancel.set())
+    assert not destination(REPO, tmp_path).exists()
+
+
+def test_offline_mode_is_respected(repo_files, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    state = HubState({REPO: repo_files})
+    with LocalHub(state) as hub:
+        with pytest.raises(DownloadError, match="offline"):
+            run(hub, tmp_path)
+    assert state.log == []
+
+
+def test_pickle_only_repo_is_refused(tmp_path):
+    state = HubState({REPO: {"config.json": b"{}", "pytorch_model.bin": b"x"}})
+    with LocalHub(state) as hub:
+        with pytest.raises(DownloadError, match="only pickle weights"):
+            run(hub, tmp_path)
+    assert not destination(REPO, tmp_path).exists()
+
+
+@pytest.mark.parametrize("bad", ["../evil.json", "sub/../../evil.json", "/etc/evil.json"])
+def test_escaping_file_names_are_refused(tmp_path, bad):
+    state = HubState({REPO: {"config.json": b"{}", "model.safetensors": b"x", bad: b"{}"}})
+    with LocalHub(state) as hub:
+        with pytest.raises(UnsafeModel):
+            run(hub, tmp_path)
+    assert not any(p.name == "evil.json" for p in tmp_path.rglob("*"))
+
+
+@pytest.mark.parametrize("bad", ["noslash", "../x/y", "a/b/c", "owner/..", "-a/b", "a/b.git", "own er/x"])
+def test_invalid_repo_ids_are_refused(tmp_path, bad):
+    with pytest.raises(UnsafeModel):
+        download(bad, endpoint="http://127.0.0.1:9", root=tmp_path)

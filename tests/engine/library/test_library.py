@@ -1,0 +1,164 @@
+"""Model facts, discovery across sources, the facts cache, memory fit and the safety rules."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from app.engine.library.compat import check_pair
+from app.engine.library.discovery import Sources, folder_models, hub_models, resolve_model, scan_library
+from app.engine.library.facts import compute_facts, model_facts
+from app.engine.library.memory import memory_fit
+from app.engine.library.paths import app_data_dir, lmstudio_models_dir
+from app.engine.library.safety import UnsafeModel, check_relative_name, check_repo_id
+
+
+def clone(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> Path:
+    dst.mkdir(parents=True)
+    for p in src.iterdir():
+        if p.name not in skip:
+            shutil.copy(p, dst / p.name)
+    return dst
+
+
+def test_facts_of_the_toy_model(toy_models):
+    main, draft = compute_facts(Path(toy_models.main)), compute_facts(Path(toy_models.draft))
+    assert main.usable and main.architecture == "qwen2" and main.bits == 32 and not main.vision
+    assert main.vocab_size == 1024 and main.trim == "full" and main.context_length
+    assert main.params and draft.params and main.params > draft.params
+    assert main.vocab_fingerprint == draft.vocab_fingerprint
+    assert main.size_bytes > (Path(toy_models.main) / "model.safetensors").stat().st_size - 1
+
+
+def test_facts_of_a_real_model(real_model):
+    facts = compute_facts(real_model("qwen0.5b"))
+    assert facts.architecture == "qwen2" and facts.vocab_size == 151936 and facts.context_length == 32768
+    assert 0.4e9 < facts.params < 0.7e9
+    gemma = compute_facts(real_model("gemma3"))
+    assert gemma.trim == "window" and gemma.sliding_window == 512 and not gemma.vision
+
+
+def test_app_data_dir_follows_specchat_home(specchat_home):
+    assert app_data_dir() == specchat_home
+
+
+def test_lmstudio_pointer_file_is_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert lmstudio_models_dir() is None
+    (tmp_path / ".lmstudio" / "models").mkdir(parents=True)
+    assert lmstudio_models_dir() == tmp_path / ".lmstudio" / "models"
+    elsewhere = tmp_path / "lms-home"
+    (elsewhere / "models").mkdir(parents=True)
+    (tmp_path / ".lmstudio-home-pointer").write_text(str(elsewhere) + "\n")
+    assert lmstudio_models_dir() == elsewhere / "models"
+
+
+def make_hub_cache(cache: Path, repo_id: str, files: dict[str, bytes]) -> Path:
+    """The hub cache's own layout: blobs, a snapshot of symlinks, refs/main."""
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    commit = "a" * 40
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    for i, (name, body) in enumerate(files.items()):
+        blob = repo / "blobs" / f"{i:040x}"
+        blob.write_bytes(body)
+        (snapshot / name).symlink_to(Path("../../blobs") / blob.name)
+    return snapshot
+
+
+def test_discovery_across_sources(toy_models, tmp_path):
+    toy = Path(toy_models.main)
+    hub = tmp_path / "hub"
+    make_hub_cache(hub, "org/toy-hub", {p.name: p.read_bytes() for p in toy.iterdir()})
+    lms = tmp_path / "lms" / "models"
+    clone(toy, lms / "publisher" / "toy-lms")
+    (lms / "publisher" / "gguf-model").mkdir(parents=True)
+    (lms / "publisher" / "gguf-model" / "m.Q4_K_M.gguf").write_bytes(b"GGUF")
+    own = tmp_path / "own"
+    clone(toy, own / "org" / "toy-own")
+    clone(toy, own / ".partial" / "org--unfinished")
+    user = tmp_path / "user"
+    clone(toy, user / "pickled", skip=("model.safetensors",))
+    (user / "pickled" / "pytorch_model.bin").write_bytes(b"pickle")
+
+    facts, ggufs = scan_library(Sources(hub_cache=hub, lmstudio=lms, specchat=own, extra=(user,)))
+    by_name = {f.name: f for f in facts}
+    assert set(by_name) == {"org/toy-hub", "publisher/toy-lms", "org/toy-own", "pickled"}
+    assert by_name["org/toy-hub"].source == "hub" and by_name["publisher/toy-lms"].source == "lmstudio"
+    assert [g.label for g in ggufs] == ["publisher/gguf-model/m.Q4_K_M.gguf"]
+    pickled = by_name["pickled"]
+    assert not pickled.usable and "only pickle weights (pytorch_model.bin)" in pickled.problems[0]
+    verdict = check_pair(Path(by_name["org/toy-own"].path), Path(pickled.path))
+    assert not verdict.compatible and any("only pickle weights" in r.message for r in verdict.refusals)
+    assert [f.label for f in hub_models(hub)] == ["org/toy-hub"]
+    assert resolve_model("org/toy-hub", Sources(hub, lms, own)) == Path(by_name["org/toy-hub"].path)
+
+
+def test_fifty_models_list_in_under_a_second_once_cached(toy_models, tmp_path):
+    root = tmp_path / "many"
+    for i in range(50):
+        folder = root / f"model-{i:02d}"
+        folder.mkdir(parents=True)
+        for p in Path(toy_models.draft).iterdir():
+            (folder / p.name).symlink_to(p)
+    sources = Sources(hub_cache=None, lmstudio=None, specchat=root, use_hub=False)
+    first, _ = scan_library(sources)
+    assert len(first) == 50
+    started = time.perf_counter()
+    again, _ = scan_library(sources)
+    elapsed = time.perf_counter() - started
+    assert again == first and elapsed < 1.0, elapsed
+
+
+def test_memory_fit_counts_both_weights_and_both_caches(toy_models):
+    main, draft = model_facts(Path(toy_models.main)), model_facts(Path(toy_models.draft))
+    fit = memory_fit(main, draft, context=4096, usable=64 * 2**30)
+    assert fit.main_kv == main.kv_bytes_per_token * 4096 and fit.draft_kv == draft.kv_bytes_per_token * 4096
+    assert fit.total == main.size_bytes + draft.size_bytes + fit.main_kv + fit.draft_kv + fit.overhead
+    assert fit.fits
+    tight = memory_fit(main, draft, context=4096, usable=fit.total - 1)
+    assert not tight.fits and "exceeds" in tight.explain() and "GiB" in tight.explain()
+
+
+def test_remote_code_is_never_run(toy_models, tmp_path):
+    folder = clone(Path(toy_models.main), tmp_path / "asks-for-code")
+    marker = tmp_path / "code-ran"
+    evil = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nclass Evil: pass\n"
+    for name in ("modeling_evil.py", "tokenization_evil.py", "configuration_evil.py"):
+        (folder / name).write_text(evil)
+    config = json.loads((folder / "config.json").read_text())
+    config["auto_map"] = {"AutoConfig": "configuration_evil.Evil", "AutoModelForCausalLM": "modeling_evil.Evil"}
+    config["model_file"] = "modeling_evil.py"
+    (folder / "config.json").write_text(json.dumps(config))
+    tok_config = json.loads((folder / "tokenizer_config.json").read_text())
+    tok_config["auto_map"] = {"AutoTokenizer": ["tokenization_evil.Evil", None]}
+    (folder / "tokenizer_config.json").write_text(json.dumps(tok_config))
+
+    facts = compute_facts(folder)
+    assert any("auto_map" in w and "ignored" in w for w in facts.warnings)
+    assert check_pair(folder, Path(toy_models.draft)).compatible
+    from app.engine.loading import ModelLoadError, load_model
+
+    with pytest.raises(ModelLoadError, match="custom module"):  # mlx-lm refuses model_file outright
+        load_model(folder)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("name", ["../x", "a/../../x", "/abs", "C:\\x", "\\\\host\\share", ""])
+def test_escaping_names_are_refused(name):
+    with pytest.raises(UnsafeModel):
+        check_relative_name(name)
+
+
+def test_repo_ids():
+    assert check_repo_id("mlx-community/Qwen2.5-7B-Instruct-4bit")
+    for bad in ("a", "a/b/c", "../a", "a/..", "a/.b", "a b/c"):
+        with pytest.raises(UnsafeModel):
+            check_repo_id(bad)
