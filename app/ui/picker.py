@@ -1,0 +1,335 @@
+"""The pair picker: choose a main model and a draft, see why drafts are refused, check memory fit.
+
+Scans and compatibility checks run on a QThreadPool; results come back as queued signals, so the
+UI thread never reads tokenizers or walks folders itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QCheckBox, QDialog, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListView, QMessageBox, QProgressBar,
+    QPushButton, QSpinBox, QVBoxLayout, QWidget,
+)
+
+from app.engine.library.compat import Verdict, check_pair
+from app.engine.library.discovery import Sources, scan_library
+from app.engine.library.download import DownloadProgress
+from app.engine.library.facts import ModelFacts
+from app.engine.library.memory import memory_fit
+from app.engine.library.ranking import rank_drafts
+from app.engine.library.recommended import RECOMMENDED
+from app.engine.library.store import Store
+from app.ui.download_bridge import DownloadTask
+
+PLAIN, LOOKUP = "plain", "lookup"
+KEY = Qt.ItemDataRole.UserRole
+
+
+@dataclass(frozen=True, slots=True)
+class PickedPair:
+    main: str
+    draft: str | None  # a model folder when mode is "model"
+    mode: str  # "model", "plain" or "lookup"
+    context: int
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def describe(f: ModelFacts) -> str:
+    bits = f"{f.bits}-bit" if f.bits else "? bits"
+    params = "? params" if not f.params else f"{f.params / 1e9:.2f}B" if f.params >= 1e9 else f"{f.params / 1e6:.1f}M"
+    ctx = f"{f.context_length // 1024}k ctx" if f.context_length else "? ctx"
+    kind = "vision" if f.vision else "text"
+    return f"{f.architecture} · {params} · {bits} · {human_bytes(f.size_bytes)} · {ctx} · {kind}"
+
+
+class _Signals(QObject):
+    done = Signal(object)
+    error = Signal(str)
+
+
+class _Call(QRunnable):
+    """Run `fn` on a pool thread; its result or error comes back as a signal."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        super().__init__()
+        self.fn, self.signals = fn, _Signals()
+        self.setAutoDelete(False)
+
+    def run(self) -> None:
+        try:
+            result = self.fn()
+        except Exception as exc:
+            self.signals.error.emit(str(exc))
+        else:
+            self.signals.done.emit(result)
+
+
+class DownloadPanel(QGroupBox):
+    """Repo id, progress bar with size and speed, cancel; downloads queue one after another."""
+
+    downloaded = Signal(str)
+
+    def __init__(self, pool: QThreadPool, endpoint: str | None, root: Path | None, parent: QWidget | None = None):
+        super().__init__("Download from Hugging Face", parent)
+        self.pool, self.endpoint, self.root = pool, endpoint, root
+        self.task: DownloadTask | None = None
+        self.queue: list[str] = []
+        self.repo = QLineEdit(placeholderText="owner/name, e.g. mlx-community/Qwen2.5-0.5B-Instruct-4bit")
+        self.start_button, self.cancel_button = QPushButton("Download"), QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.bar, self.status = QProgressBar(), QLabel("")
+        self.bar.setRange(0, 1000)
+        row = QHBoxLayout()
+        for w in (self.repo, self.start_button, self.cancel_button):
+            row.addWidget(w)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.status)
+        self.start_button.clicked.connect(lambda: self.enqueue([self.repo.text().strip()]))
+        self.cancel_button.clicked.connect(self.cancel)
+
+    def enqueue(self, repo_ids: list[str]) -> None:
+        self.queue += [r for r in repo_ids if r]
+        if self.task is None:
+            self._next()
+
+    def _next(self) -> None:
+        if not self.queue:
+            self.task = None
+            self.cancel_button.setEnabled(False)
+            return
+        repo_id = self.queue.pop(0)
+        self.task = DownloadTask(repo_id, self.endpoint, self.root)
+        self.task.signals.progress.connect(self._on_progress)
+        self.task.signals.finished.connect(self._on_finished)
+        self.task.signals.failed.connect(lambda msg: self._stop(f"Failed: {msg}"))
+        self.task.signals.cancelled.connect(lambda: self._stop(f"Cancelled {repo_id}; nothing was installed"))
+        self.status.setText(f"Starting {repo_id}…")
+        self.bar.setValue(0)
+        self.cancel_button.setEnabled(True)
+        self.pool.start(self.task)
+
+    def cancel(self) -> None:
+        self.queue.clear()
+        if self.task is not None:
+            self.task.cancel()
+
+    def _on_progress(self, p: DownloadProgress) -> None:
+        self.bar.setValue(int(1000 * p.done_bytes / p.total_bytes) if p.total_bytes else 0)
+        self.status.setText(
+            f"{p.repo_id}: {human_bytes(p.done_bytes)} of {human_bytes(p.total_bytes)}"
+            f" · {human_bytes(p.bytes_per_second)}/s"
+        )
+
+    def _on_finished(self, folder: str) -> None:
+        self.bar.setValue(1000)
+        self.status.setText(f"Downloaded to {folder}")
+        self.downloaded.emit(folder)
+        self._next()
+
+    def _stop(self, message: str) -> None:
+        self.status.setText(message)
+        self.queue.clear()
+        self._next()
+
+
+class PickerDialog(QDialog):
+    """Pick a main and a draft; `picked` holds the choice once accepted."""
+
+    library_changed = Signal()
+    drafts_changed = Signal()
+
+    def __init__(self, sources: Sources, *, store: Store | None = None, usable_memory: int | None = None,
+                 endpoint: str | None = None, download_root: Path | None = None,
+                 pool: QThreadPool | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Choose models")
+        self.sources, self.store, self.usable = sources, store, usable_memory
+        self.pool = pool or QThreadPool.globalInstance()
+        self.facts: dict[str, ModelFacts] = {}
+        self.verdicts: dict[str, list[tuple[ModelFacts, Verdict]]] = {}
+        self.picked: PickedPair | None = None
+        self._calls: set[_Call] = set()
+
+        self.mains, self.main_model = QListView(), QStandardItemModel(self)
+        self.drafts, self.draft_model = QListView(), QStandardItemModel(self)
+        self.mains.setModel(self.main_model)
+        self.drafts.setModel(self.draft_model)
+        for view in (self.mains, self.drafts):
+            view.setWordWrap(True)
+            view.setSpacing(3)
+            view.setEditTriggers(QListView.EditTrigger.NoEditTriggers)
+        self.show_incompatible = QCheckBox("Show incompatible drafts")
+        self.context = QSpinBox(minimum=512, maximum=1_048_576, singleStep=1024, value=4096, suffix=" tokens")
+        self.fit_label, self.state_label = QLabel(""), QLabel("Scanning models…")
+        self.fit_label.setWordWrap(True)
+        self.use_button = QPushButton("Use this pair")
+        self.recommended = self._recommended_box()
+        self.downloads = DownloadPanel(self.pool, endpoint, download_root, self)
+
+        columns = QHBoxLayout()
+        for title, view, extra in (("Main model", self.mains, None), ("Draft", self.drafts, self.show_incompatible)):
+            box = QVBoxLayout()
+            box.addWidget(QLabel(f"<b>{title}</b>"))
+            box.addWidget(view)
+            if extra is not None:
+                box.addWidget(extra)
+            columns.addLayout(box, 1)
+        bottom = QHBoxLayout()
+        bottom.addWidget(QLabel("Context length"))
+        bottom.addWidget(self.context)
+        bottom.addWidget(self.fit_label, 1)
+        bottom.addWidget(self.use_button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.state_label)
+        layout.addLayout(columns, 1)
+        layout.addLayout(bottom)
+        layout.addWidget(self.recommended)
+        layout.addWidget(self.downloads)
+
+        self.mains.selectionModel().currentChanged.connect(lambda *_: self._on_main_changed())
+        self.drafts.selectionModel().currentChanged.connect(lambda *_: self._update_fit())
+        self.show_incompatible.toggled.connect(lambda *_: self._fill_drafts())
+        self.context.valueChanged.connect(lambda *_: self._update_fit())
+        self.use_button.clicked.connect(self._on_use)
+        self.downloads.downloaded.connect(lambda *_: self.refresh())
+        self.refresh()
+
+    # -- background work -------------------------------------------------------------------
+    def _run(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        call = _Call(fn)
+        self._calls.add(call)
+        call.signals.done.connect(done)
+        call.signals.error.connect(lambda msg: self.state_label.setText(f"Error: {msg}"))
+        call.signals.done.connect(lambda *_: self._calls.discard(call))
+        call.signals.error.connect(lambda *_: self._calls.discard(call))
+        self.pool.start(call)
+
+    def refresh(self) -> None:
+        sources, store = self.sources, self.store
+        self._run(lambda: scan_library(sources, store), self._on_scanned)
+
+    def _on_scanned(self, result: tuple[list[ModelFacts], list]) -> None:
+        facts, ggufs = result
+        self.facts = {f.path: f for f in facts}
+        self.verdicts.clear()
+        self.main_model.clear()
+        for f in sorted(facts, key=lambda f: (not f.usable, -(f.params or 0), f.name)):
+            item = QStandardItem(f"{f.name}\n{describe(f)}")
+            item.setData(f.path, KEY)
+            item.setToolTip("\n".join((f.path, *f.problems, *f.warnings)))
+            item.setEnabled(f.usable)
+            self.main_model.appendRow(item)
+        usable = [f for f in facts if f.usable]
+        gguf_note = f" · {len(ggufs)} GGUF file(s) can be imported" if ggufs else ""
+        self.state_label.setText(f"{len(usable)} model(s) found{gguf_note}")
+        self.recommended.setVisible(not usable)
+        if usable:
+            self.mains.setCurrentIndex(self.main_model.index(0, 0))
+        self._fill_drafts()
+        self.library_changed.emit()
+
+    def current_main(self) -> ModelFacts | None:
+        path = self.mains.currentIndex().data(KEY)
+        return self.facts.get(path) if path else None
+
+    def _on_main_changed(self) -> None:
+        main = self.current_main()
+        self._fill_drafts()
+        if main is None or main.path in self.verdicts:
+            return
+        candidates, store = [f for f in self.facts.values() if f.path != main.path], self.store
+        check = lambda: (main.path, [(d, check_pair(Path(main.path), Path(d.path), store)) for d in candidates])
+        self._run(check, self._on_verdicts)
+
+    def _on_verdicts(self, result: tuple[str, list[tuple[ModelFacts, Verdict]]]) -> None:
+        path, verdicts = result
+        self.verdicts[path] = verdicts
+        main = self.current_main()
+        if main is not None and main.path == path:
+            self._fill_drafts()
+
+    # -- drafts and memory -----------------------------------------------------------------
+    def _fill_drafts(self) -> None:
+        self.draft_model.clear()
+        for key, text in ((PLAIN, "No draft (plain decoding)"), (LOOKUP, "Prompt lookup (no model)")):
+            item = QStandardItem(text)
+            item.setData(key, KEY)
+            self.draft_model.appendRow(item)
+        main = self.current_main()
+        ranked = rank_drafts(main, self.verdicts.get(main.path, [])) if main is not None else []
+        for draft, verdict in ranked:
+            if not verdict.compatible and not self.show_incompatible.isChecked():
+                continue
+            notes = [r.message for r in verdict.reasons]
+            line = describe(draft) if verdict.compatible else f"✕ {verdict.refusals[0].message}"
+            item = QStandardItem(f"{draft.name}\n{line}")
+            item.setData(draft.path, KEY)
+            item.setToolTip("\n".join(notes) or "compatible")
+            item.setEnabled(verdict.compatible)
+            self.draft_model.appendRow(item)
+        pending = main is not None and main.path not in self.verdicts
+        self.use_button.setEnabled(main is not None)
+        if pending:
+            self.fit_label.setText("Checking drafts…")
+        first = 2 if self.draft_model.rowCount() > 2 else 0
+        self.drafts.setCurrentIndex(self.draft_model.index(first, 0))
+        self._update_fit()
+        self.drafts_changed.emit()
+
+    def current_draft_key(self) -> str | None:
+        return self.drafts.currentIndex().data(KEY)
+
+    def _fit(self):
+        main = self.current_main()
+        if main is None:
+            return None
+        draft = self.facts.get(self.current_draft_key() or "")
+        return memory_fit(main, draft, self.context.value(), self.usable)
+
+    def _update_fit(self) -> None:
+        fit = self._fit()
+        if fit is not None:
+            self.fit_label.setText(("" if fit.fits else "⚠ Won't fit: ") + fit.explain())
+
+    def _on_use(self) -> None:
+        main, fit, key = self.current_main(), self._fit(), self.current_draft_key()
+        if main is None or fit is None:
+            return
+        if not fit.fits:
+            answer = QMessageBox.question(
+                self, "Not enough memory",
+                f"This pair needs more memory than this machine can give it:\n\n{fit.explain()}\n\nLoad it anyway?",
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No,
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                return
+        mode = key if key in (PLAIN, LOOKUP) else "model"
+        self.picked = PickedPair(main.path, key if mode == "model" else None, mode, self.context.value())
+        self.accept()
+
+    def _recommended_box(self) -> QGroupBox:
+        box = QGroupBox("Recommended pairs to start with")
+        layout = QVBoxLayout(box)
+        for pair in RECOMMENDED:
+            row = QHBoxLayout()
+            row.addWidget(QLabel(f"<b>{pair.title}</b> — {pair.main_repo} + {pair.draft_repo}"), 1)
+            button = QPushButton(f"Download (about {human_bytes(pair.download_bytes)})")
+            button.clicked.connect(lambda _=False, p=pair: self.downloads.enqueue([p.main_repo, p.draft_repo]))
+            row.addWidget(button)
+            layout.addLayout(row)
+        return box
