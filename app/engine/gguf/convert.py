@@ -20,6 +20,8 @@ from typing import Any, Callable
 import numpy as np
 
 from app.engine.gguf.architectures import architecture_of, model_config
+from app.engine.gguf.direct import GROUP as DIRECT_GROUP
+from app.engine.gguf.direct import can_repack, repack
 from app.engine.gguf.events import ImportEvent, ImportProgress
 from app.engine.gguf.header import GGUFError, GGUFHeader, TensorInfo, read_header
 from app.engine.gguf.tokenizer import build_tokenizer, tokenizer_config
@@ -90,6 +92,22 @@ def _quantizable(name: str, w: np.ndarray) -> bool:
     return name.endswith(".weight") and w.ndim == 2 and w.shape[-1] % GROUP_SIZE == 0 and "norm" not in name
 
 
+def _repacked(buf: Any, info: TensorInfo, name: str, transform: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """A Q4_0/Q4_1/Q8_0 weight kept as it is in the file, in MLX's layout (see direct.py)."""
+    import mlx.core as mx
+
+    q, scales, biases, qbits = repack(buf, info)
+    if transform is not None:  # row permutations apply to packed rows, scales and biases alike
+        q, scales, biases = (transform(name, a, config) for a in (q, scales, biases))
+    base = name[: -len(".weight")]
+    return {
+        name: mx.array(np.ascontiguousarray(q)),
+        f"{base}.scales": mx.array(np.ascontiguousarray(scales)).astype(mx.bfloat16),
+        f"{base}.biases": mx.array(np.ascontiguousarray(biases)).astype(mx.bfloat16),
+        "bits": qbits,
+    }
+
+
 def _hash(path: Path, emit: Callable[[ImportEvent], None]) -> str:
     digest, size, done = hashlib.sha256(), path.stat().st_size, 0
     with open(path, "rb") as f:
@@ -151,6 +169,7 @@ def import_gguf(
     try:
         sha = _hash(source, emit)
         shards: list[dict[str, Any]] = [{}]
+        per_layer: dict[str, dict[str, int]] = {}  # layers kept in the file's own quantization
         shard_bytes = 0
         total = sum(t.nbytes for t in header.tensors)
         done = 0
@@ -158,6 +177,16 @@ def import_gguf(
             for info in header.tensors:
                 name = arch.hf_name(info.name)
                 assert name is not None
+                if bits < 16 and can_repack(info) and _quantizable(name, np.empty((1, info.shape[0]))):
+                    parts = _repacked(buf, info, name, arch.transform, config)
+                    per_layer[name[: -len(".weight")]] = {"group_size": DIRECT_GROUP, "bits": parts.pop("bits")}
+                    mx.eval(*parts.values())
+                    for k, v in parts.items():
+                        shards[-1][k] = v
+                        shard_bytes += v.nbytes
+                    done += info.nbytes
+                    emit(ImportProgress("tensors", done, total, name))
+                    continue
                 w = dequantize(buf, info)
                 if arch.transform is not None:
                     w = arch.transform(name, w, config)
@@ -186,7 +215,7 @@ def import_gguf(
             json.dumps({"metadata": {"format": "mlx"}, "weight_map": dict(sorted(weight_map.items()))}, indent=2)
         )
         if bits < 16:
-            config["quantization"] = {"group_size": GROUP_SIZE, "bits": bits}
+            config["quantization"] = {"group_size": GROUP_SIZE, "bits": bits, **per_layer}
             config["quantization_config"] = dict(config["quantization"])
         config["torch_dtype"] = "bfloat16"
         (tmp / "config.json").write_text(json.dumps(config, indent=2))
@@ -206,6 +235,7 @@ def import_gguf(
             "tensor_types": dict(types.most_common()),
             "bits": bits,
             "group_size": GROUP_SIZE if bits < 16 else None,
+            "repacked_layers": len(per_layer),
             "seconds": round(time.monotonic() - started, 2),
         }
         (tmp / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2))
