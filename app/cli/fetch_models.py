@@ -11,7 +11,7 @@ from app.engine.gguf.fixtures import FIXTURES, fetch, mlx_path
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", default=",".join(FIXTURES),
                         help=f"comma-separated subset of {', '.join(FIXTURES)} (default: all)")
-    parser.add_argument("--bits", default="4,16", help="imports to make, comma-separated (default 4,16)")
+    parser.add_argument("--bits", default="4", help="imports to make, comma-separated, e.g. 4,16 (default 4)")
     parser.add_argument("--no-import", action="store_true", help="only download and assemble the GGUFs")
 
 
