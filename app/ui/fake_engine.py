@@ -1,0 +1,129 @@
+"""A synthetic engine with the worker's interface: scripted tokens at a chosen rate, no MLX.
+
+Used by the screenshots, the UI benchmark and the widget tests, so they exercise the real bridge
+and window with a predictable stream (draft, lookup and main tokens, refused drafts, bypass).
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable
+
+from app.engine.events import (
+    GenerationFinished, GenerationStats, PrefillProgress, Provenance, RoundEvent, TokenEvent,
+)
+from app.engine.worker import Command, Generate, LoadPair, PairLoaded, ResetSession, WorkerMessage
+
+SAMPLE = """Speculative decoding lets a **small draft model** guess the next few tokens, and the
+*main model* checks them all in one pass.
+
+1. The draft proposes `k` tokens.
+2. The main keeps the longest prefix it agrees with.
+
+```python
+def accept(draft, main):
+    n = 0
+    while n < len(draft) and draft[n] == main[n]:
+        n += 1
+    return draft[:n] + [main[n]]
+```
+
+When the draft is right, you get several tokens for the price of one verification.
+"""
+
+VOCAB = re.findall(r"\s*\S+|\s+", SAMPLE)
+_STOP = object()
+
+
+def fake_decode(ids: list[int]) -> str:
+    return "".join(VOCAB[i % len(VOCAB)] for i in ids)
+
+
+class FakeEngine:
+    """Same surface as EngineWorker. `rate`: tokens per second; `script`: the answer's pieces."""
+
+    def __init__(self, emit: Callable[[WorkerMessage], None], rate: float = 400.0,
+                 script: list[str] | None = None, k: int = 4, load_seconds: float = 0.0) -> None:
+        self._emit, self.rate, self.k, self.load_seconds = emit, rate, k, load_seconds
+        self.script = script or VOCAB
+        self._queue: queue.Queue = queue.Queue()
+        self._ids = itertools.count(1)
+        self._cancel = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="specchat-fake-engine", daemon=True)
+        self.commands: list[Command] = []
+        self.loaded: str | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, command: Command) -> int:
+        request = next(self._ids)
+        self._queue.put((request, command))
+        return request
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def shutdown(self, timeout: float = 10.0) -> bool:
+        self._cancel.set()
+        self._queue.put(_STOP)
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not _STOP:
+            request, command = item
+            self._cancel.clear()
+            self.commands.append(command)
+            if isinstance(command, LoadPair):
+                time.sleep(self.load_seconds)
+                self.loaded = command.main
+                self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
+            elif isinstance(command, Generate):
+                self._generate(request, command)
+            elif isinstance(command, ResetSession):
+                pass
+
+    def _generate(self, request: int, command: Generate) -> None:
+        emit = lambda event: self._emit(WorkerMessage(request, event))  # noqa: E731
+        start = time.perf_counter()
+        prompt = sum(len(m["content"]) for m in command.messages) // 4 + 8
+        emit(PrefillProgress(prompt, prompt, 0.001))
+        prefill = time.perf_counter() - start
+        n = rnd = proposed_total = accepted_total = 0
+        ids: list[int] = []
+        reason = "length"
+        while n < command.max_tokens:
+            if self._cancel.is_set():
+                reason = "cancelled"
+                break
+            bypass = command.speculation.mode == "off" or (rnd // 12) % 4 == 3
+            k = 0 if bypass else self.k
+            source = Provenance.LOOKUP if rnd % 5 == 4 else Provenance.DRAFT
+            accepted = 0 if k == 0 else (rnd * 7 + 3) % (k + 1)
+            emitted = min(accepted + 1, command.max_tokens - n)
+            now = time.perf_counter() - start
+            proposed = tuple(n + j for j in range(k)) if accepted == k else tuple(
+                [n + j for j in range(accepted)] + [(n * 31 + j) % len(VOCAB) for j in range(accepted, k)])
+            for j in range(emitted):
+                token = n % len(self.script)
+                ids.append(token)
+                emit(TokenEvent(token, self.script[token], source if j < accepted else Provenance.MAIN, now, rnd, n))
+                n += 1
+            policy = {"policy": "adaptive", "k": k, "bypassed": bypass, "expected_speedup": 1.0 if bypass else 1.8}
+            emit(RoundEvent(rnd, k, proposed, min(accepted, emitted), tuple(ids[-emitted:]), 0.0,
+                            emitted / self.rate, source if k else Provenance.MAIN, policy))
+            rnd += 1
+            proposed_total += k
+            accepted_total += min(accepted, emitted)
+            delay = start + prefill + n / self.rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+        decode = time.perf_counter() - start - prefill
+        stats = GenerationStats(prompt, 0, n, prefill, decode, rnd, proposed_total, accepted_total)
+        text = "".join(self.script[i] for i in ids)
+        emit(GenerationFinished(reason, text, tuple(ids), stats))

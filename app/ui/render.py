@@ -1,0 +1,232 @@
+"""Writing messages into the transcript's QTextDocument through a cursor, never through HTML.
+
+Text is inserted with `insertText`, so markup in model output stays text and no resource is ever
+requested. Each character an answer token produced carries that token's index, provenance and
+round as user properties, and its colour comes from a per-token format, so highlighting is exact
+per token both while streaming and after markdown rendering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from PySide6.QtGui import QBrush, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat
+
+from app.engine.events import Provenance
+from app.ui.markdown import Block, Span, parse
+from app.ui.theme import Theme
+from app.ui.tokens import Answer
+
+P_TOKEN = QTextFormat.Property.UserProperty + 1  # token index in its answer
+P_PROV = QTextFormat.Property.UserProperty + 2  # "main", "draft" or "lookup"
+P_ROUND = QTextFormat.Property.UserProperty + 3
+P_MESSAGE = QTextFormat.Property.UserProperty + 4  # the message's key in the view
+P_REJECTED = QTextFormat.Property.UserProperty + 5  # refused draft text, not part of the answer
+
+try:  # Pygments arrives with rich; without it code is still shown, just uncoloured
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+except ImportError:  # pragma: no cover
+    get_lexer_by_name = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    highlight: bool = True
+    show_rejected: bool = False
+
+
+@dataclass
+class Links:
+    """Model-supplied URLs live here; anchors only carry an index, so output cannot fake an action."""
+
+    urls: list[str] = field(default_factory=list)
+    code: list[str] = field(default_factory=list)
+
+    def link(self, url: str) -> str:
+        self.urls.append(url)
+        return f"specchat:link/{len(self.urls) - 1}"
+
+    def copy(self, code: str) -> str:
+        self.code.append(code)
+        return f"specchat:copy/{len(self.code) - 1}"
+
+
+def mono() -> QFont:
+    font = QFont("Menlo")
+    font.setStyleHint(QFont.StyleHint.Monospace)
+    font.setFixedPitch(True)
+    return font
+
+
+class Painter:
+    """Inserts one message; keeps formats cached per provenance so a batch is cheap."""
+
+    def __init__(self, cursor: QTextCursor, theme: Theme, options: Options, key: int) -> None:
+        self.cursor, self.theme, self.options, self.key = cursor, theme, options, key
+        self.backgrounds = {
+            Provenance.DRAFT: QBrush(theme.draft_bg), Provenance.LOOKUP: QBrush(theme.lookup_bg),
+        }
+
+    def token_format(self, base: QTextCharFormat, answer: Answer, index: int) -> QTextCharFormat:
+        fmt = QTextCharFormat(base)
+        prov = answer.provenance[index]
+        if self.options.highlight and prov in self.backgrounds:
+            fmt.setBackground(self.backgrounds[prov])
+        fmt.setProperty(P_TOKEN, index)
+        fmt.setProperty(P_PROV, prov.value)
+        fmt.setProperty(P_ROUND, answer.rounds[index])
+        fmt.setProperty(P_MESSAGE, self.key)
+        return fmt
+
+    def rejected(self, base: QTextCharFormat, text: str) -> None:
+        fmt = QTextCharFormat(base)
+        fmt.setForeground(QBrush(self.theme.rejected))
+        fmt.setFontStrikeOut(True)
+        fmt.setProperty(P_REJECTED, True)
+        fmt.setProperty(P_MESSAGE, self.key)
+        self.cursor.insertText(text.replace("\n", "⏎"), fmt)
+
+    def tokens(self, answer: Answer, first: int, last: int, base: QTextCharFormat,
+               rejected: dict[int, str] | None = None) -> None:
+        """Stream tokens first..last-1 as plain text (the live view)."""
+        for i in range(first, last):
+            if rejected and i in rejected and self.options.show_rejected:
+                self.rejected(base, rejected[i])
+            if answer.parts[i]:
+                self.cursor.insertText(answer.parts[i], self.token_format(base, answer, i))
+
+    # -- markdown -------------------------------------------------------------------------------
+    def markdown(self, answer: Answer, base: QTextCharFormat, links: Links) -> None:
+        text = answer.text
+        rejected = {i: t for i, t in answer.rejected} if self.options.show_rejected else {}
+        for n, block in enumerate(parse(text)):
+            if n:
+                self.cursor.insertBlock(QTextBlockFormat(), base)
+            if block.kind == "code":
+                self._code(answer, block, base, links, rejected)
+            elif block.kind == "hr":
+                fmt = QTextBlockFormat()
+                fmt.setProperty(QTextFormat.Property.BlockTrailingHorizontalRulerWidth, 1)
+                self.cursor.setBlockFormat(fmt)
+            else:
+                self._prose(answer, block, base, links, rejected)
+        trailing = [t for i, t in rejected.items() if i >= len(answer.parts)]
+        for t in trailing:
+            self.rejected(base, t)
+
+    def _prose(self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict) -> None:
+        fmt = QTextBlockFormat()
+        fmt.setBottomMargin(4)
+        char = QTextCharFormat(base)
+        if block.kind == "h":
+            char.setFontWeight(QFont.Weight.Bold)
+            char.setFontPointSize(max(base.font().pointSizeF(), 10) * (1.5 - 0.1 * block.level))
+        if block.kind == "li":
+            fmt.setIndent(block.level + 1)
+            fmt.setTextIndent(-14)
+        if block.kind == "quote":
+            fmt.setLeftMargin(16)
+            char.setForeground(QBrush(self.theme.muted))
+        self.cursor.setBlockFormat(fmt)
+        if block.kind == "li":
+            marker = "• " if block.marker in "-*+" else f"{block.marker} "
+            muted = QTextCharFormat(base)
+            muted.setForeground(QBrush(self.theme.muted))
+            self.cursor.insertText(marker, muted)
+        anchors: dict[str, str] = {}
+        for span in block.spans:
+            fmt_span = self._span_format(char, span, links, anchors)
+            self._slice(answer, span.start, span.end, fmt_span, rejected, soft_breaks=True)
+
+    def _span_format(self, char: QTextCharFormat, span: Span, links: Links, anchors: dict[str, str]) -> QTextCharFormat:
+        fmt = QTextCharFormat(char)
+        if "bold" in span.style:
+            fmt.setFontWeight(QFont.Weight.Bold)
+        if "italic" in span.style:
+            fmt.setFontItalic(True)
+        if "code" in span.style:
+            fmt.setFontFamilies(mono().families())
+            fmt.setFontFixedPitch(True)
+        if span.href is not None:
+            if span.href not in anchors:
+                anchors[span.href] = links.link(span.href)
+            fmt.setAnchor(True)
+            fmt.setAnchorHref(anchors[span.href])
+            fmt.setForeground(QBrush(self.theme.link))
+            fmt.setFontUnderline(True)
+            fmt.setToolTip(("Image (not loaded): " if "image" in span.style else "Link: ") + span.href)
+        return fmt
+
+    def _slice(self, answer: Answer, start: int, end: int, fmt: QTextCharFormat, rejected: dict,
+               soft_breaks: bool = False) -> None:
+        """Insert answer.text[start:end] cut at token boundaries, each piece in its token's format."""
+        pos = start
+        while pos < end:
+            i = answer.token_at(pos)
+            token_end = answer.starts[i] + len(answer.parts[i])
+            stop = min(end, token_end)
+            if pos == answer.starts[i] and i in rejected:
+                self.rejected(fmt, rejected[i])
+            piece = answer.parts[i][pos - answer.starts[i] : stop - answer.starts[i]]
+            if soft_breaks:
+                piece = piece.replace("\n", "\u2028")
+            if piece:
+                self.cursor.insertText(piece, self.token_format(fmt, answer, i))
+            if stop <= pos:  # an empty token at this offset: step past it
+                stop = pos + 1
+            pos = stop
+
+    def _code(self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict) -> None:
+        span = block.spans[0]
+        code = answer.text[span.start : span.end]
+        header = QTextBlockFormat()
+        header.setTopMargin(6)
+        header.setBackground(QBrush(self.theme.code_bg))
+        self.cursor.setBlockFormat(header)
+        muted = QTextCharFormat(base)
+        muted.setForeground(QBrush(self.theme.muted))
+        self.cursor.insertText(f"{block.lang or 'code'}   ", muted)
+        button = QTextCharFormat(muted)
+        button.setAnchor(True)
+        button.setAnchorHref(links.copy(code))
+        button.setForeground(QBrush(self.theme.link))
+        button.setToolTip("Copy this code")
+        self.cursor.insertText("⧉ Copy", button)
+        body = QTextBlockFormat()
+        body.setBackground(QBrush(self.theme.code_bg))
+        body.setLeftMargin(8)
+        body.setNonBreakableLines(True)
+        code_fmt = QTextCharFormat(base)
+        code_fmt.setFontFamilies(mono().families())
+        code_fmt.setFontFixedPitch(True)
+        self.cursor.insertBlock(body, code_fmt)
+        for a, b, kind in self._lexed(code, block.lang):
+            fmt = QTextCharFormat(code_fmt)
+            colour = self._syntax_colour(kind)
+            if colour is not None:
+                fmt.setForeground(QBrush(colour))
+            self._slice(answer, span.start + a, span.start + b, fmt, rejected)
+
+    def _lexed(self, code: str, lang: str) -> list[tuple[int, int, str]]:
+        if get_lexer_by_name is None or not lang:
+            return [(0, len(code), "")]
+        try:
+            lexer = get_lexer_by_name(lang, stripnl=False, stripall=False, ensurenl=False)
+        except ClassNotFound:
+            return [(0, len(code), "")]
+        out, pos = [], 0
+        for index, kind, value in lexer.get_tokens_unprocessed(code):
+            if index != pos or index + len(value) > len(code):  # the lexer rewrote text: give up colouring
+                return [(0, len(code), "")]
+            out.append((index, index + len(value), str(kind)))
+            pos = index + len(value)
+        return out if pos == len(code) else [(0, len(code), "")]
+
+    def _syntax_colour(self, kind: str):
+        name = kind.removeprefix("Token.")
+        while name:
+            if name in self.theme.syntax:
+                return self.theme.syntax[name]
+            name = name.rpartition(".")[0]
+        return None

@@ -1,0 +1,146 @@
+"""Live statistics from the engine's own timestamps, and the status strip that shows them.
+
+Rates come from TokenEvent.time (the engine clock), never from when the UI painted, so a slow
+repaint cannot make the model look slower. Speedup compares with the main model's plain speed
+measured on this machine (plain generations, or plain rounds inside speculative ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+
+from app.engine.events import GenerationFinished, RoundEvent, TokenEvent
+
+
+class Baselines:
+    """Plain tokens/s per main model, smoothed, kept in QSettings between runs."""
+
+    def __init__(self, settings: QSettings) -> None:
+        self.settings = settings
+
+    def _key(self, main: str) -> str:
+        return "plain_speed/" + main.replace("/", "|")
+
+    def get(self, main: str | None) -> float | None:
+        if not main:
+            return None
+        value = self.settings.value(self._key(main))
+        try:
+            return float(value) if value is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    def add(self, main: str | None, tokens_per_second: float, weight: float = 0.3) -> None:
+        if not main or tokens_per_second <= 0:
+            return
+        old = self.get(main)
+        self.settings.setValue(self._key(main), tokens_per_second if old is None else old + weight * (tokens_per_second - old))
+
+
+@dataclass
+class LiveStats:
+    """Accumulates one generation's numbers; `snapshot()` is what the strip and the message keep."""
+
+    mode: str = "adaptive"
+    plain_speed: float | None = None
+    tokens: int = 0
+    first_time: float | None = None
+    last_time: float = 0.0
+    rounds: int = 0
+    proposed: int = 0
+    accepted: int = 0
+    k: int = 0
+    bypassed: bool = False
+    plain_round_seconds: float = 0.0
+    plain_rounds: int = 0
+    finished: GenerationFinished | None = None
+
+    def token(self, e: TokenEvent) -> None:
+        self.tokens += 1
+        if self.first_time is None:
+            self.first_time = e.time
+        self.last_time = e.time
+
+    def round(self, e: RoundEvent) -> None:
+        self.rounds += 1
+        self.proposed += e.k
+        self.accepted += e.accepted
+        self.k = int(e.policy.get("k", e.k)) if isinstance(e.policy.get("k", e.k), int) else e.k
+        self.bypassed = bool(e.policy.get("bypassed", False)) and self.mode in ("adaptive", "lookup")
+        if e.k == 0 and e.verify_seconds > 0:
+            self.plain_round_seconds += e.verify_seconds + e.draft_seconds
+            self.plain_rounds += 1
+
+    def finish(self, e: GenerationFinished) -> None:
+        self.finished = e
+
+    @property
+    def tokens_per_second(self) -> float:
+        if self.finished is not None and self.finished.stats.decode_seconds > 0:
+            return self.finished.stats.tokens_per_second
+        if self.first_time is None or self.tokens < 2 or self.last_time <= self.first_time:
+            return 0.0
+        return (self.tokens - 1) / (self.last_time - self.first_time)
+
+    @property
+    def measured_plain(self) -> float | None:
+        """Plain speed seen inside this generation (its k = 0 rounds)."""
+        return self.plain_rounds / self.plain_round_seconds if self.plain_round_seconds > 0 else None
+
+    def snapshot(self) -> dict[str, Any]:
+        plain = self.plain_speed or self.measured_plain
+        rate = self.tokens_per_second
+        data: dict[str, Any] = {
+            "tokens": self.tokens, "tok_s": round(rate, 2), "rounds": self.rounds,
+            "proposed": self.proposed, "accepted": self.accepted,
+            "acceptance": round(self.accepted / self.proposed, 4) if self.proposed else 0.0,
+            "mean_accepted": round(self.accepted / self.rounds, 3) if self.rounds else 0.0,
+            "k": self.k, "bypassed": self.bypassed, "mode": self.mode,
+            "ttft_s": round(self.first_time, 4) if self.first_time is not None else None,
+            "plain_tok_s": round(plain, 2) if plain else None,
+            "speedup": round(rate / plain, 3) if plain and rate else None,
+        }
+        if self.finished is not None:
+            s = self.finished.stats
+            data.update(reason=self.finished.reason, prompt_tokens=s.prompt_tokens, reused_tokens=s.reused_tokens,
+                        prefill_s=round(s.prefill_seconds, 4), decode_s=round(s.decode_seconds, 4), tokens=s.tokens)
+        return data
+
+
+class StatusStrip(QWidget):
+    """One row of labels under the chat; `show_stats` takes a snapshot dict."""
+
+    FIELDS = ("state", "speed", "ttft", "acceptance", "per_round", "k", "paused", "speedup")
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 2, 8, 2)
+        self.labels = {name: QLabel("") for name in self.FIELDS}
+        for name in self.FIELDS:
+            layout.addWidget(self.labels[name])
+        layout.addStretch(1)
+        self.labels["paused"].setStyleSheet("color: #c77700; font-weight: bold")
+        self.set_state("No model loaded")
+
+    def set_state(self, text: str) -> None:
+        self.labels["state"].setText(text)
+
+    def show_stats(self, s: dict[str, Any]) -> None:
+        set_ = lambda name, text: self.labels[name].setText(text)  # noqa: E731
+        set_("speed", f"{s['tok_s']:.1f} tok/s" if s.get("tok_s") else "— tok/s")
+        set_("ttft", f"first token {s['ttft_s'] * 1000:.0f} ms" if s.get("ttft_s") is not None else "")
+        spec = s.get("proposed", 0) > 0
+        set_("acceptance", f"acceptance {s['acceptance']:.0%}" if spec else "acceptance —")
+        set_("per_round", f"{s['mean_accepted']:.2f} accepted/round" if spec else "")
+        set_("k", f"draft length {s['k']}" if s.get("mode") != "off" else "speculation off")
+        set_("paused", "speculation paused: not paying" if s.get("bypassed") else "")
+        set_("speedup", f"{s['speedup']:.2f}× vs plain" if s.get("speedup") else "speedup: measuring plain speed…"
+             if s.get("mode") != "off" else "")
+
+    def text(self) -> str:
+        return " | ".join(self.labels[n].text() for n in self.FIELDS if self.labels[n].text())

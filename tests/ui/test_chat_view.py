@@ -1,0 +1,163 @@
+"""The transcript widget: exact per-token highlighting, markdown that keeps it, hover, and safety."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QGuiApplication, QTextCursor
+from PySide6.QtWidgets import QMessageBox
+
+from app.engine.events import Provenance, TokenEvent
+from app.ui.chat_view import ChatView, ViewMessage
+from app.ui.markdown import parse
+from app.ui.render import P_PROV, P_REJECTED, P_TOKEN, Options
+from app.ui.tokens import Answer, Assembler
+
+D, M, L = Provenance.DRAFT, Provenance.MAIN, Provenance.LOOKUP
+
+
+def answer_of(pieces: list[tuple[str, Provenance]], rnd: int = 0) -> Answer:
+    a = Answer()
+    for i, (text, prov) in enumerate(pieces):
+        a.add(TokenEvent(i, text, prov, 0.0, rnd + i // 3, i))
+    return a
+
+
+def fragments(view: ChatView) -> list[tuple[str, object, object, bool]]:
+    """(text, token index, provenance, has background) for every fragment of the document."""
+    out = []
+    block = view.document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            frag = it.fragment()
+            fmt = frag.charFormat()
+            out.append((frag.text(), fmt.property(P_TOKEN), fmt.property(P_PROV), fmt.hasProperty(fmt.Property.BackgroundBrush)))
+            it += 1
+        block = block.next()
+    return out
+
+
+def make_view(qtbot) -> ChatView:
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    return view
+
+
+def test_streamed_tokens_are_highlighted_exactly_per_token(qtbot):
+    view = make_view(qtbot)
+    a = answer_of([("Hel", M), ("lo", D), (" wor", D), ("ld", M), ("!", L)])
+    m = ViewMessage(view.new_key(), "assistant", Answer())
+    view.begin_live(m)
+    m.answer = a
+    view.paint_live(m, 3)
+    view.paint_live(m, 5)
+    frags = [f for f in fragments(view) if f[1] is not None]
+    assert [(t, i, p, bg) for t, i, p, bg in frags] == [
+        ("Hel", 0, "main", False), ("lo", 1, "draft", True), (" wor", 2, "draft", True),
+        ("ld", 3, "main", False), ("!", 4, "lookup", True),
+    ]
+    view.set_options(Options(highlight=False))
+    assert not any(bg for _, i, _, bg in fragments(view) if i is not None)
+
+
+def test_markdown_render_keeps_token_boundaries_and_code_copy(qtbot):
+    view = make_view(qtbot)
+    pieces = [("Some ", M), ("**bo", D), ("ld** ", D), ("text", M), ("\n\n```py", M), ("thon\nx = ", D),
+              ("1\n", D), ("```\n", M), ("<img src=/dev/zero>", M)]
+    m = ViewMessage(view.new_key(), "assistant", answer_of(pieces))
+    view.set_messages([m])
+    frags = [f for f in fragments(view) if f[1] is not None]
+    text = "".join(t for t, *_ in frags)
+    assert "**" not in text and "```" not in text and "bold" in text
+    assert ("bo", 1, "draft", True) in frags and ("ld", 2, "draft", True) in frags
+    assert ("x = ", 5, "draft", True) in frags or any(t.startswith("x") and i == 5 for t, i, *_ in frags)
+    assert "<img src=/dev/zero>" in view.toPlainText()
+    assert view.resource_requests == []
+    assert view.links.code == ["x = 1"]
+    view._on_anchor(__import__("PySide6.QtCore", fromlist=["QUrl"]).QUrl("specchat:copy/0"))
+    assert QGuiApplication.clipboard().text() == "x = 1"
+
+
+def test_hover_maps_position_to_token_and_stats(qtbot):
+    view = make_view(qtbot)
+    m = ViewMessage(view.new_key(), "assistant", answer_of([("alpha ", M), ("beta ", D), ("gamma", L)]),
+                    stats={"tokens": 3, "tok_s": 12.5, "proposed": 4, "acceptance": 0.5, "mean_accepted": 1.0})
+    view.set_messages([m])
+    at = view.toPlainText().index("beta")
+    info = view.info_at(at + 1)
+    assert info["token"] == 1 and info["provenance"] == "draft" and info["round"] == 0
+    tip = view.tooltip_for(info)
+    assert "draft (accepted)" in tip and "round 0" in tip and "12.5 tok/s" in tip and "acceptance 50%" in tip
+
+
+def test_untrusted_output_loads_nothing_and_links_need_confirmation(qtbot, monkeypatch):
+    view = make_view(qtbot)
+    evil = ("![](file:///etc/passwd) ![x](/dev/zero) <img src=\"http://example.com/a.png\"> "
+            "[site](https://example.com) [f](file:///etc/hosts) <b>bold?</b> <script>alert(1)</script>")
+    m = ViewMessage(view.new_key(), "assistant", answer_of([(evil, M)]))
+    view.set_messages([m])
+    view.show()
+    qtbot.waitExposed(view)
+    assert view.resource_requests == []
+    doc_text = view.toPlainText()
+    assert "<img src=\"http://example.com/a.png\">" in doc_text and "<b>bold?</b>" in doc_text
+    assert "<script>" in doc_text
+    block = view.document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            assert not it.fragment().charFormat().isImageFormat()
+            it += 1
+        block = block.next()
+    assert view.links.urls == ["file:///etc/passwd", "/dev/zero", "https://example.com", "file:///etc/hosts"]
+    opened, asked = [], []
+    monkeypatch.setattr("app.ui.chat_view.QDesktopServices.openUrl", lambda url: opened.append(url.toString()))
+    monkeypatch.setattr(QMessageBox, "information", lambda *a: asked.append(a[2]))
+    view.confirm_link = lambda url: (asked.append(url), False)[1]
+    from PySide6.QtCore import QUrl
+
+    view._on_anchor(QUrl("specchat:link/2"))
+    assert opened == [] and asked == ["https://example.com"]
+    view.confirm_link = lambda url: True
+    view._on_anchor(QUrl("specchat:link/2"))
+    view._on_anchor(QUrl("specchat:link/0"))  # file: is never opened, even when confirmed
+    view._on_anchor(QUrl("https://example.com"))  # only our own anchors do anything
+    assert opened == ["https://example.com"]
+
+
+def test_rejected_drafts_shown_faintly_and_excluded_from_text(qtbot):
+    view = make_view(qtbot)
+    view.options = Options(show_rejected=True)
+    a = Answer()
+    asm = Assembler(a, decode=lambda ids: f"<{ids}>")
+    asm.token(TokenEvent(1, "The", D, 0.0, 0, 0))
+    asm.token(TokenEvent(2, " cat", M, 0.0, 0, 1))
+    asm.round(1, (1, 7, 8))
+    assert a.rejected == [(1, "<[7, 8]>")]
+    m = ViewMessage(view.new_key(), "assistant", a)
+    view.begin_live(m)
+    view.paint_live(m, asm.ready)
+    assert "The<[7, 8]> cat" in view.toPlainText()
+    view.finish_live(m)
+    assert "The<[7, 8]> cat" in view.toPlainText() and a.text == "The cat"
+    cursor = QTextCursor(view.document())
+    cursor.setPosition(view.toPlainText().index("<[7") + 1)
+    assert cursor.charFormat().property(P_REJECTED)
+    view.set_options(Options(show_rejected=False))
+    assert "<[7" not in view.toPlainText()
+
+
+def test_surrogates_and_codec_round_trip():
+    a = answer_of([("ok \ud800", M), ("é", D)])
+    assert a.text == "ok \ufffdé"
+    b = Answer.decode(a.text, a.encoded())
+    assert b.provenance == a.provenance and b.parts == a.parts
+    assert Answer.decode("abc", "99m0").parts == ["abc"]  # inconsistent codes fall back safely
+
+
+def test_markdown_parser_ranges_are_source_slices():
+    text = "# Title\n\n- one *two*\n- `three`\n\n> quote\n\npara [link](http://x) end\n```\ncode\n```"
+    blocks = parse(text)
+    assert [b.kind for b in blocks] == ["h", "li", "li", "quote", "p", "code"]
+    seen = "".join(text[s.start:s.end] for b in blocks for s in b.spans)
+    assert seen == "Titleone twothreequotepara link endcode"
