@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m app", description="SpecChat")
     parser.add_argument("--screenshot", metavar="DIR", help="render scripted GUI states to PNGs and exit")
+    parser.add_argument("--smoke-test", action="store_true", help="load a toy pair offscreen, generate, print SMOKE_OK and exit")
     sub = parser.add_subparsers(dest="command")
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
@@ -39,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     known, _ = parser.parse_known_args(argv)
     if known.command is None:
         args = parser.parse_args(argv)
+        if args.smoke_test:
+            from app.smoke import run_smoke_test
+
+            return run_smoke_test()
         from app.ui.launch import run_gui
 
         return run_gui(screenshot_dir=args.screenshot)
