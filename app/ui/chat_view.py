@@ -64,7 +64,7 @@ class ChatView(QTextBrowser):
         self.links = Links()
         self.resource_requests: list[str] = []  # what output asked to load (never loaded)
         self.confirm_link = self._confirm  # replaced in tests
-        self._live_start = 0
+        self._live_start = self._live_header = 0
         self._painted = 0
         self._rejected_seen = 0
         self._keys = 0
@@ -146,7 +146,7 @@ class ChatView(QTextBrowser):
         fmt.setFontWeight(QFont.Weight.Bold)
         fmt.setProperty(P_MESSAGE, m.key)
         cursor.insertText("You" if m.role == "user" else "Assistant", fmt)
-        note = {"partial": "  · interrupted", "cancelled": "  · stopped", "error": "  · failed"}.get(m.state, "")
+        note = "" if m.live else {"partial": "  · interrupted", "cancelled": "  · stopped", "error": "  · failed"}.get(m.state, "")
         if note:
             muted = self._base()
             muted.setForeground(QBrush(self.theme.muted))
@@ -168,6 +168,7 @@ class ChatView(QTextBrowser):
 
     def _insert(self, m: ViewMessage) -> None:
         cursor = self._cursor()
+        self._live_header = cursor.position()
         self._header(cursor, m)
         painter = Painter(cursor, self.theme, self.options, m.key)
         if m.role == "user":
@@ -185,6 +186,11 @@ class ChatView(QTextBrowser):
         else:
             painter.markdown(m.answer, self._base(), self.links)
             self._actions(cursor, m)
+
+    def append(self, m: ViewMessage) -> None:
+        self.messages.append(m)
+        self._insert(m)
+        self.scroll_to_end()
 
     # -- streaming ------------------------------------------------------------------------------
     def begin_live(self, m: ViewMessage) -> None:
@@ -208,13 +214,12 @@ class ChatView(QTextBrowser):
     def finish_live(self, m: ViewMessage) -> None:
         """Replace the live plain text with the rendered markdown, once."""
         m.live = False
+        at_end = self._at_end()
         cursor = QTextCursor(self.document())
-        cursor.setPosition(self._live_start)
+        cursor.setPosition(self._live_header)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
-        at_end = self._at_end()
-        Painter(cursor, self.theme, self.options, m.key).markdown(m.answer, self._base(), self.links)
-        self._actions(cursor, m)
+        self._insert(m)
         if at_end:
             self.scroll_to_end()
 

@@ -1,28 +1,323 @@
-"""The main window. For now a frame: the chat view, picker and dashboard arrive in later work."""
+"""The main window: sidebar, pair bar, transcript or welcome panel, composer, status strip, menus."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QLabel, QMainWindow
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from app import PRODUCT_NAME, __version__
+from PySide6.QtCore import QEvent, QObject, QRunnable, QSettings, Qt, QThreadPool, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter, QStackedWidget,
+    QVBoxLayout, QWidget,
+)
+
+from app import PRODUCT_NAME
+from app.engine.conversations import ConversationStore
+from app.engine.library.discovery import Sources, default_sources, scan_library
+from app.engine.library.recommended import RecommendedPair
+from app.engine.worker import EngineWorker
+from app.ui.chat_controller import ChatController
+from app.ui.chat_view import ChatView
+from app.ui.composer import Composer
+from app.ui.engine_bridge import EngineBridge, EngineFactory, tokenizer_decoder
+from app.ui.picker import PickerDialog
+from app.ui.render import Options
+from app.ui.settings_dialog import SettingsDialog
+from app.ui.sidebar import Sidebar
+from app.ui.stats import StatusStrip
+from app.ui.theme import current_theme
+from app.ui.welcome import WelcomePanel
+
+
+class _Done(QObject):
+    done = Signal(object)
+
+
+class _Task(QRunnable):
+    """Run `fn` on the pool; its result (or the exception) comes back as a queued signal."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        super().__init__()
+        self.fn, self.signals = fn, _Done()
+        self.setAutoDelete(False)
+
+    def run(self) -> None:
+        try:
+            result = self.fn()
+        except Exception as exc:  # noqa: BLE001 - reported through the signal
+            result = exc
+        self.signals.done.emit(result)
 
 
 class MainWindow(QMainWindow):
-    def __init__(self) -> None:
+    def __init__(self, *, engine_factory: EngineFactory = EngineWorker, store: ConversationStore | None = None,
+                 settings: QSettings | None = None, sources: Sources | None = None,
+                 decoder: Callable[[str], Callable[[list[int]], str]] = tokenizer_decoder,
+                 restore_pair: bool = True) -> None:
         super().__init__()
         self.setWindowTitle(PRODUCT_NAME)
-        placeholder = QLabel(
-            f"<h2>{PRODUCT_NAME} {__version__}</h2>"
-            "<p>Speculative decoding, made visible.</p>"
-            "<p>Try the engine from a terminal:<br><code>python -m app toy-models /tmp/toy</code><br>"
-            "<code>python -m app generate --main /tmp/toy/main --draft /tmp/toy/draft \"Hello\"</code></p>"
-        )
-        placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        placeholder.setTextFormat(Qt.TextFormat.RichText)
-        self.setCentralWidget(placeholder)
-        quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        quit_action.triggered.connect(self.close)
-        self.menuBar().addMenu("&File").addAction(quit_action)
+        self.settings = settings or QSettings()
+        folders = tuple(Path(p) for p in (self.settings.value("folders", []) or []))
+        self.sources = sources or default_sources(folders)
+        self.store = store or ConversationStore()
+        self.decoder = decoder
+        self.pool = QThreadPool.globalInstance()
+        self._tasks: set[_Task] = set()
+        self.bridge = EngineBridge(engine_factory, parent=self)
+        self.view, self.composer, self.strip = ChatView(), Composer(), StatusStrip()
+        self.sidebar, self.welcome = Sidebar(), WelcomePanel()
+        self.controller = ChatController(self.store, self.bridge, self.view, self.strip, self.settings, self)
+        self.pair_label, self.pair_button = QLabel("No models loaded"), QPushButton("Choose models…")
+        self._build()
+        self._menus()
+        self._wire()
+        self.refresh_sidebar()
+        self.view.set_options(Options(bool(self.settings.value("view/highlight", True, type=bool)),
+                                      bool(self.settings.value("view/rejected", False, type=bool))))
+        self.highlight_action.setChecked(self.view.options.highlight)
+        self.rejected_action.setChecked(self.view.options.show_rejected)
+        self.scan()
+        main = self.settings.value("pair/main")
+        if restore_pair and main and Path(str(main)).is_dir():
+            self.load_pair(str(main), self.settings.value("pair/draft") or None, str(self.settings.value("pair/mode", "model")))
+
+    # -- layout ---------------------------------------------------------------------------------
+    def _build(self) -> None:
+        bar = QWidget()
+        row = QHBoxLayout(bar)
+        row.setContentsMargins(10, 6, 10, 6)
+        row.addWidget(QLabel("<b>Models:</b>"))
+        row.addWidget(self.pair_label, 1)
+        row.addWidget(self.pair_button)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.view)
+        self.stack.addWidget(self.welcome)
+        right = QWidget()
+        column = QVBoxLayout(right)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        for widget, stretch in ((bar, 0), (self.stack, 1), (self.composer, 0), (self.strip, 0)):
+            column.addWidget(widget, stretch)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([240, 860])
+        self.setCentralWidget(self.splitter)
+
+    def _action(self, menu, text: str, slot, shortcut=None, checkable: bool = False) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.setCheckable(checkable)
+        (action.toggled if checkable else action.triggered).connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _menus(self) -> None:
+        bar = self.menuBar()
+        file = bar.addMenu("&File")
+        self._action(file, "New chat", lambda: self.controller.new_conversation(), QKeySequence.StandardKey.New)
+        self._action(file, "Export as Markdown…", lambda: self.export("md"))
+        self._action(file, "Export as JSON…", lambda: self.export("json"))
+        file.addSeparator()
+        self._action(file, "Import GGUF…", self.import_gguf)
+        self._action(file, "Add a model folder…", self.add_folder)
+        file.addSeparator()
+        self._action(file, "Quit", self.close, QKeySequence.StandardKey.Quit)
+        chat = bar.addMenu("&Chat")
+        self._action(chat, "Regenerate", lambda: self.controller.regenerate(), "Ctrl+R")
+        self._action(chat, "Stop", lambda: self.controller.stop(), "Ctrl+.")
+        self._action(chat, "System prompt and settings…", self.edit_settings, "Ctrl+,")
+        models = bar.addMenu("&Models")
+        self._action(models, "Choose models…", self.choose_models, "Ctrl+L")
+        view = bar.addMenu("&View")
+        self.highlight_action = self._action(view, "Highlight draft tokens", self._set_highlight, checkable=True)
+        self.rejected_action = self._action(view, "Show rejected drafts", self._set_rejected, checkable=True)
+        self.sidebar_action = self._action(view, "Show conversations", self.sidebar.setVisible, "Ctrl+Shift+S", True)
+        self.sidebar_action.setChecked(True)
+
+    def _wire(self) -> None:
+        c = self.controller
+        self.composer.send.connect(self._send)
+        self.composer.stop.connect(self._stop)
+        c.busy_changed.connect(self.composer.set_busy)
+        c.conversations_changed.connect(self.refresh_sidebar)
+        c.pair_changed.connect(self.pair_label.setText)
+        c.pair_loaded.connect(self._load_decoder)
+        c.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.pair_button.clicked.connect(self.choose_models)
+        self.sidebar.new_requested.connect(c.new_conversation)
+        self.sidebar.selected.connect(c.open)
+        self.sidebar.search_changed.connect(lambda *_: self.refresh_sidebar())
+        self.sidebar.rename_requested.connect(lambda cid, t: (self.store.rename(cid, t), self.refresh_sidebar()))
+        self.sidebar.delete_requested.connect(self.delete_conversation)
+        self.view.action.connect(self._on_message_action)
+        self.welcome.choose.connect(self.choose_models)
+        self.welcome.import_gguf.connect(self.import_gguf)
+        self.welcome.add_folder.connect(self.add_folder)
+        self.welcome.download.connect(self._download_pair)
+
+    # -- actions --------------------------------------------------------------------------------
+    def _send(self, text: str) -> None:
+        if not self.controller.send(text):
+            self.composer.editor.setPlainText(text)
+        self.composer.set_note("")
+
+    def _stop(self) -> None:
+        if self.controller.editing is not None and not self.controller.busy:
+            self.controller.cancel_edit()
+        self.controller.stop()
+
+    def _on_message_action(self, kind: str, key: int) -> None:
+        if kind == "regenerate":
+            self.controller.regenerate(key)
+        elif kind == "edit":
+            text = self.controller.begin_edit(key)
+            if text is not None:
+                self.composer.editor.setPlainText(text)
+                self.composer.set_note("Editing an earlier message: sending replaces it and everything after it (Esc cancels)")
+                self.composer.editor.setFocus()
+        elif kind == "copymsg":
+            from PySide6.QtGui import QGuiApplication
+
+            m = next((m for m in self.view.messages if m.key == key), None)
+            if m is not None:
+                QGuiApplication.clipboard().setText(m.answer.text)
+
+    def refresh_sidebar(self) -> None:
+        self.sidebar.set_conversations(self.store.list(self.sidebar.search.text()), self.controller.conversation)
+
+    def delete_conversation(self, cid: int) -> None:
+        if cid == self.controller.conversation:
+            self.controller.new_conversation()
+        self.store.delete(cid)
+        self.refresh_sidebar()
+
+    def _set_highlight(self, on: bool) -> None:
+        self.settings.setValue("view/highlight", on)
+        self.view.set_options(Options(on, self.view.options.show_rejected))
+
+    def _set_rejected(self, on: bool) -> None:
+        self.settings.setValue("view/rejected", on)
+        self.view.set_options(Options(self.view.options.highlight, on))
+
+    def edit_settings(self) -> None:
+        dialog = SettingsDialog(self.controller.chat_settings, self)
+        if dialog.exec():
+            self.controller.save_settings(dialog.value())
+            self.settings.setValue("defaults", dialog.value().to_dict())
+
+    def export(self, kind: str) -> None:
+        cid = self.controller.conversation
+        if cid is None:
+            self.statusBar().showMessage("Nothing to export yet", 4000)
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export conversation", f"conversation.{kind}")
+        if path:
+            text = self.store.export_markdown(cid) if kind == "md" else self.store.export_json(cid)
+            Path(path).write_text(text, encoding="utf-8")
+
+    # -- models ---------------------------------------------------------------------------------
+    def run_task(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        task = _Task(fn)
+        self._tasks.add(task)
+        task.signals.done.connect(done)
+        task.signals.done.connect(lambda *_: self._tasks.discard(task))
+        self.pool.start(task)
+
+    def scan(self) -> None:
+        sources = self.sources
+        self.run_task(lambda: scan_library(sources, None), self._on_scanned)
+
+    def _on_scanned(self, result: Any) -> None:
+        if isinstance(result, Exception):
+            self.statusBar().showMessage(f"Model scan failed: {result}", 8000)
+            return
+        usable = [f for f in result[0] if f.usable]
+        self.stack.setCurrentWidget(self.welcome if not usable and self.controller.pair is None else self.view)
+
+    def picker(self) -> PickerDialog:
+        return PickerDialog(self.sources, pool=self.pool, parent=self)
+
+    def choose_models(self) -> None:
+        dialog = self.picker()
+        if dialog.exec() and dialog.picked is not None:
+            p = dialog.picked
+            self.load_pair(p.main, p.draft, p.mode)
+        self.scan()
+
+    def _download_pair(self, pair: RecommendedPair) -> None:
+        dialog = self.picker()
+        dialog.downloads.enqueue([pair.main_repo, pair.draft_repo])
+        if dialog.exec() and dialog.picked is not None:
+            self.load_pair(dialog.picked.main, dialog.picked.draft, dialog.picked.mode)
+        self.scan()
+
+    def load_pair(self, main: str, draft: str | None, mode: str = "model") -> None:
+        self.settings.setValue("pair/main", main)
+        self.settings.setValue("pair/draft", draft or "")
+        self.settings.setValue("pair/mode", mode)
+        self.bridge.decode = None
+        self.pair_label.setText("Loading…")
+        self.controller.load_pair(main, draft, mode)
+        self.stack.setCurrentWidget(self.view)
+
+    def _load_decoder(self, main: str) -> None:
+        make = self.decoder
+        self.run_task(lambda: make(main), lambda d: setattr(self.bridge, "decode", None if isinstance(d, Exception) else d))
+
+    def add_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of models")
+        if folder:
+            folders = list(self.settings.value("folders", []) or []) + [folder]
+            self.settings.setValue("folders", folders)
+            s = self.sources
+            self.sources = Sources(s.hub_cache, s.lmstudio, s.specchat, tuple(Path(p) for p in folders), s.use_hub)
+            self.scan()
+
+    def import_gguf(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import a GGUF model", "", "GGUF models (*.gguf)")
+        if not path:
+            return
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or not loop.is_running():
+            self.statusBar().showMessage("Importing needs the app's event loop (start SpecChat normally)", 8000)
+            return
+        loop.create_task(self._import(path))
+
+    async def _import(self, path: str) -> None:
+        """Runs on qasync's loop; the child-process import is consumed on a helper thread."""
+        from app.engine.gguf.child import run_import
+
+        loop = asyncio.get_running_loop()
+        show = lambda e: self.welcome.status.setText(f"Importing {Path(path).name}: {e}")  # noqa: E731
+
+        def consume() -> object:
+            last = None
+            for event in run_import(path):
+                last = event
+                loop.call_soon_threadsafe(show, type(event).__name__)
+            return last
+
+        result = await asyncio.to_thread(consume)
+        self.welcome.status.setText(f"Import finished: {result}")
+        self.scan()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def changeEvent(self, e: QEvent) -> None:  # noqa: N802 - Qt override
+        if e.type() in (QEvent.Type.PaletteChange, QEvent.Type.ThemeChange) and hasattr(self, "view"):
+            self.view.set_theme(current_theme())
+        super().changeEvent(e)
+
+    def closeEvent(self, e: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        """Save the partial answer, cancel the worker, and let it stop (it checks between rounds)."""
+        self.controller.stop()
+        self.bridge.shutdown(wait=5.0)
+        super().closeEvent(e)

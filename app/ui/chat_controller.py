@@ -1,0 +1,264 @@
+"""The conversation flow: send, stream, stop, regenerate, edit, switch pairs, checkpoint.
+
+The user's turn is committed before the Generate command is submitted; the growing answer is
+checkpointed at least twice a second and on every stop, so a killed app loses well under a second.
+Every engine call here is a non-blocking submit or cancel.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QObject, QSettings, Signal
+
+from app.engine.conversations import ConversationError, ConversationStore, clean_text
+from app.engine.events import EngineError, GenerationFinished, PrefillProgress, RoundEvent, TokenEvent
+from app.engine.worker import Generate, LoadPair, PairLoaded, WorkerMessage
+from app.ui.chat_view import ChatView, ViewMessage
+from app.ui.engine_bridge import EngineBridge
+from app.ui.settings_dialog import ChatSettings
+from app.ui.stats import Baselines, LiveStats, StatusStrip
+from app.ui.tokens import Answer, Assembler
+
+CHECKPOINT_SECONDS = 0.5
+
+
+@dataclass
+class Live:
+    request: int
+    message: ViewMessage
+    assembler: Assembler
+    stats: LiveStats
+    last_checkpoint: float = field(default_factory=time.monotonic)
+
+
+class ChatController(QObject):
+    busy_changed = Signal(bool)
+    conversations_changed = Signal()
+    pair_changed = Signal(str)  # a sentence describing the loaded pair, or the load error
+    pair_loaded = Signal(str)  # the main model, once loaded
+    notice = Signal(str)
+
+    def __init__(self, store: ConversationStore, bridge: EngineBridge, view: ChatView, strip: StatusStrip,
+                 settings: QSettings, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.store, self.bridge, self.view, self.strip = store, bridge, view, strip
+        self.baselines = Baselines(settings)
+        self.conversation: int | None = None
+        self.chat_settings = ChatSettings.from_dict(dict(settings.value("defaults", {}) or {}))
+        self.live: Live | None = None
+        self.pair: tuple[str, str | None] | None = None
+        self.mode_override: str | None = None  # "off"/"lookup" when the picker chose no draft model
+        self.load_request: int | None = None
+        self.editing: int | None = None  # key of the user message being edited
+        bridge.batch.connect(self.on_batch)
+
+    @property
+    def busy(self) -> bool:
+        return self.live is not None
+
+    # -- models ---------------------------------------------------------------------------------
+    def load_pair(self, main: str, draft: str | None, mode: str = "model") -> None:
+        """Switching mid-stream saves the partial answer first, then queues the load."""
+        if self.live is not None:
+            self.stop()
+        self.pair = None
+        self.mode_override = {"plain": "off", "lookup": "lookup"}.get(mode)
+        self.load_request = self.bridge.submit(LoadPair(main, draft))
+        self.strip.set_state("Loading models…")
+
+    # -- conversations --------------------------------------------------------------------------
+    def open(self, conversation_id: int) -> bool:
+        if self.live is not None:
+            self.stop()
+        try:
+            c = self.store.load(conversation_id)
+        except ConversationError as exc:
+            self.notice.emit(str(exc))
+            return False
+        self.conversation = c.id
+        self.editing = None
+        self.chat_settings = ChatSettings.from_dict(c.settings, c.system_prompt)
+        msgs = [ViewMessage(m.id, m.role, Answer.decode(m.content, m.tokens, m.rejected) if m.role == "assistant"
+                            else Answer.decode(m.content, ""), m.state, m.stats) for m in c.messages]
+        self.view.set_messages(msgs)
+        if c.damaged:
+            self.notice.emit("Part of this conversation was damaged; what could be read is shown.")
+        return True
+
+    def new_conversation(self) -> None:
+        if self.live is not None:
+            self.stop()
+        self.conversation = None
+        self.editing = None
+        self.view.set_messages([])
+        self.conversations_changed.emit()
+
+    def save_settings(self, settings: ChatSettings) -> None:
+        self.chat_settings = settings
+        if self.conversation is not None:
+            self.store.set_system_prompt(self.conversation, settings.system_prompt)
+            self.store.set_settings(self.conversation, settings.to_dict())
+
+    # -- turns ----------------------------------------------------------------------------------
+    def send(self, text: str) -> bool:
+        text = clean_text(text)
+        if self.live is not None or not text.strip():
+            return False
+        if self.pair is None:
+            self.notice.emit("Choose a model pair first (Models ▸ Choose models…).")
+            return False
+        if self.editing is not None:
+            return self._resend_edit(text)
+        if self.conversation is None:
+            title = " ".join(text.split())[:48] or "New chat"
+            self.conversation = self.store.create(title, self.chat_settings.system_prompt, self.chat_settings.to_dict())
+            self.conversations_changed.emit()
+        key = self.store.append(self.conversation, "user", text)  # committed before generation starts
+        user = ViewMessage(key, "user", Answer.decode(text, ""))
+        self.view.append(user)
+        self._generate()
+        return True
+
+    def begin_edit(self, key: int) -> str | None:
+        """Returns the user text to put back in the composer."""
+        if self.live is not None:
+            self.stop()
+        message = next((m for m in self.view.messages if m.key == key and m.role == "user"), None)
+        if message is None:
+            return None
+        self.editing = key
+        return message.answer.text
+
+    def cancel_edit(self) -> None:
+        self.editing = None
+
+    def _resend_edit(self, text: str) -> bool:
+        index = next(i for i, m in enumerate(self.view.messages) if m.key == self.editing)
+        self.editing = None
+        assert self.conversation is not None
+        self.store.edit(self.view.messages[index].key, text)
+        self.store.truncate_after(self.conversation, index)
+        self.view.messages[index].answer = Answer.decode(text, "")
+        self.view.set_messages(self.view.messages[: index + 1])
+        self._generate()
+        return True
+
+    def regenerate(self, key: int | None = None) -> bool:
+        if self.pair is None or self.conversation is None:
+            return False
+        if self.live is not None:
+            self.stop()
+        msgs = self.view.messages
+        index = next((i for i, m in enumerate(msgs) if m.key == key), len(msgs) - 1) if key else len(msgs) - 1
+        while index >= 0 and msgs[index].role != "user":
+            index -= 1
+        if index < 0:
+            return False
+        self.store.truncate_after(self.conversation, index)
+        self.view.set_messages(msgs[: index + 1])
+        self._generate()
+        return True
+
+    def _history(self) -> tuple[dict[str, str], ...]:
+        out = [{"role": "system", "content": self.chat_settings.system_prompt}] if self.chat_settings.system_prompt else []
+        out += [{"role": m.role, "content": m.answer.text} for m in self.view.messages]
+        return tuple(out)
+
+    def _generate(self) -> None:
+        assert self.conversation is not None and self.pair is not None
+        s = self.chat_settings
+        speculation = s.speculation_settings()
+        if self.mode_override is not None:
+            speculation = type(speculation)(self.mode_override, speculation.k, speculation.acceptance)
+        command = Generate(self._history(), s.sampling(), speculation, s.max_tokens)
+        key = self.store.append(self.conversation, "assistant", "", state="partial")
+        message = ViewMessage(key, "assistant", Answer(), state="partial")
+        self.view.begin_live(message)
+        stats = LiveStats(mode=speculation.mode, plain_speed=self.baselines.get(self.pair[0]))
+        self.live = Live(self.bridge.submit(command), message, Assembler(message.answer, self.bridge.decode), stats)
+        self.strip.set_state("Generating")
+        self.strip.show_stats(stats.snapshot())
+        self.busy_changed.emit(True)
+
+    def stop(self) -> None:
+        """Cancel and save what was shown; the worker's late events for it are ignored."""
+        if self.live is None:
+            return
+        self.bridge.cancel()
+        self._finish(self.live, "cancelled")
+
+    # -- engine messages ------------------------------------------------------------------------
+    def on_batch(self, batch: tuple[WorkerMessage, ...]) -> None:
+        live = self.live
+        for message in batch:
+            event = message.event
+            if message.request == self.load_request:
+                self._on_load(event)
+            elif live is not None and message.request == live.request:
+                if isinstance(event, TokenEvent):
+                    live.assembler.token(event)
+                    live.stats.token(event)
+                elif isinstance(event, RoundEvent):
+                    live.assembler.round(event.accepted, event.proposed)
+                    live.stats.round(event)
+                elif isinstance(event, PrefillProgress):
+                    self.strip.set_state(f"Reading prompt {event.done}/{event.total}")
+                elif isinstance(event, GenerationFinished):
+                    live.assembler.answer.add_tail(event.tail)
+                    live.stats.finish(event)
+                    self._finish(live, "complete" if event.reason != "cancelled" else "cancelled")
+                    live = None
+                elif isinstance(event, EngineError):
+                    self.notice.emit(event.message)
+                    if event.kind != "notice":
+                        self._finish(live, "error")
+                        live = None
+        if live is not None and self.live is live:
+            self.view.paint_live(live.message, live.assembler.ready)
+            self.strip.show_stats(live.stats.snapshot())
+            if time.monotonic() - live.last_checkpoint >= CHECKPOINT_SECONDS:
+                self._checkpoint(live, "partial")
+
+    def _on_load(self, event: object) -> None:
+        if isinstance(event, PairLoaded):
+            self.pair = (event.main, event.draft)
+            self.load_request = None
+            name = lambda p: p.rstrip("/").rsplit("/", 1)[-1]  # noqa: E731
+            draft = name(event.draft) if event.draft else {"lookup": "prompt lookup", "off": "no draft"}.get(
+                self.mode_override or "", "no draft")
+            self.strip.set_state("Ready")
+            self.pair_changed.emit(f"{name(event.main)}  +  {draft}")
+            self.pair_loaded.emit(event.main)
+            if event.speculation_refusal:
+                self.notice.emit(event.speculation_refusal)
+        elif isinstance(event, EngineError):
+            self.load_request = None
+            self.strip.set_state("No model loaded")
+            self.pair_changed.emit(f"Could not load: {event.message}")
+            self.notice.emit(event.message)
+
+    def _checkpoint(self, live: Live, state: str) -> None:
+        a = live.assembler.answer
+        live.message.stats = live.stats.snapshot()
+        self.store.checkpoint(live.message.key, a.text, state=state, tokens=a.encoded(), rejected=a.rejected,
+                              stats=live.message.stats)
+        live.last_checkpoint = time.monotonic()
+
+    def _finish(self, live: Live, state: str) -> None:
+        self.live = None
+        live.assembler.flush()
+        live.message.state = state
+        self._checkpoint(live, state)
+        snap = live.message.stats
+        if self.pair is not None:
+            if snap.get("mode") == "off" and snap.get("tok_s") and snap.get("tokens", 0) >= 16:
+                self.baselines.add(self.pair[0], float(snap["tok_s"]))
+            elif live.stats.measured_plain and live.stats.plain_rounds >= 8:
+                self.baselines.add(self.pair[0], live.stats.measured_plain, weight=0.1)
+        self.view.finish_live(live.message)
+        self.strip.set_state({"complete": "Done", "cancelled": "Stopped", "error": "Failed"}.get(state, state))
+        self.strip.show_stats(snap)
+        self.busy_changed.emit(False)
+        self.conversations_changed.emit()

@@ -1,0 +1,70 @@
+"""Where the user types: Enter sends, Shift+Enter breaks the line, Esc (or Stop) cancels."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+
+class _Editor(QPlainTextEdit):
+    submit = Signal()
+    escape = Signal()
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 - Qt override
+        if e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not e.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.submit.emit()
+            return
+        if e.key() == Qt.Key.Key_Escape:
+            self.escape.emit()
+            return
+        super().keyPressEvent(e)
+
+
+class Composer(QWidget):
+    send = Signal(str)
+    stop = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.editor = _Editor()
+        self.editor.setPlaceholderText("Message the model…  (Enter sends, Shift+Enter for a new line, Esc stops)")
+        self.editor.setFixedHeight(76)
+        self.button = QPushButton("Send")
+        self.button.setMinimumWidth(80)
+        self.note = QLabel("")
+        self.note.setVisible(False)
+        row = QHBoxLayout()
+        row.addWidget(self.editor, 1)
+        row.addWidget(self.button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.addWidget(self.note)
+        layout.addLayout(row)
+        self.busy = False
+        self.editor.submit.connect(self._submit)
+        self.editor.escape.connect(self._escape)
+        self.button.clicked.connect(lambda: self.stop.emit() if self.busy else self._submit())
+
+    def set_busy(self, busy: bool) -> None:
+        self.busy = busy
+        self.button.setText("Stop" if busy else "Send")
+
+    def set_note(self, text: str) -> None:
+        self.note.setText(text)
+        self.note.setVisible(bool(text))
+
+    def _submit(self) -> None:
+        text = self.editor.toPlainText()
+        if self.busy or not text.strip():
+            return
+        self.editor.clear()
+        self.send.emit(text)
+
+    def _escape(self) -> None:
+        if self.busy:
+            self.stop.emit()
+        elif self.note.isVisible():
+            self.set_note("")
+            self.editor.clear()
+            self.stop.emit()

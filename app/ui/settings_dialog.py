@@ -1,0 +1,89 @@
+"""Per-conversation settings: system prompt, sampling, speculation."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from PySide6.QtWidgets import (
+    QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLineEdit, QPlainTextEdit, QSpinBox, QWidget,
+)
+
+from app.engine.sampling import SamplingParams
+from app.engine.worker import SpeculationSettings
+
+MODES = ("adaptive", "fixed", "off", "lookup")
+RULES = ("auto", "exact", "residual")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSettings:
+    system_prompt: str = ""
+    temperature: float = 0.0
+    top_p: float = 1.0
+    min_p: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = None
+    speculation: str = "adaptive"
+    k: int = 4
+    acceptance: str = "auto"
+
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(temperature=self.temperature, top_p=self.top_p, min_p=self.min_p, seed=self.seed)
+
+    def speculation_settings(self) -> SpeculationSettings:
+        return SpeculationSettings(self.speculation, self.k, None if self.acceptance == "auto" else self.acceptance)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("system_prompt")
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], system_prompt: str = "") -> ChatSettings:
+        """Unknown or invalid values fall back to defaults: old or damaged rows still open."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known and k != "system_prompt"}
+        try:
+            made = cls(system_prompt=system_prompt, **values)
+            made.sampling()
+            made.speculation_settings().policy()
+            return made
+        except (TypeError, ValueError):
+            return cls(system_prompt=system_prompt)
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, settings: ChatSettings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Conversation settings")
+        self.system = QPlainTextEdit(settings.system_prompt)
+        self.temperature = QDoubleSpinBox(minimum=0, maximum=2, singleStep=0.1, decimals=2, value=settings.temperature)
+        self.top_p = QDoubleSpinBox(minimum=0.01, maximum=1, singleStep=0.05, decimals=2, value=settings.top_p)
+        self.min_p = QDoubleSpinBox(minimum=0, maximum=0.99, singleStep=0.01, decimals=2, value=settings.min_p)
+        self.max_tokens = QSpinBox(minimum=1, maximum=1_000_000, value=settings.max_tokens)
+        self.seed = QLineEdit("" if settings.seed is None else str(settings.seed), placeholderText="random")
+        self.mode, self.rule = QComboBox(), QComboBox()
+        self.mode.addItems(MODES)
+        self.mode.setCurrentText(settings.speculation)
+        self.rule.addItems(RULES)
+        self.rule.setCurrentText(settings.acceptance)
+        self.k = QSpinBox(minimum=1, maximum=16, value=settings.k)
+        form = QFormLayout(self)
+        form.addRow("System prompt", self.system)
+        for label, widget in (("Temperature", self.temperature), ("Top-p", self.top_p), ("Min-p", self.min_p),
+                              ("Max tokens", self.max_tokens), ("Seed", self.seed), ("Speculation", self.mode),
+                              ("Draft length (fixed)", self.k), ("Acceptance rule", self.rule)):
+            form.addRow(label, widget)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def value(self) -> ChatSettings:
+        seed = self.seed.text().strip()
+        return ChatSettings(
+            self.system.toPlainText(), self.temperature.value(), self.top_p.value(), self.min_p.value(),
+            self.max_tokens.value(), int(seed) if seed.lstrip("-").isdigit() else None, self.mode.currentText(),
+            self.k.value(), self.rule.currentText(),
+        )

@@ -1,0 +1,147 @@
+"""The real window, offscreen, with the synthetic engine: send, stream, stop, regenerate, edit, switch."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from app.engine.conversations import ConversationStore
+from app.engine.library.discovery import Sources
+from app.engine.worker import Generate, LoadPair
+from app.ui.fake_engine import FakeEngine, fake_decode
+from app.ui.main_window import MainWindow
+
+
+def make_window(qtbot, home, rate=300.0, models=None) -> MainWindow:
+    models = models or home / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    window = MainWindow(
+        engine_factory=lambda emit: FakeEngine(emit, rate=rate),
+        store=ConversationStore(home / "c.sqlite3"),
+        settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
+        sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
+        decoder=lambda main: fake_decode, restore_pair=False,
+    )
+    qtbot.addWidget(window)
+    window.resize(1000, 700)
+    window.show()
+    return window
+
+
+@pytest.fixture
+def window(qtbot, specchat_home):
+    w = make_window(qtbot, specchat_home)
+    w.load_pair("/models/main", "/models/draft")
+    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
+    qtbot.waitUntil(lambda: w.bridge.decode is not None, timeout=5000)
+    yield w
+    w.close()
+
+
+def engine(w: MainWindow) -> FakeEngine:
+    return w.bridge.engine  # type: ignore[return-value]
+
+
+def type_and_send(qtbot, w: MainWindow, text: str) -> None:
+    w.composer.editor.setPlainText(text)
+    qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)
+
+
+def test_send_streams_highlighted_tokens_and_saves(qtbot, window):
+    window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=60)
+    window.composer.editor.setPlainText("line one")
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    assert "\n" in window.composer.editor.toPlainText()  # Shift+Enter is a new line, not a send
+    window.composer.editor.clear()
+    type_and_send(qtbot, window, "Explain speculation")
+    assert window.composer.button.text() == "Stop"
+    stored = window.store.load(window.controller.conversation)
+    assert stored.messages[0].content == "Explain speculation"  # committed before generation
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
+    stored = window.store.load(window.controller.conversation)
+    answer = stored.messages[1]
+    assert answer.state == "complete" and answer.stats["tokens"] == 60 and answer.tokens.count(";") == 59
+    assert answer.stats["proposed"] > 0 and 0 < answer.stats["acceptance"] < 1
+    assert "tok/s" in window.strip.text() and "acceptance" in window.strip.text()
+    draft_chars = [window.view.info_at(i) for i in range(window.view.document().characterCount() - 1)]
+    assert {"draft", "lookup", "main"} <= {i.get("provenance") for i in draft_chars if i}
+    assert window.sidebar.model.rowCount() == 1 and "Explain" in window.sidebar.model.item(0).text()
+
+
+def test_stop_saves_partial_and_esc_stops(qtbot, window):
+    window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=100_000)
+    type_and_send(qtbot, window, "Tell a long story")
+    qtbot.waitUntil(lambda: window.controller.live and window.controller.live.stats.tokens > 40, timeout=10_000)
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
+    assert not window.controller.busy and window.composer.button.text() == "Send"
+    answer = window.store.load(window.controller.conversation).messages[1]
+    assert answer.state == "cancelled" and len(answer.content) > 0
+    assert "stopped" in window.view.toPlainText()
+
+
+def test_regenerate_and_edit_resend(qtbot, window):
+    window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=20)
+    type_and_send(qtbot, window, "first question")
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
+    cid = window.controller.conversation
+    first_answer = window.store.load(cid).messages[1].id
+    window.view._on_anchor(__import__("PySide6.QtCore", fromlist=["QUrl"]).QUrl(f"specchat:regenerate/{first_answer}"))
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
+    msgs = window.store.load(cid).messages
+    assert len(msgs) == 2 and msgs[1].state == "complete"
+    assert len([c for c in engine(window).commands if isinstance(c, Generate)]) == 2
+    user_key = msgs[0].id
+    window.view._on_anchor(__import__("PySide6.QtCore", fromlist=["QUrl"]).QUrl(f"specchat:edit/{user_key}"))
+    assert window.composer.editor.toPlainText() == "first question" and window.composer.note.isVisible()
+    window.composer.editor.setPlainText("edited question")
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
+    msgs = window.store.load(cid).messages
+    assert [m.content for m in msgs][0] == "edited question" and len(msgs) == 2
+    last = [c for c in engine(window).commands if isinstance(c, Generate)][-1]
+    assert [m["content"] for m in last.messages] == ["edited question"]
+
+
+def test_switch_pair_mid_stream_cancels_cleanly(qtbot, window):
+    window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=100_000)
+    type_and_send(qtbot, window, "go on")
+    qtbot.waitUntil(lambda: window.controller.live and window.controller.live.stats.tokens > 20, timeout=10_000)
+    window.load_pair("/models/other", None, "plain")
+    assert not window.controller.busy
+    qtbot.waitUntil(lambda: window.controller.pair == ("/models/other", None), timeout=10_000)
+    assert isinstance(engine(window).commands[-1], LoadPair)
+    answer = window.store.load(window.controller.conversation).messages[1]
+    assert answer.state == "cancelled" and answer.content
+    window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=10)
+    type_and_send(qtbot, window, "again")
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
+    assert [c for c in engine(window).commands if isinstance(c, Generate)][-1].speculation.mode == "off"
+    assert "no draft" in window.pair_label.text()
+
+
+def test_sidebar_lists_switches_searches_and_survives_a_damaged_conversation(qtbot, window):
+    s = window.store
+    a = s.create("alpha chat")
+    s.append(a, "user", "about otters")
+    b = s.create("beta chat")
+    mid = s.append(b, "assistant", "beta text")
+    s.db.execute("UPDATE messages SET stats='{{' , tokens='garbage' WHERE id=?", (mid,))
+    window.refresh_sidebar()
+    assert window.sidebar.model.rowCount() == 2
+    window.sidebar.selected.emit(b)
+    assert "beta text" in window.view.toPlainText()
+    window.sidebar.selected.emit(a)
+    assert "about otters" in window.view.toPlainText()
+    window.sidebar.search.setText("otter")
+    assert window.sidebar.ids() == [a]
+    window.sidebar.rename_requested.emit(a, "renamed")
+    window.sidebar.delete_requested.emit(b)
+    window.sidebar.search.setText("")
+    assert [window.sidebar.model.item(i).text() for i in range(window.sidebar.model.rowCount())] == ["renamed"]
+
+
+def test_welcome_panel_on_first_run(qtbot, specchat_home):
+    w = make_window(qtbot, specchat_home)
+    qtbot.waitUntil(lambda: w.stack.currentWidget() is w.welcome, timeout=10_000)
+    assert len(w.welcome.buttons) >= 1 and "Download" in w.welcome.buttons[0].text()
+    w.close()
