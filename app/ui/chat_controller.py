@@ -198,6 +198,8 @@ class ChatController(QObject):
                 self._on_load(event)
             elif live is not None and message.request == live.request:
                 if isinstance(event, TokenEvent):
+                    if live.stats.tokens == 0:
+                        self.strip.set_state("Generating")
                     live.assembler.token(event)
                     live.stats.token(event)
                 elif isinstance(event, RoundEvent):
@@ -207,6 +209,8 @@ class ChatController(QObject):
                     self.strip.set_state(f"Reading prompt {event.done}/{event.total}")
                 elif isinstance(event, GenerationFinished):
                     live.assembler.answer.add_tail(event.tail)
+                    live.assembler.flush()
+                    self.view.paint_live(live.message, live.assembler.ready)  # the last batch is shown live too
                     live.stats.finish(event)
                     self._finish(live, "complete" if event.reason != "cancelled" else "cancelled")
                     live = None

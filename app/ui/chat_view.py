@@ -120,8 +120,11 @@ class ChatView(QTextBrowser):
         """Whole transcript: on load, option or theme changes, edits; never per token."""
         self.document().clear()
         self.links = Links()
+        edit = QTextCursor(self.document())
+        edit.beginEditBlock()  # one layout pass for the whole transcript
         for m in self.messages:
             self._insert(m)
+        edit.endEditBlock()
         self.scroll_to_end()
 
     def _base(self) -> QTextCharFormat:
@@ -206,7 +209,10 @@ class ChatView(QTextBrowser):
         at_end = self._at_end()
         rejected = {i: t for i, t in m.answer.rejected[self._rejected_seen :]}
         self._rejected_seen = len(m.answer.rejected)
-        Painter(self._cursor(), self.theme, self.options, m.key).tokens(m.answer, self._painted, ready, self._base(), rejected)
+        cursor = self._cursor()
+        cursor.beginEditBlock()  # the batch is laid out once, not once per token
+        Painter(cursor, self.theme, self.options, m.key).tokens(m.answer, self._painted, ready, self._base(), rejected)
+        cursor.endEditBlock()
         self._painted = ready
         if at_end:
             self.scroll_to_end()
@@ -218,8 +224,10 @@ class ChatView(QTextBrowser):
         cursor = QTextCursor(self.document())
         cursor.setPosition(self._live_header)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        cursor.beginEditBlock()
         cursor.removeSelectedText()
         self._insert(m)
+        cursor.endEditBlock()
         if at_end:
             self.scroll_to_end()
 

@@ -1,15 +1,19 @@
-"""Starting the GUI, or rendering it offscreen to PNGs for review."""
+"""Starting the GUI on qasync's event loop, or rendering scripted states to PNGs for review."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
-from pathlib import Path
 
 
 def run_gui(screenshot_dir: str | None = None) -> int:
     if screenshot_dir is not None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        from app.ui.screenshots import render_all
+
+        return render_all(screenshot_dir)
+    import qasync
     from PySide6.QtWidgets import QApplication
 
     from app import PRODUCT_NAME
@@ -17,17 +21,13 @@ def run_gui(screenshot_dir: str | None = None) -> int:
 
     app = QApplication.instance() or QApplication(sys.argv)
     app.setApplicationName(PRODUCT_NAME)
+    app.setOrganizationName(PRODUCT_NAME)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
     window = MainWindow()
-    window.resize(1100, 720)
+    window.resize(1180, 760)
     window.show()
-    if screenshot_dir is not None:
-        out = Path(screenshot_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        app.processEvents()
-        path = out / "main-window.png"
-        if not window.grab().save(str(path)):
-            print(f"error: could not write {path}", file=sys.stderr)
-            return 1
-        print(path)
-        return 0
-    return app.exec()
+    app.lastWindowClosed.connect(loop.stop)
+    with loop:
+        loop.run_forever()
+    return 0

@@ -8,6 +8,7 @@ per token both while streaming and after markdown rendering.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from PySide6.QtGui import QBrush, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat
@@ -50,6 +51,15 @@ class Links:
     def copy(self, code: str) -> str:
         self.code.append(code)
         return f"specchat:copy/{len(self.code) - 1}"
+
+
+@functools.lru_cache(maxsize=64)
+def _lexer(lang: str):
+    """Looking a lexer up costs milliseconds; a long answer has hundreds of code blocks."""
+    try:
+        return get_lexer_by_name(lang, stripnl=False, stripall=False, ensurenl=False)
+    except ClassNotFound:
+        return None
 
 
 def mono() -> QFont:
@@ -192,11 +202,12 @@ class Painter:
         button.setAnchorHref(links.copy(code))
         button.setForeground(QBrush(self.theme.link))
         button.setToolTip("Copy this code")
-        self.cursor.insertText("⧉ Copy", button)
+        self.cursor.insertText("Copy code", button)
         body = QTextBlockFormat()
         body.setBackground(QBrush(self.theme.code_bg))
         body.setLeftMargin(8)
         body.setNonBreakableLines(True)
+        body.setBottomMargin(8)
         code_fmt = QTextCharFormat(base)
         code_fmt.setFontFamilies(mono().families())
         code_fmt.setFontFixedPitch(True)
@@ -211,9 +222,8 @@ class Painter:
     def _lexed(self, code: str, lang: str) -> list[tuple[int, int, str]]:
         if get_lexer_by_name is None or not lang:
             return [(0, len(code), "")]
-        try:
-            lexer = get_lexer_by_name(lang, stripnl=False, stripall=False, ensurenl=False)
-        except ClassNotFound:
+        lexer = _lexer(lang.lower())
+        if lexer is None:
             return [(0, len(code), "")]
         out, pos = [], 0
         for index, kind, value in lexer.get_tokens_unprocessed(code):

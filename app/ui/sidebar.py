@@ -28,6 +28,8 @@ class Sidebar(QWidget):
         self.view, self.model = QListView(), QStandardItemModel(self)
         self.view.setModel(self.model)
         self.view.setEditTriggers(QListView.EditTrigger.NoEditTriggers)
+        self.view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 0, 6)

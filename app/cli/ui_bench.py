@@ -1,0 +1,20 @@
+"""`python -m app ui-bench`: stream a synthetic answer through the real window and report."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rate", type=float, default=2000.0, help="synthetic tokens per second")
+    parser.add_argument("--tokens", type=int, default=20_000, help="length of the answer")
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.ui.bench import report, run as bench
+
+    result = bench(args.rate, args.tokens)
+    print(report(result))
+    ok = result.shown >= 0.99 * result.visible and result.in_order and result.stall_p99_ms < 50
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1

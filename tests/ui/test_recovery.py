@@ -1,0 +1,78 @@
+"""Kill the app mid-answer (SIGKILL) and reopen it: the turn and all but the last second survive."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+from PySide6.QtCore import QSettings
+
+from app.engine.conversations import ConversationStore
+from app.engine.library.discovery import Sources
+from app.ui.fake_engine import VOCAB, FakeEngine, fake_decode
+from app.ui.main_window import MainWindow
+
+RATE = 200.0
+
+CHILD = f"""
+import os, sys, time
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+from pathlib import Path
+import app.ui
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
+from app.engine.conversations import ConversationStore
+from app.engine.library.discovery import Sources
+from app.ui.fake_engine import FakeEngine, fake_decode
+from app.ui.main_window import MainWindow
+from app.ui.settings_dialog import ChatSettings
+home = Path(sys.argv[1])
+qt = QApplication([])
+w = MainWindow(engine_factory=lambda emit: FakeEngine(emit, rate={RATE}), store=ConversationStore(home / "c.sqlite3"),
+               settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
+               sources=Sources(None, None, home, use_hub=False), decoder=lambda m: fake_decode, restore_pair=False)
+w.show()
+w.load_pair("/m/main", "/m/draft")
+while w.controller.pair is None:
+    qt.processEvents()
+w.controller.chat_settings = ChatSettings(max_tokens=100000)
+w.controller.send("a long answer please")
+start = time.monotonic()
+while time.monotonic() - start < 2.5:
+    qt.processEvents()
+    time.sleep(0.005)
+print(w.controller.live.stats.tokens, flush=True)
+while True:
+    qt.processEvents()
+    time.sleep(0.005)
+"""
+
+
+def test_sigkill_mid_stream_then_reopen(qtbot, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(home)], stdout=subprocess.PIPE, text=True,
+                            cwd=os.getcwd())
+    shown = int(proc.stdout.readline())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert shown > 200
+    window = MainWindow(
+        engine_factory=lambda emit: FakeEngine(emit), store=ConversationStore(home / "c.sqlite3"),
+        settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
+        sources=Sources(None, None, home, use_hub=False), decoder=lambda m: fake_decode, restore_pair=False,
+    )
+    qtbot.addWidget(window)
+    assert window.sidebar.model.rowCount() == 1
+    window.sidebar.selected.emit(window.sidebar.ids()[0])
+    user, answer = window.store.load(window.controller.conversation).messages
+    assert user.content == "a long answer please"
+    assert answer.state == "partial" and answer.stats["tokens"] >= shown - RATE * 1.0
+    n = answer.stats["tokens"]
+    assert answer.content == "".join(VOCAB[i % len(VOCAB)] for i in range(n))
+    assert "interrupted" in window.view.toPlainText()
+    info = window.view.info_at(window.view.toPlainText().index("Speculative") + 2)
+    assert info is not None and info["provenance"] in ("main", "draft", "lookup")  # highlighting survived
+    window.close()

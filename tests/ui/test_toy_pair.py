@@ -1,0 +1,56 @@
+"""The window with the real engine worker and the toy pair: send, stop, switch pair mid-stream."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from app.engine.conversations import ConversationStore
+from app.engine.library.discovery import Sources
+from app.ui.main_window import MainWindow
+from app.ui.settings_dialog import ChatSettings
+
+
+@pytest.fixture
+def window(qtbot, specchat_home, toy_models):
+    w = MainWindow(store=ConversationStore(specchat_home / "c.sqlite3"),
+                   settings=QSettings(str(specchat_home / "s.ini"), QSettings.Format.IniFormat),
+                   sources=Sources(None, None, specchat_home, use_hub=False), restore_pair=False)
+    qtbot.addWidget(w)
+    w.show()
+    w.load_pair(str(toy_models.main), str(toy_models.draft))
+    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=60_000)
+    yield w
+    w.close()
+
+
+def test_toy_pair_send_stop_and_switch(qtbot, window, toy_models):
+    window.controller.chat_settings = ChatSettings(max_tokens=40, speculation="fixed", k=3)
+    window.composer.editor.setPlainText("Write a haiku")
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
+    answer = window.store.load(window.controller.conversation).messages[1]
+    assert answer.state == "complete" and answer.stats["tokens"] > 0 and answer.stats["proposed"] > 0
+    assert len(answer.tokens.split(";")) == answer.stats["tokens"]
+    assert "tok/s" in window.strip.text()
+
+    window.controller.chat_settings = ChatSettings(max_tokens=5000)
+    window.composer.editor.setPlainText("Tell a long story")
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.controller.live and window.controller.live.stats.tokens > 5, timeout=60_000)
+    window.composer.button.click()  # Stop
+    assert not window.controller.busy
+    assert window.store.load(window.controller.conversation).messages[3].state == "cancelled"
+
+    window.composer.editor.setPlainText("And another")
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.controller.live and window.controller.live.stats.tokens > 5, timeout=60_000)
+    window.load_pair(str(toy_models.main), None, "plain")  # switch mid-stream
+    qtbot.waitUntil(lambda: window.controller.pair == (str(toy_models.main), None), timeout=60_000)
+    window.controller.chat_settings = ChatSettings(max_tokens=12)
+    window.composer.editor.setPlainText("Once more")
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
+    msgs = window.store.load(window.controller.conversation).messages
+    assert [m.state for m in msgs[1::2]] == ["complete", "cancelled", "cancelled", "complete"]
+    assert msgs[-1].stats["mode"] == "off" and msgs[-1].stats["proposed"] == 0
