@@ -47,8 +47,10 @@ class FakeEngine:
     """Same surface as EngineWorker. `rate`: tokens per second; `script`: the answer's pieces."""
 
     def __init__(self, emit: Callable[[WorkerMessage], None], rate: float = 400.0,
-                 script: list[str] | None = None, k: int = 4, load_seconds: float = 0.0) -> None:
+                 script: list[str] | None = None, k: int = 4, load_seconds: float = 0.0,
+                 prefill_seconds: float = 0.0) -> None:
         self._emit, self.rate, self.k, self.load_seconds = emit, rate, k, load_seconds
+        self.prefill_seconds = prefill_seconds
         self.script = script or VOCAB
         self._queue: queue.Queue = queue.Queue()
         self._ids = itertools.count(1)
@@ -92,6 +94,7 @@ class FakeEngine:
         emit = lambda event: self._emit(WorkerMessage(request, event))  # noqa: E731
         start = time.perf_counter()
         prompt = sum(len(m["content"]) for m in command.messages) // 4 + 8
+        time.sleep(self.prefill_seconds)
         emit(PrefillProgress(prompt, prompt, 0.001))
         prefill = time.perf_counter() - start
         n = rnd = proposed_total = accepted_total = 0

@@ -110,9 +110,13 @@ class Painter:
     def markdown(self, answer: Answer, base: QTextCharFormat, links: Links) -> None:
         text = answer.text
         rejected = {i: t for i, t in answer.rejected} if self.options.show_rejected else {}
+        after_code = False
         for n, block in enumerate(parse(text)):
             if n:
-                self.cursor.insertBlock(QTextBlockFormat(), base)
+                spaced = QTextBlockFormat()
+                spaced.setTopMargin(8 if after_code else 0)  # every code line shares one format: space goes here
+                self.cursor.insertBlock(spaced, base)
+            after_code = block.kind == "code"
             if block.kind == "code":
                 self._code(answer, block, base, links, rejected)
             elif block.kind == "hr":
@@ -126,7 +130,7 @@ class Painter:
             self.rejected(base, t)
 
     def _prose(self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict) -> None:
-        fmt = QTextBlockFormat()
+        fmt = QTextBlockFormat(self.cursor.blockFormat())
         fmt.setBottomMargin(4)
         char = QTextCharFormat(base)
         if block.kind == "h":
@@ -207,7 +211,6 @@ class Painter:
         body.setBackground(QBrush(self.theme.code_bg))
         body.setLeftMargin(8)
         body.setNonBreakableLines(True)
-        body.setBottomMargin(8)
         code_fmt = QTextCharFormat(base)
         code_fmt.setFontFamilies(mono().families())
         code_fmt.setFontFixedPitch(True)

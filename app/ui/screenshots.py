@@ -43,7 +43,7 @@ def _window(home: Path, models: Path, rate: float):
     from app.ui.main_window import MainWindow
 
     window = MainWindow(
-        engine_factory=lambda emit: FakeEngine(emit, rate=rate), store=ConversationStore(home / "c.sqlite3"),
+        engine_factory=lambda emit: FakeEngine(emit, rate=rate, prefill_seconds=0.15), store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
         sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
         decoder=lambda main: fake_decode, restore_pair=False,
@@ -83,6 +83,7 @@ def render_all(out_dir: str) -> int:
 
     window.load_pair("/models/Qwen2.5-7B-Instruct-4bit", "/models/Qwen2.5-0.5B-Instruct-4bit")
     _wait(app, lambda: window.controller.pair is not None and window.bridge.decode is not None, 10)
+    window.controller.baselines.add("/models/Qwen2.5-7B-Instruct-4bit", 34.0)  # as if measured earlier
     window.controller.chat_settings = ChatSettings(max_tokens=110)
     window.controller.send("How does speculative decoding work?")
     _wait(app, lambda: not window.controller.busy, 30)
@@ -93,6 +94,8 @@ def render_all(out_dir: str) -> int:
     window.rejected_action.setChecked(True)
     _wait(app, lambda: window.controller.live.stats.tokens > 70, 30)
     _save(app, window, out / "streaming-rejected-drafts.png")
+    _wait(app, lambda: window.controller.live.stats.bypassed, 30)
+    _save(app, window.strip, out / "stats-speculation-paused.png")
     window.controller.stop()
     _save(app, window, out / "stopped-with-stats.png")
     window.close()
