@@ -1,4 +1,4 @@
-"""`python -m app bench`: plain, mlx-lm and SpecChat decoding side by side, with ratios."""
+"""`python -m app bench`: plain, mlx-lm and SpecChat decoding side by side, with ratios and the oracle."""
 
 from __future__ import annotations
 
@@ -15,9 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     parser.add_argument("--prompts", default="builtin", help="'builtin' or a JSON file of {id, class, prompt}")
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--k", type=int, default=4, help="draft length for mlx_lm and fixed (default 4)")
-    parser.add_argument("--modes", default="plain,mlx_lm,fixed", help="comma-separated: plain, mlx_lm, fixed")
+    parser.add_argument("--k", default="4", help="draft length(s) for fixed, comma-separated (mlx_lm uses the first)")
+    parser.add_argument(
+        "--modes", default="plain,mlx_lm,fixed", help="comma-separated: plain, mlx_lm, fixed, adaptive, lookup"
+    )
     parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--acceptance", help="exact,residual (default: both when temperature > 0)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=1, help="runs of each mode per prompt")
     parser.add_argument("--classes", help="only these prompt classes (comma-separated)")
@@ -43,19 +46,49 @@ def format_table(runs: list) -> str:
         by_class[r.prompt_class].append(r)
     by_class["all"] = list(runs)
     lines = []
-    header = f"{'class':<11}{'mode':<8}{'tok/s':>8}{'×plain':>8}{'×mlx_lm':>9}{'accept':>8}{'acc/rnd':>9}  identical"
+    header = f"{'class':<11}{'mode':<15}{'tok/s':>8}{'×plain':>8}{'×mlx_lm':>9}{'accept':>8}{'acc/rnd':>9}  identical"
     for cls, cls_runs in by_class.items():
         lines.append(header)
-        modes = list(dict.fromkeys(r.mode for r in cls_runs))
-        agg = {m: _aggregate([r for r in cls_runs if r.mode == m]) for m in modes}
-        for m in modes:
+        labels = list(dict.fromkeys(r.label for r in cls_runs))
+        agg = {m: _aggregate([r for r in cls_runs if r.label == m]) for m in labels}
+        for m in labels:
             a = agg[m]
             rel = lambda ref: f"{a['tok_per_s'] / agg[ref]['tok_per_s']:.2f}" if ref in agg and agg[ref]["tok_per_s"] else "-"  # noqa: E731
+            same = "n/a" if any(r.identical_to_plain is None for r in cls_runs if r.label == m) else ("yes" if a["identical"] else "NO")
             lines.append(
-                f"{cls:<11}{m:<8}{a['tok_per_s']:>8.1f}{rel('plain'):>8}{rel('mlx_lm'):>9}"
-                f"{a['acceptance']:>8.0%}{a['per_round']:>9.2f}  {'yes' if a['identical'] else 'NO'}"
+                f"{cls:<11}{m:<15}{a['tok_per_s']:>8.1f}{rel('plain'):>8}{rel('mlx_lm'):>9}"
+                f"{a['acceptance']:>8.0%}{a['per_round']:>9.2f}  {same}"
             )
         lines.append("")
+    return "\n".join(lines)
+
+
+def format_oracle(runs: list) -> str:
+    """Per prompt: the best fixed k in hindsight (predicted), the best measured, and adaptive's share."""
+    from app.engine.oracle import best_fixed
+
+    lines = [
+        f"{'prompt':<14}{'rule':<9}{'oracle k':>9}{'pred×':>7}{'best fixed':>12}{'×plain':>8}"
+        f"{'adaptive×':>10}{'/fixed':>8}{'/oracle':>8}"
+    ]
+    for pid in dict.fromkeys(r.prompt_id for r in runs):
+        mine = [r for r in runs if r.prompt_id == pid]
+        plain = _aggregate([r for r in mine if r.mode == "plain"])["tok_per_s"]
+        for rule in dict.fromkeys(r.acceptance for r in mine if r.acceptance):
+            ruled = [r for r in mine if r.acceptance == rule]
+            oracle = best_fixed([x for r in mine if r.mode == "plain" or r in ruled for x in r.round_log])
+            speed = lambda rs: _aggregate(rs)["tok_per_s"] / plain if rs and plain else 0.0  # noqa: E731
+            fixed = {r.k: speed([x for x in ruled if x.mode == "fixed" and x.k == r.k]) for r in ruled if r.mode == "fixed"}
+            best_k = max(fixed, key=fixed.get) if fixed else None
+            adaptive = speed([r for r in ruled if r.mode == "adaptive"])
+            cells = [
+                f"{oracle.best_k:>9}{oracle.predicted_speedup:>7.2f}" if oracle else f"{'-':>9}{'-':>7}",
+                f"{'fixed' + str(best_k):>12}{fixed[best_k]:>8.2f}" if best_k else f"{'-':>12}{'-':>8}",
+                f"{adaptive:>10.2f}" if adaptive else f"{'-':>10}",
+                f"{adaptive / fixed[best_k]:>8.2f}" if adaptive and best_k else f"{'-':>8}",
+                f"{adaptive / oracle.predicted_speedup:>8.2f}" if adaptive and oracle else f"{'-':>8}",
+            ]
+            lines.append(f"{pid:<14}{rule:<9}" + "".join(cells))
     return "\n".join(lines)
 
 
@@ -71,10 +104,13 @@ def run(args: argparse.Namespace) -> int:
             prompts = [p for p in prompts if p.prompt_class in wanted]
         pair = load_pair(args.main, args.draft)
         sampling = SamplingParams(temperature=args.temperature, seed=args.seed)
+        ks = tuple(int(k) for k in str(args.k).split(","))
+        acceptances = tuple(args.acceptance.split(",")) if args.acceptance else None
         runs = []
         for r in run_benchmark(
-            pair, prompts, modes=tuple(args.modes.split(",")), k=args.k, max_tokens=args.max_tokens,
-            sampling=sampling, repeats=args.repeats, progress=lambda s: print(s, file=sys.stderr, flush=True),
+            pair, prompts, modes=tuple(args.modes.split(",")), k=ks[0], ks=ks, max_tokens=args.max_tokens,
+            sampling=sampling, acceptances=acceptances, repeats=args.repeats,
+            progress=lambda s: print(s, file=sys.stderr, flush=True),
         ):
             runs.append(r)
     except (ModelLoadError, ValueError, OSError) as exc:
@@ -82,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(f"main={args.main} draft={args.draft} k={args.k} max_tokens={args.max_tokens} temperature={args.temperature}")
     print(format_table(runs))
+    if any(r.mode == "fixed" for r in runs):
+        print("oracle: best fixed k predicted from the measured acceptance by position and costs")
+        print(format_oracle(runs))
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_json() for r in runs], indent=1), encoding="utf-8")
         print(f"wrote {args.json}")

@@ -13,15 +13,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from app.engine.adaptive import AdaptiveDraftLength
 from app.engine.decode import generate
 from app.engine.events import GenerationFinished, RoundEvent, TokenEvent
 from app.engine.loading import ModelPair
+from app.engine.oracle import RoundRecord
 from app.engine.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.sampling import SamplingParams
 from app.engine.session import ChatSession
 from app.engine.templates import format_chat
 
-MODES = ("plain", "mlx_lm", "fixed")
+MODES = ("plain", "mlx_lm", "fixed", "adaptive", "lookup")
+OURS_SPECULATIVE = ("fixed", "adaptive", "lookup")
 PROMPT_CLASSES = ("code", "prose", "repetitive", "creative")
 
 
@@ -86,10 +89,18 @@ class BenchRun:
     rounds: int
     identical_to_plain: bool | None
     token_ids: tuple[int, ...]
+    acceptance: str = ""  # exact or residual for our speculative modes
+    round_log: tuple[RoundRecord, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.mode + (f"{self.k}" if self.mode == "fixed" else "") + (f"/{self.acceptance[:5]}" if self.acceptance and self.temperature > 0 else "")
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data.pop("token_ids")
+        data.pop("round_log")
+        data["ks"] = [r.k for r in self.round_log]
         return data
 
 
@@ -101,16 +112,27 @@ class _Timing:
     proposed: int = 0
     accepted: int = 0
     rounds: int = 0
+    log: list[RoundRecord] | None = None
 
 
-def _run_ours(pair: ModelPair, prompt: list[int], policy: DraftPolicy, sampling: SamplingParams, max_tokens: int) -> _Timing:
+def _run_ours(
+    pair: ModelPair, prompt: list[int], policy: DraftPolicy, sampling: SamplingParams, max_tokens: int,
+    acceptance: str | None = None,
+) -> _Timing:
     session = ChatSession(pair)
-    timing = _Timing([], [], time.perf_counter())
-    for event in generate(session, prompt, sampling=sampling, policy=policy, max_tokens=max_tokens):
+    timing = _Timing([], [], time.perf_counter(), log=[])
+    last = 0.0
+    for event in generate(session, prompt, sampling=sampling, policy=policy, max_tokens=max_tokens, acceptance=acceptance):
         if isinstance(event, TokenEvent):
             timing.ids.append(event.id)
             timing.stamps.append(time.perf_counter())
         elif isinstance(event, RoundEvent):
+            now = time.perf_counter()
+            timing.log.append(RoundRecord(  # type: ignore[union-attr]
+                event.k, event.accepted, event.draft_seconds, event.verify_seconds,
+                now - last if last else 0.0, event.source.value, event.catch_up,
+            ))
+            last = now
             timing.rounds += 1
             timing.proposed += event.k
             timing.accepted += event.accepted
@@ -155,7 +177,10 @@ def _run_mlx_lm(pair: ModelPair, prompt: list[int], k: int, sampling: SamplingPa
     return timing
 
 
-def _to_run(p: BenchPrompt, mode: str, k: int, sampling: SamplingParams, t: _Timing, plain: list[int] | None) -> BenchRun:
+def _to_run(
+    p: BenchPrompt, mode: str, k: int, sampling: SamplingParams, t: _Timing, plain: list[int] | None,
+    acceptance: str = "",
+) -> BenchRun:
     n = len(t.ids)
     span = t.stamps[-1] - t.stamps[0] if n > 1 else 0.0
     return BenchRun(
@@ -165,7 +190,7 @@ def _to_run(p: BenchPrompt, mode: str, k: int, sampling: SamplingParams, t: _Tim
         ttft=(t.stamps[0] - t.start) if n else 0.0,
         proposed=t.proposed, accepted=t.accepted, rounds=t.rounds,
         identical_to_plain=None if plain is None else t.ids == plain,
-        token_ids=tuple(t.ids),
+        token_ids=tuple(t.ids), acceptance=acceptance, round_log=tuple(t.log or ()),
     )
 
 
@@ -173,15 +198,21 @@ def run_benchmark(
     pair: ModelPair,
     prompts: list[BenchPrompt],
     *,
-    modes: tuple[str, ...] = MODES,
+    modes: tuple[str, ...] = ("plain", "mlx_lm", "fixed"),
     k: int = 4,
+    ks: tuple[int, ...] | None = None,
     max_tokens: int = 128,
     sampling: SamplingParams | None = None,
+    acceptances: tuple[str, ...] | None = None,
     repeats: int = 1,
     warmup_tokens: int = 8,
     progress: Callable[[str], None] | None = None,
 ) -> Iterator[BenchRun]:
-    """Yield one BenchRun per (prompt, repeat, mode), modes interleaved per prompt."""
+    """Yield one BenchRun per (prompt, repeat, mode variant), interleaved per prompt.
+
+    `fixed` runs once per k in `ks` (default: just `k`, which mlx_lm also uses). When sampling,
+    our speculative modes run once per acceptance rule (default: exact and residual).
+    """
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise ValueError(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")
@@ -189,25 +220,40 @@ def run_benchmark(
     if needs_draft and pair.draft is None:
         raise ValueError(f"mode(s) {', '.join(needs_draft)} need a draft model (--draft)")
     sampling = sampling or SamplingParams()
+    ks = ks or (k,)
+    if acceptances is None:
+        acceptances = ("exact",) if sampling.greedy else ("exact", "residual")
     modes = tuple(sorted(modes, key=lambda m: m != "plain"))  # plain first: the reference output
+    variants: list[tuple[str, int, str]] = []
+    for mode in modes:
+        rules = acceptances if mode in OURS_SPECULATIVE else ("",)
+        for kk in (ks if mode == "fixed" else (k,)):
+            variants += [(mode, kk, rule) for rule in rules]
 
-    def once(mode: str, prompt: list[int], tokens: int) -> _Timing:
+    def once(mode: str, kk: int, rule: str, prompt: list[int], tokens: int) -> _Timing:
         if mode == "mlx_lm":
-            return _run_mlx_lm(pair, prompt, k, sampling, tokens)
-        policy: DraftPolicy = PlainDecoding() if mode == "plain" else FixedDraftLength(k)
-        return _run_ours(pair, prompt, policy, sampling, tokens)
+            return _run_mlx_lm(pair, prompt, kk, sampling, tokens)
+        policy: DraftPolicy
+        if mode == "plain":
+            policy = PlainDecoding()
+        elif mode == "fixed":
+            policy = FixedDraftLength(kk)
+        else:
+            policy = AdaptiveDraftLength(use_draft=mode == "adaptive")
+        return _run_ours(pair, prompt, policy, sampling, tokens, rule or None)
 
     encoded = [format_chat(pair.tokenizer, [{"role": "user", "content": p.text}]) for p in prompts]
-    for mode in modes:  # warm-up: compile kernels, touch the weights
-        once(mode, encoded[0], warmup_tokens)
+    for mode, kk, rule in variants:  # warm-up: compile kernels, touch the weights
+        once(mode, kk, rule, encoded[0], warmup_tokens)
     for p, prompt in zip(prompts, encoded):
         for r in range(repeats):
             plain_ids: list[int] | None = None
-            for mode in modes:
+            for mode, kk, rule in variants:
                 if progress:
-                    progress(f"{p.id} [{r + 1}/{repeats}] {mode}")
-                timing = once(mode, prompt, max_tokens)
-                run = _to_run(p, mode, k, sampling, timing, plain_ids if mode != "plain" else None)
+                    progress(f"{p.id} [{r + 1}/{repeats}] {mode}{kk if mode == 'fixed' else ''} {rule}")
+                timing = once(mode, kk, rule, prompt, max_tokens)
+                reference = plain_ids if mode != "plain" and sampling.greedy else None
+                run = _to_run(p, mode, kk, sampling, timing, reference, rule)
                 if mode == "plain":
                     plain_ids = list(run.token_ids)
                     run = _replace_identical(run, True)
@@ -215,7 +261,6 @@ def run_benchmark(
 
 
 def _replace_identical(run: BenchRun, value: bool) -> BenchRun:
-    data = asdict(run)
-    data["identical_to_plain"] = value
-    data["token_ids"] = tuple(data["token_ids"])
-    return BenchRun(**data)
+    from dataclasses import replace
+
+    return replace(run, identical_to_plain=value)

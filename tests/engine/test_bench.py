@@ -51,3 +51,26 @@ def test_bench_refuses_draft_modes_without_a_draft(toy_models):
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 2 and "need a draft model" in result.stderr
+
+
+def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair):
+    from app.cli.bench import format_oracle, format_table
+
+    prompts = [p for p in BUILTIN_PROMPTS if p.id == "repetitive-2"]
+    modes = ("plain", "fixed", "adaptive", "lookup")
+    runs = list(run_benchmark(toy_pair, prompts, modes=modes, ks=(1, 3), max_tokens=16, warmup_tokens=2))
+    assert [r.label for r in runs] == ["plain", "fixed1", "fixed3", "adaptive", "lookup"]
+    assert all(r.identical_to_plain for r in runs) and all(r.round_log for r in runs)
+    assert "adaptive" in format_table(runs)
+    oracle = format_oracle(runs).splitlines()[1].split()
+    assert oracle[0] == "repetitive-2" and oracle[1] == "exact" and int(oracle[2]) in (1, 2, 3)
+
+
+def test_sampling_runs_compare_exact_and_residual(toy_pair):
+    from app.engine.sampling import SamplingParams
+
+    prompts = [p for p in BUILTIN_PROMPTS if p.id == "code-1"]
+    runs = list(run_benchmark(toy_pair, prompts, modes=("plain", "fixed"), k=2, max_tokens=12, warmup_tokens=2,
+                              sampling=SamplingParams(temperature=0.7, seed=0)))
+    assert [r.label for r in runs] == ["plain", "fixed2/exact", "fixed2/resid"]
+    assert all(r.identical_to_plain is None for r in runs[1:])

@@ -1,0 +1,89 @@
+"""The benchmark's oracle: the best fixed draft length for a prompt, in hindsight.
+
+From every measured round of a prompt (any mode): acceptance by draft position (conditioned on
+the previous one being accepted), the cost of a draft step, of a verify pass over n tokens, and
+the per-round overhead. It predicts each fixed k's speed relative to plain decoding and picks the
+best, so the adaptive policy can be scored against what was achievable without hindsight.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from app.engine.adaptive import expected_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """One measured round, as the benchmark keeps it."""
+
+    k: int
+    accepted: int
+    draft_seconds: float
+    verify_seconds: float
+    wall_seconds: float  # from the previous round's event to this one's
+    source: str
+    catch_up: int
+
+
+@dataclass(frozen=True, slots=True)
+class Oracle:
+    best_k: int
+    predicted_speedup: float  # best fixed k over plain, predicted from the measurements
+    acceptance: tuple[float, ...]
+    speedup_by_k: tuple[float, ...]  # k = 1, 2, ...
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def _verify_costs(by_n: dict[int, list[float]], up_to: int) -> list[float]:
+    """Mean cost per measured n; a least-squares line elsewhere; non-decreasing."""
+    pts = [(n, _mean(v), len(v)) for n, v in by_n.items()]
+    w = sum(c for *_, c in pts)
+    mn = sum(n * c for n, _, c in pts) / w
+    mv = sum(v * c for _, v, c in pts) / w
+    var = sum(c * (n - mn) ** 2 for n, _, c in pts)
+    slope = max(0.0, sum(c * (n - mn) * (v - mv) for n, v, c in pts) / var) if var else 0.0
+    out, floor = [], 0.0
+    for n in range(1, up_to + 1):
+        v = _mean(by_n[n]) if n in by_n else mv + slope * (n - mn)
+        floor = max(floor, v)
+        out.append(floor)
+    return out
+
+
+def best_fixed(rounds: Iterable[RoundRecord], max_k: int = 8) -> Oracle | None:
+    """None when the rounds cannot tell (no draft-model rounds, or no plain pass measured)."""
+    hits, trials = [0] * max_k, [0] * max_k
+    steps: list[float] = []
+    verify: dict[int, list[float]] = defaultdict(list)
+    overhead: list[float] = []
+    for r in rounds:
+        verify[r.k + 1].append(r.verify_seconds)
+        if r.wall_seconds > 0:
+            overhead.append(max(0.0, r.wall_seconds - r.draft_seconds - r.verify_seconds))
+        if r.k and r.source == "draft":
+            for i in range(min(r.accepted + 1, r.k, max_k)):
+                trials[i] += 1
+                hits[i] += i < r.accepted
+            if r.catch_up <= 1:
+                steps.append(r.draft_seconds / r.k)
+    if not trials[0] or 1 not in verify or not steps:
+        return None
+    rates, prev = [], 0.0
+    for h, t in zip(hits, trials):
+        prev = h / t if t else prev
+        rates.append(prev)
+    costs = _verify_costs(verify, max_k + 1)
+    o, step = _mean(overhead), _mean(steps)
+    plain = 1.0 / (o + costs[0])
+    observed = max(i + 1 for i in range(max_k) if trials[i])  # no extrapolating acceptance
+    speedups = tuple(
+        expected_tokens(rates[:k]) / (o + k * step + costs[k]) / plain for k in range(1, observed + 1)
+    )
+    best = max(range(observed), key=lambda i: speedups[i])
+    return Oracle(best + 1, speedups[best], tuple(rates), speedups)
