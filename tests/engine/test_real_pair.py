@@ -33,7 +33,7 @@ def _top2_margin(pair, prefix: list[int]) -> float:
 
 
 @pytest.mark.real_models
-@pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.timeout(3600)
 def test_real_pair_greedy_speculation_matches_plain_or_diverges_only_at_near_ties():
     # bfloat16: the CPU build's quantized kernels are far slower than its dense ones
