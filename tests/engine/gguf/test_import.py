@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.engine.gguf.child import ImportFailed, ImportFinished, ImportProgress, run_import
@@ -141,3 +142,56 @@ def test_qwen_coder_05b_import_runs() -> None:
     assert saved.eos_token == "<|im_end|>"
     answer = _greedy(folder, "Complete: def add(a, b): return", 6)
     assert answer.strip(), answer
+
+
+CRASHING_CHILD = """\
+import os, resource, signal, sys
+sys.path.insert(0, {root!r})
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+from app.engine.gguf import child, convert
+
+write = convert._write_shards
+
+def write_then_crash(shards, tmp):
+    write(shards, tmp)  # the hidden folder now holds real safetensors
+    sys.stderr.write("simulated native crash\\n")
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+convert._write_shards = write_then_crash
+raise SystemExit(child._child_main(sys.argv[-1]))
+"""
+
+
+def _tiny_llama(path: Path) -> Path:
+    from tests.engine.gguf.ggufbuild import build
+
+    rng = np.random.default_rng(0)
+    metadata = {
+        "general.architecture": "llama", "llama.block_count": 1, "llama.embedding_length": 64,
+        "llama.feed_forward_length": 128, "llama.attention.head_count": 2,
+        "llama.attention.layer_norm_rms_epsilon": 1e-5,
+    }
+    tensors = {"token_embd.weight": rng.normal(size=(8, 64)), "output_norm.weight": np.ones(64)}
+    path.write_bytes(build(metadata, tensors))
+    return path
+
+
+def test_child_killed_by_a_signal_is_reported_and_leaves_no_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A native crash in the child (simulated: SIGSEGV right after the shards are written, run
+    through a stand-in interpreter so the importer itself carries no test hook) becomes
+    ImportFailed(kind="crashed") naming the signal, and no model folder or partial is left."""
+    source = _tiny_llama(tmp_path / "tiny.gguf")
+    script = tmp_path / "python-that-crashes"
+    script.write_text(f"#!{sys.executable}\n" + CRASHING_CHILD.format(root=str(Path(__file__).parents[3])))
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(script))  # run_import starts `sys.executable -m ...`
+    out = tmp_path / "models" / "tiny-16bit"
+    events = events_of(source, out, 16)
+    final = events[-1]
+    assert isinstance(final, ImportFailed) and final.kind == "crashed", final
+    assert "signal SIGSEGV" in final.message and "simulated native crash" in final.message
+    assert any(isinstance(e, ImportProgress) and e.stage == "write" for e in events)  # it got that far
+    assert leftovers(out.parent) == []  # neither the model folder nor the hidden partial one
