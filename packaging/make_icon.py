@@ -42,10 +42,13 @@ def render_pngs(svg: Path, sizes: set[int]) -> dict[int, bytes]:
     """PNG bytes of the SVG rendered at each square size, on a transparent background."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QBuffer, QByteArray, QIODevice
-    from PySide6.QtGui import QGuiApplication, QImage, QPainter
+    from PySide6.QtGui import QImage, QPainter
     from PySide6.QtSvg import QSvgRenderer
+    from PySide6.QtWidgets import QApplication
 
-    _app = QGuiApplication.instance() or QGuiApplication([sys.argv[0]])  # noqa: F841 - Qt needs it
+    # A full QApplication, not a QGuiApplication: when this runs inside a process that later
+    # makes widgets (the test suite), Qt aborts if the first application object lacked them.
+    _app = QApplication.instance() or QApplication([sys.argv[0]])  # noqa: F841 - Qt needs it
     renderer = QSvgRenderer(str(svg))
     if not renderer.isValid():
         raise ValueError(f"{svg} is not a valid SVG")
