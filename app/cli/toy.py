@@ -13,13 +13,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dtype", choices=("float32", "float16", "bfloat16"), default="float32", help="weight dtype"
     )
+    parser.add_argument(
+        "--shape", choices=("tiny", "1.5b"), default="tiny",
+        help="tiny (default, for tests) or 1.5b (Qwen2.5-1.5B layer sizes, for timing on a GPU)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.toy import write_toy_models
 
     try:
-        models = write_toy_models(args.out, seed=args.seed, dtype=args.dtype)
+        models = write_toy_models(args.out, seed=args.seed, dtype=args.dtype, shape=args.shape)
     except (FileExistsError, ValueError) as error:
         print(f"toy-models: {error}", file=sys.stderr)
         return 2

@@ -2,8 +2,9 @@
 
 The three folders are ordinary MLX model folders (`mlx_lm.load` opens them offline):
 
-* `main`: qwen2, hidden 256, 6 layers, 4 heads (2 KV heads), MLP 768, untied lm_head.
-* `draft`: the first layer of `main` with main's embedding, final norm and lm_head, so it
+* `main`: qwen2 with untied lm_head; shape `tiny` (default): hidden 256, 6 layers, 4 heads
+  (2 KV heads), MLP 768; shape `1.5b`: Qwen2.5-1.5B's layer sizes, to time real step costs.
+* `draft`: the first layer(s) of `main` with main's embedding, final norm and lm_head, so it
   agrees with the main often — a useful draft.
 * `draft_random`: the draft's shape with independent weights — a useless draft.
 
@@ -22,12 +23,26 @@ from pathlib import Path
 import numpy as np
 
 VOCAB_SIZE = 1024
-HIDDEN = 256
-MAIN_LAYERS = 6
-DRAFT_LAYERS = 1
-HEADS = 4
-KV_HEADS = 2
-INTERMEDIATE = 768
+
+
+@dataclass(frozen=True)
+class ToyShape:
+    """Layer sizes of the pair; the draft is the main's first `draft_layers` layers."""
+
+    hidden: int
+    main_layers: int
+    draft_layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+
+
+SHAPES = {
+    # fast enough for unit tests on the CPU build
+    "tiny": ToyShape(hidden=256, main_layers=6, draft_layers=1, heads=4, kv_heads=2, intermediate=768),
+    # Qwen2.5-1.5B's layer sizes: step costs of a real model on a GPU, text of a random one
+    "1.5b": ToyShape(hidden=1536, main_layers=28, draft_layers=4, heads=12, kv_heads=2, intermediate=8960),
+}
 STD = 0.02
 # Larger than STD so the token identity survives the residual stream (the draft then agrees
 # with the main) and logits are peaked enough that greedy decoding does not stall at once.
@@ -138,7 +153,9 @@ class ToyModels:
     draft_random: Path
 
 
-def write_toy_models(out_dir: Path, seed: int = 0, dtype: str = "float32") -> ToyModels:
+def write_toy_models(
+    out_dir: Path, seed: int = 0, dtype: str = "float32", shape: str = "tiny"
+) -> ToyModels:
     """Write main/, draft/ and draft_random/ under `out_dir` and return their paths.
 
     The folder is built next to `out_dir` and renamed into place, so a crash leaves no
@@ -147,12 +164,14 @@ def write_toy_models(out_dir: Path, seed: int = 0, dtype: str = "float32") -> To
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {', '.join(SHAPES)}, not {shape!r}")
     out_dir = Path(out_dir).absolute()
     _check_replaceable(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        _write_all(tmp, seed, dtype)
+        _write_all(tmp, seed, dtype, SHAPES[shape])
         _swap_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -183,23 +202,23 @@ def _swap_into_place(tmp: Path, out_dir: Path) -> None:
         tmp.rename(out_dir)
 
 
-def _write_all(root: Path, seed: int, dtype: str) -> None:
+def _write_all(root: Path, seed: int, dtype: str, shape: ToyShape) -> None:
     tokenizer_json = train_tokenizer()
     vocab = max(VOCAB_SIZE, _round_up(json.loads(tokenizer_json)["model"]["vocab"].__len__(), 64))
     eos_id = _token_id(tokenizer_json, EOS_TOKEN)
 
-    main = _random_weights(np.random.RandomState(seed), vocab, MAIN_LAYERS)
-    draft = {k: v for k, v in main.items() if (_layer_index(k) or 0) < DRAFT_LAYERS}
-    draft_random = _random_weights(np.random.RandomState([seed, 1]), vocab, DRAFT_LAYERS)
+    main = _random_weights(np.random.RandomState(seed), vocab, shape.main_layers, shape)
+    draft = {k: v for k, v in main.items() if (_layer_index(k) or 0) < shape.draft_layers}
+    draft_random = _random_weights(np.random.RandomState([seed, 1]), vocab, shape.draft_layers, shape)
 
     for name, weights, layers in (
-        ("main", main, MAIN_LAYERS),
-        ("draft", draft, DRAFT_LAYERS),
-        ("draft_random", draft_random, DRAFT_LAYERS),
+        ("main", main, shape.main_layers),
+        ("draft", draft, shape.draft_layers),
+        ("draft_random", draft_random, shape.draft_layers),
     ):
         folder = root / name
         folder.mkdir()
-        _write_json(folder / "config.json", _config(vocab, layers, eos_id, dtype))
+        _write_json(folder / "config.json", _config(vocab, layers, eos_id, dtype, shape))
         (folder / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
         _write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer_json))
         _write_json(folder / "special_tokens_map.json", _special_tokens_map())
@@ -271,15 +290,15 @@ def _special_tokens_map() -> dict:
     return {"eos_token": EOS_TOKEN, "pad_token": PAD_TOKEN, "additional_special_tokens": ["<|im_start|>"]}
 
 
-def _config(vocab: int, layers: int, eos_id: int, dtype: str) -> dict:
+def _config(vocab: int, layers: int, eos_id: int, dtype: str, shape: ToyShape) -> dict:
     return {
         "architectures": ["Qwen2ForCausalLM"],
         "model_type": "qwen2",
-        "hidden_size": HIDDEN,
+        "hidden_size": shape.hidden,
         "num_hidden_layers": layers,
-        "num_attention_heads": HEADS,
-        "num_key_value_heads": KV_HEADS,
-        "intermediate_size": INTERMEDIATE,
+        "num_attention_heads": shape.heads,
+        "num_key_value_heads": shape.kv_heads,
+        "intermediate_size": shape.intermediate,
         "vocab_size": vocab,
         "rms_norm_eps": 1e-6,
         "rope_theta": 10000.0,
@@ -290,10 +309,12 @@ def _config(vocab: int, layers: int, eos_id: int, dtype: str) -> dict:
     }
 
 
-def _random_weights(rng: np.random.RandomState, vocab: int, layers: int) -> dict[str, np.ndarray]:
+def _random_weights(
+    rng: np.random.RandomState, vocab: int, layers: int, shape: ToyShape
+) -> dict[str, np.ndarray]:
     """Draw every tensor in a fixed order, so a seed always gives the same weights."""
-    head_dim = HIDDEN // HEADS
-    kv = KV_HEADS * head_dim
+    HIDDEN, INTERMEDIATE = shape.hidden, shape.intermediate  # noqa: N806 - read as the config names
+    kv = shape.kv_heads * (HIDDEN // shape.heads)
 
     def normal(*shape: int, std: float = STD) -> np.ndarray:
         return (rng.standard_normal(shape) * std).astype(np.float32)
