@@ -107,8 +107,15 @@ def safetensors_header(path: Path) -> dict[str, Any]:
     return header if isinstance(header, dict) else {}
 
 
-def count_params(folder: Path, bits: int | None, quantized: bool) -> int | None:
-    """Parameters from safetensors shapes; packed quantized words count 32/bits each."""
+def count_params(
+    folder: Path, bits: int | None, quantized: bool, overrides: dict[str, Any] | None = None
+) -> int | None:
+    """Parameters from safetensors shapes; packed quantized words count 32/bits each.
+
+    `overrides` is the config's per-module quantization (mixed-precision imports keep some
+    matrices at 8 bits), keyed by module path.
+    """
+    overrides = overrides or {}
     total, seen = 0, False
     for shard in sorted(folder.glob("*.safetensors")):
         for name, info in safetensors_header(shard).items():
@@ -119,7 +126,9 @@ def count_params(folder: Path, bits: int | None, quantized: bool) -> int | None:
             if quantized and name.endswith((".scales", ".biases")):
                 continue
             if quantized and bits and info.get("dtype") == "U32":
-                numel = numel * 32 // bits
+                module = overrides.get(name.rsplit(".", 1)[0])
+                module_bits = _int(module.get("bits")) if isinstance(module, dict) else None
+                numel = numel * 32 // (module_bits or bits)
             total += numel
             seen = True
     return total if seen else None
@@ -197,7 +206,7 @@ def compute_facts(folder: Path, source: str = "user") -> ModelFacts:
         source=source,
         fingerprint=folder_fingerprint(folder),
         architecture=model_type,
-        params=count_params(folder, bits, quantized),
+        params=count_params(folder, bits, quantized, raw.get("quantization") if quantized else None),
         bits=bits,
         size_bytes=sum(p.stat().st_size for p in files),
         context_length=context,
