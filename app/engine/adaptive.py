@@ -180,7 +180,9 @@ class AdaptiveDraftLength:
             extra = self.last_probe_cost.get(s, k * self.step[s].value + costs[k + 1] - costs[1])
             budget = self.probe_budget / len(self.sources) * plain_round
             interval = max(4, math.ceil(extra / budget)) if budget > 0 else 512
-            if self.acceptance[s].trials[0] < 1.5:  # one unlucky round is thin evidence: recheck soon
+            # one unlucky round is thin evidence: recheck soon, unless a probe costs several
+            # plain steps (then the budget decides, as for any probe)
+            if self.acceptance[s].trials[0] < 1.5 and extra <= 2 * plain_round:
                 interval = min(interval, 8)
             if self.since_used[s] >= min(interval, 512):
                 return DraftPlan(k, s)
@@ -225,3 +227,11 @@ class AdaptiveDraftLength:
 
     def snapshot(self) -> dict[str, object]:
         return dict(self._last)
+
+    def begin_answer(self) -> None:
+        """Keep what was learnt about costs and acceptance; don't count the pause as overhead.
+
+        One controller serves every answer of a loaded pair (the worker and the benchmark keep
+        it), so only the very first answer pays for exploring.
+        """
+        self._last_observed = None

@@ -230,6 +230,9 @@ def run_benchmark(
         for kk in (ks if mode == "fixed" else (k,)):
             variants += [(mode, kk, rule) for rule in rules]
 
+    # like the app's worker, adaptive keeps its estimates across the answers of one pair
+    adaptive: dict[tuple[str, str], AdaptiveDraftLength] = {}
+
     def once(mode: str, kk: int, rule: str, prompt: list[int], tokens: int) -> _Timing:
         if mode == "mlx_lm":
             return _run_mlx_lm(pair, prompt, kk, sampling, tokens)
@@ -239,7 +242,7 @@ def run_benchmark(
         elif mode == "fixed":
             policy = FixedDraftLength(kk)
         else:
-            policy = AdaptiveDraftLength(use_draft=mode == "adaptive")
+            policy = adaptive.setdefault((mode, rule), AdaptiveDraftLength(use_draft=mode == "adaptive"))
         return _run_ours(pair, prompt, policy, sampling, tokens, rule or None)
 
     encoded = [format_chat(pair.tokenizer, [{"role": "user", "content": p.text}]) for p in prompts]

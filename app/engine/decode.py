@@ -84,6 +84,8 @@ def generate(
     sampler = Sampler(sampling or SamplingParams())
     rule = rules.RULES[rules.resolve(acceptance, sampler)]
     policy = policy or PlainDecoding()
+    if hasattr(policy, "begin_answer"):
+        policy.begin_answer()
     tokenizer = session.pair.tokenizer
     stops = set(stop_ids) if stop_ids is not None else set(tokenizer.eos_token_ids)
     detok = StreamingDetokenizer(tokenizer)

@@ -44,6 +44,9 @@ class DraftPolicy(Protocol):
 
     def snapshot(self) -> dict[str, object]: ...
 
+    def begin_answer(self) -> None:
+        """A new answer starts: a policy kept across answers forgets the time in between."""
+
 
 class FixedDraftLength:
     """Always drafts k tokens when the source can propose them (lookup: up to k)."""
@@ -62,6 +65,9 @@ class FixedDraftLength:
     def observe(self, event: RoundEvent) -> None:
         pass
 
+    def begin_answer(self) -> None:
+        pass
+
     def snapshot(self) -> dict[str, object]:
         return {"policy": "fixed", "k": self.k, "source": self.source.value}
 
@@ -77,3 +83,6 @@ class PlainDecoding:
 
     def snapshot(self) -> dict[str, object]:
         return {"policy": "plain"}
+
+    def begin_answer(self) -> None:
+        pass

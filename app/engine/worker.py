@@ -100,6 +100,7 @@ class EngineWorker:
         self._thread = threading.Thread(target=self._run, name="specchat-engine", daemon=True)
         self._pair: ModelPair | None = None
         self._session: ChatSession | None = None
+        self._policies: dict[str, DraftPolicy] = {}
 
     def start(self) -> None:
         self._thread.start()
@@ -138,9 +139,16 @@ class EngineWorker:
                     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
                     self._emit(WorkerMessage(request, EngineError(detail, kind="crash")))
 
+    def _policy_for(self, speculation: SpeculationSettings) -> DraftPolicy:
+        """Adaptive controllers live as long as the loaded pair: costs are the machine's."""
+        if speculation.mode not in ("adaptive", "lookup"):
+            return speculation.policy()
+        return self._policies.setdefault(speculation.mode, speculation.policy())
+
     def _handle(self, request: int, command: Command) -> None:
         if isinstance(command, LoadPair):
             self._pair = self._session = None
+            self._policies = {}
             try:
                 pair = load_pair(command.main, command.draft)
             except ModelLoadError as exc:
@@ -165,7 +173,7 @@ class EngineWorker:
                 self._session,
                 prompt,
                 sampling=command.sampling,
-                policy=command.speculation.policy(),
+                policy=self._policy_for(command.speculation),
                 max_tokens=command.max_tokens,
                 cancel=self._cancel,
                 acceptance=command.speculation.acceptance,
