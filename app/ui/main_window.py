@@ -22,6 +22,7 @@ from app.engine.worker import EngineWorker
 from app.ui.chat_controller import ChatController
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
+from app.ui.dashboard import Dashboard
 from app.ui.engine_bridge import EngineBridge, EngineFactory, tokenizer_decoder
 from app.ui.picker import PickerDialog
 from app.ui.render import Options
@@ -71,6 +72,7 @@ class MainWindow(QMainWindow):
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
         self.controller = ChatController(self.store, self.bridge, self.view, self.strip, self.settings, self)
         self.pair_label, self.pair_button = QLabel("No models loaded"), QPushButton("Choose models…")
+        self.dashboard = Dashboard(self)
         self._build()
         self._menus()
         self._wire()
@@ -107,6 +109,8 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([240, 860])
         self.setCentralWidget(self.splitter)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dashboard)
+        self.dashboard.hide()
 
     def _action(self, menu, text: str, slot, shortcut=None, checkable: bool = False) -> QAction:
         action = QAction(text, self)
@@ -139,12 +143,17 @@ class MainWindow(QMainWindow):
         self.rejected_action = self._action(view, "Show rejected drafts", self._set_rejected, checkable=True)
         self.sidebar_action = self._action(view, "Show conversations", self.sidebar.setVisible, "Ctrl+Shift+S", True)
         self.sidebar_action.setChecked(True)
+        self.dashboard_action = self.dashboard.toggleViewAction()
+        self.dashboard_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
+        view.addAction(self.dashboard_action)
 
     def _wire(self) -> None:
         c = self.controller
         self.composer.send.connect(self._send)
         self.composer.stop.connect(self._stop)
         c.busy_changed.connect(self.composer.set_busy)
+        c.busy_changed.connect(self._follow_generation)
+        self.bridge.batch.connect(self.dashboard.on_batch)
         c.conversations_changed.connect(self.refresh_sidebar)
         c.pair_changed.connect(self.pair_label.setText)
         c.pair_loaded.connect(self._load_decoder)
@@ -162,6 +171,12 @@ class MainWindow(QMainWindow):
         self.welcome.download.connect(self._download_pair)
 
     # -- actions --------------------------------------------------------------------------------
+    def _follow_generation(self, busy: bool) -> None:
+        """Point the dashboard at the generation that just started."""
+        live = self.controller.live
+        if busy and live is not None:
+            self.dashboard.follow(live.request, live.stats.plain_speed)
+
     def _send(self, text: str) -> None:
         if not self.controller.send(text):
             self.composer.editor.setPlainText(text)
