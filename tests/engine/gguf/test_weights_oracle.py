@@ -51,7 +51,8 @@ race in a scheduler, a misconfigured router. Good engineers learn to look throug
 something breaks, while still relying on them when everything works as intended."""
 
 KEYS = ("smollm2", "qwen0.5b", "gemma3")
-pytestmark = [pytest.mark.real_models, pytest.mark.slow, pytest.mark.torch_oracle]
+# A reference pass plus one MLX pass takes several minutes per model on a busy 2-core CPU.
+pytestmark = [pytest.mark.real_models, pytest.mark.slow, pytest.mark.torch_oracle, pytest.mark.timeout(1800)]
 
 
 @functools.cache
@@ -110,22 +111,27 @@ def _record(key: str, weights: str, compute: str, ours: np.ndarray, started: flo
     agree = float((ref == ours).mean())
     top2 = np.sort(logits, axis=-1)[:, -2:]
     gaps = (top2[:, 1] - top2[:, 0])[ref != ours]  # how close the reference itself was to a tie
+    rounded = [round(float(g), 3) for g in gaps]
     report = cache_root() / "reports"
     report.mkdir(parents=True, exist_ok=True)
     with open(report / "argmax_agreement.jsonl", "a") as f:
         row = {"model": key, "weights": weights, "compute": compute, "positions": len(ref),
                "agreement": round(agree, 4),
-               "mismatch_reference_gaps": [round(float(g), 3) for g in gaps],
+               "mismatch_reference_gaps": rounded,
                "seconds": round(time.monotonic() - started, 1), "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
         f.write(json.dumps(row) + "\n")
     print(f"\n{key}, {weights}, {compute} compute: argmax agreement {agree:.2%} over {len(ref)} positions"
-          f" (reference top-2 gaps at mismatches: {np.round(gaps, 3).tolist()})")
+          f" (reference top-2 gaps at mismatches: {rounded})")
     return agree
 
 
 @pytest.mark.parametrize("key", KEYS)
 def test_bf16_import_matches_reference(key: str) -> None:
-    """The issue's check: >= 99% agreement with the bfloat16 weights evaluated in float32."""
+    """The issue's check: >= 99% agreement with the bfloat16 weights evaluated in float32.
+
+    Measured: SmolLM2 99.63%, Qwen2.5-Coder-0.5B 100%, Gemma-3-270M 98.89%. Gemma's three
+    misses are reference near-ties (top two logits 0.008 apart, at logits near 20) flipped by
+    rounding the weights to bfloat16; its float32 conversion agrees at 100% (next test)."""
     assert len(_ids(key)) >= 250
     assert _agreement(key, 16, "float32") >= 0.99
 
