@@ -256,7 +256,9 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentWidget(self.welcome if not usable and self.controller.pair is None else self.view)
 
     def picker(self) -> PickerDialog:
-        return PickerDialog(self.sources, pool=self.pool, parent=self)
+        dialog = PickerDialog(self.sources, pool=self.pool, parent=self)
+        dialog.import_requested.connect(self.start_import)
+        return dialog
 
     def choose_models(self) -> None:
         dialog = self.picker()
@@ -296,8 +298,10 @@ class MainWindow(QMainWindow):
 
     def import_gguf(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a GGUF model", "", "GGUF models (*.gguf)")
-        if not path:
-            return
+        if path:
+            self.start_import(path)
+
+    def start_import(self, path: str) -> None:
         try:
             loop = asyncio.get_event_loop()
         except RuntimeError:
@@ -311,18 +315,30 @@ class MainWindow(QMainWindow):
         """Runs on qasync's loop; the child-process import is consumed on a helper thread."""
         from app.engine.gguf.child import run_import
 
+        from app.engine.gguf.events import ImportFailed, ImportFinished, ImportProgress
+
         loop = asyncio.get_running_loop()
-        show = lambda e: self.welcome.status.setText(f"Importing {Path(path).name}: {e}")  # noqa: E731
+        name = Path(path).name
 
-        def consume() -> object:
-            last = None
+        def describe(event: object) -> str:
+            if isinstance(event, ImportProgress):
+                share = f" {event.done * 100 // event.total}%" if event.total else ""
+                return f"Importing {name}: {event.stage}{share}"
+            if isinstance(event, ImportFinished):
+                return f"Imported {name} in {event.seconds:.0f} s: {event.path}"
+            if isinstance(event, ImportFailed):
+                return f"Could not import {name}: {event.message}"
+            return f"Importing {name}…"
+
+        def show(text: str) -> None:
+            self.welcome.status.setText(text)
+            self.statusBar().showMessage(text, 0 if text.startswith("Importing") else 15000)
+
+        def consume() -> None:
             for event in run_import(path):
-                last = event
-                loop.call_soon_threadsafe(show, type(event).__name__)
-            return last
+                loop.call_soon_threadsafe(show, describe(event))
 
-        result = await asyncio.to_thread(consume)
-        self.welcome.status.setText(f"Import finished: {result}")
+        await asyncio.to_thread(consume)
         self.scan()
 
     # -- lifecycle ------------------------------------------------------------------------------

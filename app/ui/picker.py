@@ -152,6 +152,7 @@ class PickerDialog(QDialog):
 
     library_changed = Signal()
     drafts_changed = Signal()
+    import_requested = Signal(str)  # a GGUF file found by the scan, to import
 
     def __init__(self, sources: Sources, *, store: Store | None = None, usable_memory: int | None = None,
                  endpoint: str | None = None, download_root: Path | None = None,
@@ -178,6 +179,10 @@ class PickerDialog(QDialog):
         self.fit_label, self.state_label = QLabel(""), QLabel("Scanning models…")
         self.fit_label.setWordWrap(True)
         self.use_button = QPushButton("Use this pair")
+        self.import_button = QPushButton("Import GGUF…")
+        self.import_button.setToolTip("Convert a GGUF file found in your model folders to MLX")
+        self.import_button.setVisible(False)
+        self.ggufs: list[str] = []
         self.recommended = self._recommended_box()
         self.downloads = DownloadPanel(self.pool, endpoint, download_root, self)
 
@@ -194,8 +199,11 @@ class PickerDialog(QDialog):
         bottom.addWidget(self.context)
         bottom.addWidget(self.fit_label, 1)
         bottom.addWidget(self.use_button)
+        top = QHBoxLayout()
+        top.addWidget(self.state_label, 1)
+        top.addWidget(self.import_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.state_label)
+        layout.addLayout(top)
         layout.addLayout(columns, 1)
         layout.addLayout(bottom)
         layout.addWidget(self.recommended)
@@ -206,8 +214,16 @@ class PickerDialog(QDialog):
         self.show_incompatible.toggled.connect(lambda *_: self._fill_drafts())
         self.context.valueChanged.connect(lambda *_: self._update_fit())
         self.use_button.clicked.connect(self._on_use)
+        self.import_button.clicked.connect(self._offer_import)
         self.downloads.downloaded.connect(lambda *_: self.refresh())
         self.refresh()
+
+    def _offer_import(self) -> None:
+        from PySide6.QtWidgets import QInputDialog
+
+        path, ok = QInputDialog.getItem(self, "Import a GGUF model", "GGUF files found:", self.ggufs, 0, False)
+        if ok and path:
+            self.import_requested.emit(path)
 
     # -- background work -------------------------------------------------------------------
     def _run(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
@@ -235,6 +251,8 @@ class PickerDialog(QDialog):
             item.setEnabled(f.usable)
             self.main_model.appendRow(item)
         usable = [f for f in facts if f.usable]
+        self.ggufs = sorted(str(g.path) for g in ggufs)
+        self.import_button.setVisible(bool(self.ggufs))
         gguf_note = f" · {len(ggufs)} GGUF file(s) can be imported" if ggufs else ""
         self.state_label.setText(f"{len(usable)} model(s) found{gguf_note}")
         self.recommended.setVisible(not usable)

@@ -117,3 +117,25 @@ def test_failed_download_is_reported(qtbot, tmp_path):
         dialog.downloads.start_button.click()
         qtbot.waitUntil(lambda: dialog.downloads.status.text().startswith("Failed"), timeout=30_000)
     assert not (root / "org" / "missing").exists()
+
+
+def test_gguf_files_found_are_offered_for_import(qtbot, toy_models, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QInputDialog
+
+    root = build_library(toy_models, tmp_path / "lib")
+    (root / "downloads").mkdir()
+    gguf = root / "downloads" / "tiny.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(60))
+    dialog = open_picker(qtbot, root, usable_memory=BIG)
+    assert dialog.ggufs == [str(gguf)] and not dialog.import_button.isHidden()
+    assert "1 GGUF file(s) can be imported" in dialog.state_label.text()
+    offered: list[list[str]] = []
+
+    def choose(parent, title, label, items, *args):
+        offered.append(list(items))
+        return items[0], True
+
+    monkeypatch.setattr(QInputDialog, "getItem", staticmethod(choose))
+    with qtbot.waitSignal(dialog.import_requested, timeout=5000) as signal:
+        dialog.import_button.click()
+    assert offered == [[str(gguf)]] and signal.args == [str(gguf)]

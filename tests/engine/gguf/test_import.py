@@ -102,9 +102,12 @@ def _check_folder(folder: Path, key: str, bits: int) -> None:
 
 
 def _greedy(folder: Path, prompt: str, n: int) -> str:
+    """Greedy answer computed in float32: the Linux CPU build's bfloat16 quantized matmul is
+    several percent off (a kernel matter, not the import's), which flips a 135M model's answer."""
     code = (
-        "import sys, json\nfrom mlx_lm import load, generate\n"
+        "import sys, json\nimport mlx.core as mx\nfrom mlx_lm import load, generate\n"
         "m, t = load(sys.argv[1])\n"
+        "m.set_dtype(mx.float32)\n"
         "msgs = [{'role': 'user', 'content': sys.argv[2]}]\n"
         "p = t.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)\n"
         "print(json.dumps(generate(m, t, p, max_tokens=int(sys.argv[3]))))\n"
