@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from app.engine.library.memory import available_ram
 from app.engine.gguf.architectures import architecture_of, model_config
 from app.engine.gguf.direct import GROUP as DIRECT_GROUP
 from app.engine.gguf.direct import can_repack, repack
@@ -38,15 +39,8 @@ class ImportRefused(GGUFError):
 
 
 def available_memory() -> int:
-    """Bytes of memory this process may still use: MemAvailable on Linux, physical RAM elsewhere."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    """RAM, not a GPU working set: dequantizing happens on the CPU."""
+    return available_ram()
 
 
 def working_set(header: GGUFHeader, bits: int) -> int:

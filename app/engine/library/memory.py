@@ -61,6 +61,11 @@ def usable_memory() -> int:
                 return size
         except Exception:  # no Metal device: fall through to physical memory
             pass
+    return available_ram()
+
+
+def available_ram() -> int:
+    """Bytes of RAM this process may still use: MemAvailable on Linux, physical RAM elsewhere."""
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
