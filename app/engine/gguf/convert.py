@@ -19,13 +19,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from app.engine.library.memory import available_ram
 from app.engine.gguf.architectures import architecture_of, model_config
 from app.engine.gguf.direct import GROUP as DIRECT_GROUP
 from app.engine.gguf.direct import can_repack, repack
 from app.engine.gguf.events import ImportEvent, ImportProgress
 from app.engine.gguf.header import GGUFError, GGUFHeader, TensorInfo, read_header
 from app.engine.gguf.tokenizer import build_tokenizer, tokenizer_config
+from app.engine.library.memory import available_ram
 
 SUPPORTED_TYPES = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}
 GROUP_SIZE = 64
