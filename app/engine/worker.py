@@ -92,12 +92,12 @@ _STOP = object()
 class EngineWorker:
     """Runs commands one at a time on a daemon thread; `cancel` interrupts the current one."""
 
-    def __init__(self, emit: Callable[[WorkerMessage], None]) -> None:
+    def __init__(self, emit: Callable[[WorkerMessage], None], *, name: str = "specchat-engine") -> None:
         self._emit = emit
         self._queue: queue.Queue[tuple[int, Command] | object] = queue.Queue()
         self._ids = itertools.count(1)
         self._cancel = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="specchat-engine", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._pair: ModelPair | None = None
         self._session: ChatSession | None = None
         self._policies: dict[str, DraftPolicy] = {}
@@ -127,17 +127,21 @@ class EngineWorker:
     def _run(self) -> None:
         stream = mx.new_stream(mx.default_device())
         with mx.stream(stream):
-            while True:
-                item = self._queue.get()
-                if item is _STOP:
-                    return
-                request, command = item  # type: ignore[misc]
-                self._cancel.clear()
-                try:
-                    self._handle(request, command)
-                except Exception as exc:  # noqa: BLE001 - reported, never raised across threads
-                    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                    self._emit(WorkerMessage(request, EngineError(detail, kind="crash")))
+            self._serve()
+
+    def _serve(self) -> None:
+        """Handle commands in order until shutdown; a failure is reported, never raised."""
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            request, command = item  # type: ignore[misc]
+            self._cancel.clear()
+            try:
+                self._handle(request, command)
+            except Exception as exc:  # noqa: BLE001 - reported, never raised across threads
+                detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                self._emit(WorkerMessage(request, EngineError(detail, kind="crash")))
 
     def _policy_for(self, speculation: SpeculationSettings) -> DraftPolicy:
         """Adaptive controllers live as long as the loaded pair: costs are the machine's."""

@@ -6,17 +6,14 @@ and window with a predictable stream (draft, lookup and main tokens, refused dra
 
 from __future__ import annotations
 
-import itertools
-import queue
 import re
-import threading
 import time
 from collections.abc import Callable
 
 from app.engine.events import (
     GenerationFinished, GenerationStats, PrefillProgress, Provenance, RoundEvent, TokenEvent,
 )
-from app.engine.worker import Command, Generate, LoadPair, PairLoaded, ResetSession, WorkerMessage
+from app.engine.worker import Command, EngineWorker, Generate, LoadPair, PairLoaded, WorkerMessage
 
 SAMPLE = """Speculative decoding lets a **small draft model** guess the next few tokens, and the
 *main model* checks them all in one pass.
@@ -36,59 +33,39 @@ When the draft is right, you get several tokens for the price of one verificatio
 """
 
 VOCAB = re.findall(r"\s*\S+|\s+", SAMPLE)
-_STOP = object()
 
 
 def fake_decode(ids: list[int]) -> str:
     return "".join(VOCAB[i % len(VOCAB)] for i in ids)
 
 
-class FakeEngine:
-    """Same surface as EngineWorker. `rate`: tokens per second; `script`: the answer's pieces."""
+class FakeEngine(EngineWorker):
+    """The worker's queue, thread and cancel, with scripted answers instead of models.
+
+    `rate`: tokens per second; `script`: the answer's pieces.
+    """
 
     def __init__(self, emit: Callable[[WorkerMessage], None], rate: float = 400.0,
                  script: list[str] | None = None, k: int = 4, load_seconds: float = 0.0,
                  prefill_seconds: float = 0.0) -> None:
-        self._emit, self.rate, self.k, self.load_seconds = emit, rate, k, load_seconds
+        super().__init__(emit, name="specchat-fake-engine")
+        self.rate, self.k, self.load_seconds = rate, k, load_seconds
         self.prefill_seconds = prefill_seconds
         self.script = script or VOCAB
-        self._queue: queue.Queue = queue.Queue()
-        self._ids = itertools.count(1)
-        self._cancel = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="specchat-fake-engine", daemon=True)
         self.commands: list[Command] = []
         self.loaded: str | None = None
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def submit(self, command: Command) -> int:
-        request = next(self._ids)
-        self._queue.put((request, command))
-        return request
-
-    def cancel(self) -> None:
-        self._cancel.set()
-
-    def shutdown(self, timeout: float = 10.0) -> bool:
-        self._cancel.set()
-        self._queue.put(_STOP)
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
     def _run(self) -> None:
-        while (item := self._queue.get()) is not _STOP:
-            request, command = item
-            self._cancel.clear()
-            self.commands.append(command)
-            if isinstance(command, LoadPair):
-                time.sleep(self.load_seconds)
-                self.loaded = command.main
-                self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
-            elif isinstance(command, Generate):
-                self._generate(request, command)
-            elif isinstance(command, ResetSession):
-                pass
+        self._serve()  # no MLX stream: nothing here touches MLX
+
+    def _handle(self, request: int, command: Command) -> None:
+        self.commands.append(command)
+        if isinstance(command, LoadPair):
+            time.sleep(self.load_seconds)
+            self.loaded = command.main
+            self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
+        elif isinstance(command, Generate):
+            self._generate(request, command)
 
     def _generate(self, request: int, command: Generate) -> None:
         emit = lambda event: self._emit(WorkerMessage(request, event))  # noqa: E731
