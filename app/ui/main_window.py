@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QRunnable, QSettings, Qt, QThreadPool, Signal
+from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter, QStackedWidget,
+    QFileDialog, QHBoxLayout, QLabel, QMainWindow, QPushButton, QSplitter, QStackedWidget,
     QVBoxLayout, QWidget,
 )
 
@@ -29,28 +29,9 @@ from app.ui.render import Options
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar
 from app.ui.stats import StatusStrip
+from app.ui.tasks import PoolTask, start_task
 from app.ui.theme import current_theme
 from app.ui.welcome import WelcomePanel
-
-
-class _Done(QObject):
-    done = Signal(object)
-
-
-class _Task(QRunnable):
-    """Run `fn` on the pool; its result (or the exception) comes back as a queued signal."""
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        super().__init__()
-        self.fn, self.signals = fn, _Done()
-        self.setAutoDelete(False)
-
-    def run(self) -> None:
-        try:
-            result = self.fn()
-        except Exception as exc:  # noqa: BLE001 - reported through the signal
-            result = exc
-        self.signals.done.emit(result)
 
 
 class MainWindow(QMainWindow):
@@ -66,7 +47,7 @@ class MainWindow(QMainWindow):
         self.store = store or ConversationStore()
         self.decoder = decoder
         self.pool = QThreadPool.globalInstance()
-        self._tasks: set[_Task] = set()
+        self._tasks: set[PoolTask] = set()
         self.bridge = EngineBridge(engine_factory, parent=self)
         self.view, self.composer, self.strip = ChatView(), Composer(), StatusStrip()
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
@@ -238,11 +219,8 @@ class MainWindow(QMainWindow):
 
     # -- models ---------------------------------------------------------------------------------
     def run_task(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
-        task = _Task(fn)
-        self._tasks.add(task)
-        task.signals.done.connect(done)
-        task.signals.done.connect(lambda *_: self._tasks.discard(task))
-        self.pool.start(task)
+        """`done` gets the result, or the exception `fn` raised."""
+        start_task(self.pool, self._tasks, fn, done, done)
 
     def scan(self) -> None:
         sources = self.sources

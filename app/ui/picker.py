@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import Qt, QThreadPool, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox, QDialog, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListView, QMessageBox, QProgressBar,
@@ -26,6 +26,7 @@ from app.engine.library.ranking import rank_drafts
 from app.engine.library.recommended import RECOMMENDED
 from app.engine.library.store import Store
 from app.ui.download_bridge import DownloadTask
+from app.ui.tasks import PoolTask, start_task
 
 PLAIN, LOOKUP = "plain", "lookup"
 KEY = Qt.ItemDataRole.UserRole
@@ -53,28 +54,6 @@ def describe(f: ModelFacts) -> str:
     ctx = f"{f.context_length // 1024}k ctx" if f.context_length else "? ctx"
     kind = "vision" if f.vision else "text"
     return f"{f.architecture} · {params} · {bits} · {human_bytes(f.size_bytes)} · {ctx} · {kind}"
-
-
-class _Signals(QObject):
-    done = Signal(object)
-    error = Signal(str)
-
-
-class _Call(QRunnable):
-    """Run `fn` on a pool thread; its result or error comes back as a signal."""
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        super().__init__()
-        self.fn, self.signals = fn, _Signals()
-        self.setAutoDelete(False)
-
-    def run(self) -> None:
-        try:
-            result = self.fn()
-        except Exception as exc:
-            self.signals.error.emit(str(exc))
-        else:
-            self.signals.done.emit(result)
 
 
 class DownloadPanel(QGroupBox):
@@ -164,7 +143,7 @@ class PickerDialog(QDialog):
         self.facts: dict[str, ModelFacts] = {}
         self.verdicts: dict[str, list[tuple[ModelFacts, Verdict]]] = {}
         self.picked: PickedPair | None = None
-        self._calls: set[_Call] = set()
+        self._calls: set[PoolTask] = set()
 
         self.mains, self.main_model = QListView(), QStandardItemModel(self)
         self.drafts, self.draft_model = QListView(), QStandardItemModel(self)
@@ -227,13 +206,7 @@ class PickerDialog(QDialog):
 
     # -- background work -------------------------------------------------------------------
     def _run(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
-        call = _Call(fn)
-        self._calls.add(call)
-        call.signals.done.connect(done)
-        call.signals.error.connect(lambda msg: self.state_label.setText(f"Error: {msg}"))
-        call.signals.done.connect(lambda *_: self._calls.discard(call))
-        call.signals.error.connect(lambda *_: self._calls.discard(call))
-        self.pool.start(call)
+        start_task(self.pool, self._calls, fn, done, lambda exc: self.state_label.setText(f"Error: {exc}"))
 
     def refresh(self) -> None:
         sources, store = self.sources, self.store
