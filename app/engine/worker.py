@@ -20,6 +20,7 @@ import mlx.core as mx
 from app.engine.adaptive import AdaptiveDraftLength
 from app.engine.decode import generate
 from app.engine.events import EngineError, Event
+from app.engine.jobs import CheckLossless, JobEvent, RunArena, run_arena_job, run_check
 from app.engine.loading import ModelLoadError, ModelPair, load_pair
 from app.engine.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.sampling import SamplingParams
@@ -77,13 +78,13 @@ class PairLoaded:
     speculation_refusal: str | None
 
 
-Command = LoadPair | Generate | ResetSession
+Command = LoadPair | Generate | ResetSession | CheckLossless | RunArena
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerMessage:
     request: int
-    event: Event | PairLoaded
+    event: Event | PairLoaded | JobEvent
 
 
 _STOP = object()
@@ -164,6 +165,10 @@ class EngineWorker:
         elif isinstance(command, ResetSession):
             if self._session is not None:
                 self._session.reset()
+        elif isinstance(command, CheckLossless):
+            self._emit(WorkerMessage(request, run_check(self._pair, command, self._cancel)))
+        elif isinstance(command, RunArena):
+            run_arena_job(self._pair, command, self._cancel, lambda e: self._emit(WorkerMessage(request, e)))
         elif isinstance(command, Generate):
             if self._session is None or self._pair is None:
                 self._emit(WorkerMessage(request, EngineError("no model is loaded", kind="state")))
