@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import mlx.core as mx
 
 from app.engine.adaptive import AdaptiveDraftLength
+from app.engine.baselines import BaselineMeasured, GenerationContext, MeasureBaseline, Preemptible, measure_plain
 from app.engine.decode import generate
 from app.engine.events import EngineError, Event
 from app.engine.jobs import CheckLossless, JobEvent, RunArena, run_arena_job, run_check
@@ -78,13 +79,13 @@ class PairLoaded:
     speculation_refusal: str | None
 
 
-Command = LoadPair | Generate | ResetSession | CheckLossless | RunArena
+Command = LoadPair | Generate | ResetSession | CheckLossless | RunArena | MeasureBaseline
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerMessage:
     request: int
-    event: Event | PairLoaded | JobEvent
+    event: Event | PairLoaded | JobEvent | GenerationContext | BaselineMeasured
 
 
 _STOP = object()
@@ -169,6 +170,12 @@ class EngineWorker:
             self._emit(WorkerMessage(request, run_check(self._pair, command, self._cancel)))
         elif isinstance(command, RunArena):
             run_arena_job(self._pair, command, self._cancel, lambda e: self._emit(WorkerMessage(request, e)))
+        elif isinstance(command, MeasureBaseline):  # background work: yields to any queued command
+            if self._pair is None:
+                self._emit(WorkerMessage(request, EngineError("no model is loaded", kind="state")))
+                return
+            stop = Preemptible(self._cancel, lambda: not self._queue.empty())
+            self._emit(WorkerMessage(request, measure_plain(self._pair.main, command.context_tokens, command.tokens, stop)))
         elif isinstance(command, Generate):
             if self._session is None or self._pair is None:
                 self._emit(WorkerMessage(request, EngineError("no model is loaded", kind="state")))
@@ -178,6 +185,7 @@ class EngineWorker:
             except TemplateError as exc:
                 self._emit(WorkerMessage(request, EngineError(str(exc), kind="template")))
                 return
+            self._emit(WorkerMessage(request, GenerationContext(self._pair.main.source, len(prompt))))
             events = generate(
                 self._session,
                 prompt,
