@@ -78,7 +78,40 @@ def _v2(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+def _v3(db: sqlite3.Connection) -> None:
+    """One row per finished answer for the speedup history (app.engine.history).
+
+    Deleting a conversation deletes its rows; regenerating an answer keeps the old one's row, a
+    measurement that happened. `speedup` stays NULL until the plain speed at `bucket` is known.
+    """
+    _script(db,
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER REFERENCES conversations(id) ON DELETE CASCADE,
+            message_id INTEGER,
+            created REAL NOT NULL,
+            main TEXT NOT NULL,
+            draft TEXT NOT NULL DEFAULT '',
+            mode TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            temperature REAL NOT NULL DEFAULT 0,
+            context_tokens INTEGER NOT NULL,
+            bucket INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,
+            tok_s REAL NOT NULL,
+            plain_tok_s REAL,
+            speedup REAL,
+            proposed INTEGER NOT NULL DEFAULT 0,
+            accepted INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL DEFAULT 'complete'
+        );
+        CREATE INDEX runs_by_pair ON runs(main, draft, created);
+        """
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
