@@ -31,6 +31,8 @@ class Live:
     assembler: Assembler
     stats: LiveStats
     last_checkpoint: float = field(default_factory=time.monotonic)
+    ids: list[int] = field(default_factory=list)  # the answer's token ids, for the losslessness check
+    origin: dict[str, object] = field(default_factory=dict)  # what wrote it: kept with the stats
 
 
 class ChatController(QObject):
@@ -177,7 +179,8 @@ class ChatController(QObject):
         message = ViewMessage(key, "assistant", Answer(), state="partial")
         self.view.begin_live(message)
         stats = LiveStats(mode=speculation.mode, plain_speed=self.baselines.get(self.pair[0]))
-        self.live = Live(self.bridge.submit(command), message, Assembler(message.answer, self.bridge.decode), stats)
+        self.live = Live(self.bridge.submit(command), message, Assembler(message.answer, self.bridge.decode), stats,
+                         origin={"main": self.pair[0], "draft": self.pair[1], "temperature": s.temperature})
         self.strip.set_state("Generating")
         self.strip.show_stats(stats.snapshot())
         self.busy_changed.emit(True)
@@ -202,6 +205,7 @@ class ChatController(QObject):
                         self.strip.set_state("Generating")
                     live.assembler.token(event)
                     live.stats.token(event)
+                    live.ids.append(event.id)
                 elif isinstance(event, RoundEvent):
                     live.assembler.round(event.accepted, event.proposed)
                     live.stats.round(event)
@@ -245,7 +249,7 @@ class ChatController(QObject):
 
     def _checkpoint(self, live: Live, state: str) -> None:
         a = live.assembler.answer
-        live.message.stats = live.stats.snapshot()
+        live.message.stats = {**live.stats.snapshot(), **live.origin, "token_ids": list(live.ids)}
         self.store.checkpoint(live.message.key, a.text, state=state, tokens=a.encoded(), rejected=a.rejected,
                               stats=live.message.stats)
         live.last_checkpoint = time.monotonic()

@@ -11,11 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QEvent, QUrl, Signal
-from PySide6.QtGui import QBrush, QDesktopServices, QFont, QGuiApplication, QTextBlockFormat, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import QMessageBox, QTextBrowser, QToolTip, QWidget
+from PySide6.QtGui import (
+    QBrush, QColor, QContextMenuEvent, QDesktopServices, QFont, QGuiApplication, QTextBlockFormat, QTextCharFormat,
+    QTextCursor, QTextFormat,
+)
+from PySide6.QtWidgets import QMessageBox, QTextBrowser, QTextEdit, QToolTip, QWidget
 
 from app.ui.render import P_MESSAGE, P_PROV, P_REJECTED, P_ROUND, P_TOKEN, Links, Options, Painter
 from app.ui.theme import Theme, current_theme
+from app.ui.lossless_view import DIVERGENCE, verdict_line
 from app.ui.tokens import Answer
 
 SAFE_SCHEMES = ("http", "https", "mailto")
@@ -29,6 +33,7 @@ class ViewMessage:
     state: str = "complete"
     stats: dict[str, Any] = field(default_factory=dict)
     live: bool = False
+    checking: bool = False  # a losslessness check of this answer is running
 
 
 def stats_line(stats: dict[str, Any]) -> str:
@@ -48,7 +53,7 @@ def stats_line(stats: dict[str, Any]) -> str:
 
 
 class ChatView(QTextBrowser):
-    action = Signal(str, int)  # "edit" | "regenerate" | "copy", message key
+    action = Signal(str, int)  # "edit" | "regenerate" | "copymsg" | "check" | "cancelcheck", message key
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -96,7 +101,7 @@ class ChatView(QTextBrowser):
                 QMessageBox.information(self, "Link not opened", f"SpecChat only opens web links:\n\n{self.links.urls[n]}")
             elif self.confirm_link(self.links.urls[n]):
                 QDesktopServices.openUrl(target)
-        elif kind in ("edit", "regenerate", "copymsg"):
+        elif kind in ("edit", "regenerate", "copymsg", "check", "cancelcheck"):
             self.action.emit(kind, n)
 
     # -- building -------------------------------------------------------------------------------
@@ -126,6 +131,52 @@ class ChatView(QTextBrowser):
             self._insert(m)
         edit.endEditBlock()
         self.scroll_to_end()
+        self._mark_divergences()
+
+    def refresh(self) -> None:
+        """Rebuild in place (a verdict arrived): the reader's scroll position is kept."""
+        bar = self.verticalScrollBar()
+        value = bar.value()
+        self.rebuild()
+        bar.setValue(min(value, bar.maximum()))
+
+    def token_range(self, key: int, index: int) -> tuple[int, int] | None:
+        """Document span of token `index` of message `key` (first to last character it produced)."""
+        span: tuple[int, int] | None = None
+        block = self.document().begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                frag = it.fragment()
+                fmt = frag.charFormat()
+                if fmt.property(P_MESSAGE) == key and fmt.property(P_TOKEN) == index and not fmt.property(P_REJECTED):
+                    end = frag.position() + frag.length()
+                    span = (frag.position(), end) if span is None else (span[0], end)
+                it += 1
+            block = block.next()
+        return span
+
+    def _mark_divergences(self) -> None:
+        """Underline each answer's first divergence from plain decoding (an overlay, not the text)."""
+        marks = []
+        for m in self.messages:
+            check = m.stats.get("lossless") if m.role == "assistant" else None
+            position = check.get("position") if isinstance(check, dict) else None
+            span = self.token_range(m.key, position) if isinstance(position, int) else None
+            if span is None:
+                continue
+            selection = QTextEdit.ExtraSelection()
+            selection.cursor = QTextCursor(self.document())
+            selection.cursor.setPosition(span[0])
+            selection.cursor.setPosition(span[1], QTextCursor.MoveMode.KeepAnchor)
+            tint = QColor(DIVERGENCE)
+            tint.setAlpha(70)
+            selection.format.setBackground(QBrush(tint))
+            selection.format.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
+            selection.format.setUnderlineColor(QColor(DIVERGENCE))
+            selection.format.setProperty(QTextFormat.Property.FullWidthSelection, False)
+            marks.append(selection)
+        self.setExtraSelections(marks)
 
     def _base(self) -> QTextCharFormat:
         fmt = QTextCharFormat()
@@ -157,8 +208,9 @@ class ChatView(QTextBrowser):
         cursor.insertBlock(QTextBlockFormat())
 
     def _actions(self, cursor: QTextCursor, m: ViewMessage) -> None:
-        names = ("edit",) if m.role == "user" else ("regenerate", "copymsg")
-        labels = {"edit": "Edit", "regenerate": "Regenerate", "copymsg": "Copy"}
+        names = ("edit",) if m.role == "user" else ("regenerate", "copymsg", "cancelcheck" if m.checking else "check")
+        labels = {"edit": "Edit", "regenerate": "Regenerate", "copymsg": "Copy", "check": "Check losslessness",
+                  "cancelcheck": "Cancel check"}
         cursor.insertBlock(QTextBlockFormat())
         for name in names:
             fmt = self._base()
@@ -168,6 +220,14 @@ class ChatView(QTextBrowser):
             fmt.setAnchorHref(f"specchat:{name}/{m.key}")
             cursor.insertText(labels[name], fmt)
             cursor.insertText("   ", self._base())
+        line = verdict_line(m.stats, m.checking) if m.role == "assistant" else None
+        if line is not None:
+            fmt = self._base()
+            fmt.setForeground(QBrush(QColor(line[1]) if line[1] else self.theme.muted))
+            fmt.setFontPointSize(max(self.font().pointSizeF() - 1, 7))
+            fmt.setProperty(P_MESSAGE, m.key)
+            cursor.insertBlock(QTextBlockFormat())
+            cursor.insertText(line[0], fmt)
 
     def _insert(self, m: ViewMessage) -> None:
         cursor = self._cursor()
@@ -267,6 +327,21 @@ class ChatView(QTextBrowser):
         if message is not None and message.stats:
             lines.append(stats_line(message.stats))
         return "\n".join(lines)
+
+    def contextMenuEvent(self, e: QContextMenuEvent) -> None:  # noqa: N802 - Qt override
+        """The standard menu, plus the answer's own actions when the click is on an answer."""
+        menu = self.createStandardContextMenu(e.pos())
+        info = self.info_at(self.cursorForPosition(e.pos()).position())
+        m = next((m for m in self.messages if info and m.key == info["message"]), None)
+        if m is not None and m.role == "assistant" and not m.live:
+            menu.addSeparator()
+            if m.checking:
+                menu.addAction("Cancel losslessness check", lambda: self.action.emit("cancelcheck", m.key))
+            else:
+                menu.addAction("Check losslessness", lambda: self.action.emit("check", m.key))
+            menu.addAction("Regenerate", lambda: self.action.emit("regenerate", m.key))
+        menu.exec(e.globalPos())
+        menu.deleteLater()
 
     def viewportEvent(self, e: QEvent) -> bool:  # noqa: N802 - Qt override; tooltips arrive here
         if e.type() == QEvent.Type.ToolTip:

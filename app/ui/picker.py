@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QPushButton, QSpinBox, QVBoxLayout, QWidget,
 )
 
+from app.engine.arena import load_results
 from app.engine.library.compat import Verdict, check_pair
 from app.engine.library.discovery import Sources, scan_library
 from app.engine.library.download import DownloadProgress
@@ -25,6 +26,7 @@ from app.engine.library.memory import memory_fit
 from app.engine.library.ranking import rank_drafts
 from app.engine.library.recommended import RECOMMENDED
 from app.engine.library.store import Store
+from app.ui.arena import arena_note
 from app.ui.download_bridge import DownloadTask
 from app.ui.tasks import PoolTask, start_task
 
@@ -257,18 +259,20 @@ class PickerDialog(QDialog):
     # -- drafts and memory -----------------------------------------------------------------
     def _fill_drafts(self) -> None:
         self.draft_model.clear()
+        main = self.current_main()
+        arena = {r.candidate: arena_note(r) for r in load_results(main.path)} if main is not None else {}
         for key, text in ((PLAIN, "No draft (plain decoding)"), (LOOKUP, "Prompt lookup (no model)")):
-            item = QStandardItem(text)
+            item = QStandardItem(text + (f"\n{arena[key]}" if key in arena else ""))
             item.setData(key, KEY)
             self.draft_model.appendRow(item)
-        main = self.current_main()
         ranked = rank_drafts(main, self.verdicts.get(main.path, [])) if main is not None else []
         for draft, verdict in ranked:
             if not verdict.compatible and not self.show_incompatible.isChecked():
                 continue
             notes = [r.message for r in verdict.reasons]
             line = describe(draft) if verdict.compatible else f"✕ {verdict.refusals[0].message}"
-            item = QStandardItem(f"{draft.name}\n{line}")
+            note = f"\n{arena[draft.path]}" if verdict.compatible and draft.path in arena else ""
+            item = QStandardItem(f"{draft.name}\n{line}{note}")
             item.setData(draft.path, KEY)
             item.setToolTip("\n".join(notes) or "compatible")
             item.setEnabled(verdict.compatible)
