@@ -77,6 +77,8 @@ class ArenaDialog(QDialog):
         self.facts: dict[str, ModelFacts] = {}
         self.request: int | None = None
         self.results: list[ArenaResult] = []
+        self.cancelling = False
+        self.last_progress: ArenaProgress | None = None
         self._calls: set[PoolTask] = set()
 
         self.main = QComboBox()
@@ -164,6 +166,13 @@ class ArenaDialog(QDialog):
         self.main.blockSignals(False)
         self.state.setText("" if self.facts else "No local models found: add a model folder or download a pair first.")
         self._on_main_changed()
+
+    def select_main(self, main: str | None) -> None:
+        """Preselect `main` (the loaded model) and rescan, unless a run is going on."""
+        if self.running:
+            return
+        self.wanted_main = main or self.wanted_main
+        self.refresh()
 
     def current_main(self) -> str | None:
         return self.main.currentData()
@@ -261,6 +270,7 @@ class ArenaDialog(QDialog):
             return False
         assert main is not None
         self.request = self.bridge.submit(RunArena(main, tuple(candidates), prompts, self.k.value(), self.tokens.value()))
+        self.cancelling, self.last_progress = False, None
         self.bar.setRange(0, 0)
         self.state.setText("Loading the main model…")
         self._update_buttons()
@@ -269,6 +279,7 @@ class ArenaDialog(QDialog):
 
     def cancel(self) -> None:
         if self.running:
+            self.cancelling = True
             self.bridge.cancel()
             self.state.setText("Cancelling after the current run…")
             self.cancel_button.setEnabled(False)
@@ -279,6 +290,10 @@ class ArenaDialog(QDialog):
                 continue
             event = message.event
             if isinstance(event, ArenaProgress):
+                if self.cancelling:  # a cancel sent before the worker took the arena was cleared: repeat it
+                    self.bridge.cancel()
+                    continue
+                self.last_progress = event
                 self.bar.setRange(0, event.total)
                 self.bar.setValue(event.done)
                 self.state.setText(f"Run {min(event.done + 1, event.total)} of {event.total}: {event.label}")
@@ -298,7 +313,7 @@ class ArenaDialog(QDialog):
                 self.state.setText(f"The arena could not run: {event.message}")
 
     def _stopped(self) -> None:
-        self.request = None
+        self.request, self.cancelling = None, False
         self.bar.setRange(0, 1)
         self.bar.setValue(0)
         self._update_buttons()

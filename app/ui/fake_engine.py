@@ -11,8 +11,9 @@ import time
 from collections.abc import Callable
 
 from app.engine.events import (
-    GenerationFinished, GenerationStats, PrefillProgress, Provenance, RoundEvent, TokenEvent,
+    EngineError, GenerationFinished, GenerationStats, PrefillProgress, Provenance, RoundEvent, TokenEvent,
 )
+from app.engine.jobs import CheckLossless, RunArena
 from app.engine.worker import Command, EngineWorker, Generate, LoadPair, PairLoaded, WorkerMessage
 
 SAMPLE = """Speculative decoding lets a **small draft model** guess the next few tokens, and the
@@ -66,6 +67,8 @@ class FakeEngine(EngineWorker):
             self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
         elif isinstance(command, Generate):
             self._generate(request, command)
+        elif isinstance(command, (CheckLossless, RunArena)):
+            self._emit(WorkerMessage(request, EngineError("the synthetic engine has no models to measure", kind="state")))
 
     def _generate(self, request: int, command: Generate) -> None:
         emit = lambda event: self._emit(WorkerMessage(request, event))  # noqa: E731

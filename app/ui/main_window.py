@@ -19,11 +19,13 @@ from app.engine.conversations import ConversationStore
 from app.engine.library.discovery import Sources, default_sources, scan_library
 from app.engine.library.recommended import RecommendedPair
 from app.engine.worker import EngineWorker
+from app.ui.arena import ArenaDialog
 from app.ui.chat_controller import ChatController
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.dashboard import Dashboard
 from app.ui.engine_bridge import EngineBridge, EngineFactory, tokenizer_decoder
+from app.ui.lossless_view import LosslessChecker
 from app.ui.picker import PickerDialog
 from app.ui.render import Options
 from app.ui.settings_dialog import SettingsDialog
@@ -54,6 +56,8 @@ class MainWindow(QMainWindow):
         self.controller = ChatController(self.store, self.bridge, self.view, self.strip, self.settings, self)
         self.pair_label, self.pair_button = QLabel("No models loaded"), QPushButton("Choose models…")
         self.dashboard = Dashboard(self)
+        self.checker = LosslessChecker(self.controller, self)
+        self.arena: ArenaDialog | None = None
         self._build()
         self._menus()
         self._wire()
@@ -114,11 +118,13 @@ class MainWindow(QMainWindow):
         file.addSeparator()
         self._action(file, "Quit", self.close, QKeySequence.StandardKey.Quit)
         chat = bar.addMenu("&Chat")
-        self._action(chat, "Regenerate", lambda: self.controller.regenerate(), "Ctrl+R")
+        self._action(chat, "Regenerate", lambda: self._regenerate(None), "Ctrl+R")
         self._action(chat, "Stop", lambda: self.controller.stop(), "Ctrl+.")
         self._action(chat, "System prompt and settings…", self.edit_settings, "Ctrl+,")
+        self._action(chat, "Check losslessness of the last answer", lambda: self.check_answer(), "Ctrl+Shift+L")
         models = bar.addMenu("&Models")
         self._action(models, "Choose models…", self.choose_models, "Ctrl+L")
+        self._action(models, "Draft arena…", self.open_arena, "Ctrl+Shift+A")
         view = bar.addMenu("&View")
         self.highlight_action = self._action(view, "Highlight draft tokens", self._set_highlight, checkable=True)
         self.rejected_action = self._action(view, "Show rejected drafts", self._set_rejected, checkable=True)
@@ -158,19 +164,44 @@ class MainWindow(QMainWindow):
         if busy and live is not None:
             self.dashboard.follow(live.request, live.stats.plain_speed)
 
+    def engine_taken(self) -> str | None:
+        """Why the worker cannot start an answer now (it runs one command at a time)."""
+        if self.checker.busy:
+            return "A losslessness check is running: wait for it or stop it (Chat ▸ Stop)."
+        if self.arena is not None and self.arena.running:
+            return "The draft arena is running: wait for it or cancel it in the arena window."
+        return None
+
     def _send(self, text: str) -> None:
+        taken = self.engine_taken()
+        if taken is not None:
+            self.statusBar().showMessage(taken, 8000)
+            self.composer.editor.setPlainText(text)
+            return
         if not self.controller.send(text):
             self.composer.editor.setPlainText(text)
         self.composer.set_note("")
+
+    def _regenerate(self, key: int | None) -> None:
+        taken = self.engine_taken()
+        if taken is not None:
+            self.statusBar().showMessage(taken, 8000)
+        else:
+            self.controller.regenerate(key)
 
     def _stop(self) -> None:
         if self.controller.editing is not None and not self.controller.busy:
             self.controller.cancel_edit()
         self.controller.stop()
+        self.checker.cancel()
 
     def _on_message_action(self, kind: str, key: int) -> None:
         if kind == "regenerate":
-            self.controller.regenerate(key)
+            self._regenerate(key)
+        elif kind == "check":
+            self.check_answer(key)
+        elif kind == "cancelcheck":
+            self.checker.cancel()
         elif kind == "edit":
             text = self.controller.begin_edit(key)
             if text is not None:
@@ -244,6 +275,33 @@ class MainWindow(QMainWindow):
             p = dialog.picked
             self.load_pair(p.main, p.draft, p.mode)
         self.scan()
+
+    def _arena_blocked(self) -> str | None:
+        if self.controller.busy or self.controller.load_request is not None:
+            return "Wait for the current answer or model load to finish (or stop it) before running the arena."
+        return "A losslessness check is running: wait for it first." if self.checker.busy else None
+
+    def check_answer(self, key: int | None = None) -> bool:
+        """Check one answer (None: the last one) unless the arena holds the worker."""
+        if self.arena is not None and self.arena.running:
+            self.statusBar().showMessage("The draft arena is running: wait for it or cancel it first.", 8000)
+            return False
+        return self.checker.check_last() if key is None else self.checker.check(key)
+
+    def open_arena(self) -> ArenaDialog:
+        """One arena window, kept between openings so a run survives hiding it."""
+        if self.arena is None:
+            pair = self.controller.pair
+            self.arena = ArenaDialog(self.bridge, self.sources, self.settings, main=pair[0] if pair else None,
+                                     blocked=self._arena_blocked, pool=self.pool, parent=self)
+            self.arena.apply.connect(self.load_pair)
+            self.arena.resize(980, 680)
+        else:
+            self.arena.sources = self.sources
+            self.arena.select_main(self.controller.pair[0] if self.controller.pair else None)
+        self.arena.show()
+        self.arena.raise_()
+        return self.arena
 
     def _download_pair(self, pair: RecommendedPair) -> None:
         dialog = self.picker()

@@ -1,0 +1,128 @@
+"""The losslessness check and the draft arena, end to end: real worker, toy models, offscreen window."""
+
+from __future__ import annotations
+
+import shutil
+
+import mlx.core as mx
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from app.engine.arena import LOOKUP, load_results
+from app.engine.conversations import ConversationStore
+from app.engine.library.discovery import Sources
+from app.engine.loading import ModelPair, load_model
+from app.engine.lossless import _main_logits
+from app.engine.templates import format_chat
+from app.ui.main_window import MainWindow
+from app.ui.picker import KEY, PickerDialog
+from app.ui.settings_dialog import ChatSettings
+
+SLOW = 60_000
+
+
+@pytest.fixture
+def library(specchat_home, toy_models):
+    lib = specchat_home / "lib"
+    for name, src in (("toy-main", toy_models.main), ("toy-draft", toy_models.draft), ("toy-random", toy_models.draft_random)):
+        shutil.copytree(src, lib / name)
+    return lib
+
+
+@pytest.fixture
+def window(qtbot, specchat_home, library):
+    w = MainWindow(store=ConversationStore(specchat_home / "c.sqlite3"),
+                   settings=QSettings(str(specchat_home / "s.ini"), QSettings.Format.IniFormat),
+                   sources=Sources(None, None, library, use_hub=False), restore_pair=False)
+    qtbot.addWidget(w)
+    w.show()
+    w.load_pair(str(library / "toy-main"), str(library / "toy-draft"))
+    qtbot.waitUntil(lambda: w.controller.pair is not None and w.bridge.decode is not None, timeout=SLOW)
+    yield w
+    w.close()
+
+
+def ask(qtbot, window, text: str, **settings) -> None:
+    window.controller.chat_settings = ChatSettings(**{"max_tokens": 16, "speculation": "fixed", "k": 3, **settings})
+    window.composer.editor.setPlainText(text)
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=SLOW)
+
+
+def check(qtbot, window, key: int) -> dict:
+    assert window.check_answer(key)
+    assert window.checker.busy and "Checking losslessness" in window.view.toPlainText()
+    qtbot.waitUntil(lambda: not window.checker.busy, timeout=SLOW)
+    return next(m for m in window.view.messages if m.key == key).stats["lossless"]
+
+
+def test_lossless_identical_then_tampered_then_sampled(qtbot, window, library):
+    ask(qtbot, window, "Write a haiku")
+    answer = window.view.messages[-1]
+    ids = list(answer.stats["token_ids"])
+    assert len(ids) == answer.stats["tokens"] and answer.stats["temperature"] == 0.0
+    verdict = check(qtbot, window, answer.key)
+    assert verdict["verdict"] == "identical" and verdict["compared"] == len(ids)
+    assert "✓ Losslessness: Identical" in window.view.toPlainText()
+    stored = window.store.load(window.controller.conversation).messages[1]
+    assert stored.stats["lossless"]["verdict"] == "identical"  # kept with the message
+
+    main = ModelPair(load_model(library / "toy-main"))  # idle worker: the check is done
+    prompt = format_chat(main.tokenizer, [{"role": "user", "content": "Write a haiku"}])
+    worst = int(mx.argmin(_main_logits(main, prompt + ids[:4])).item())
+    answer.stats["token_ids"] = ids[:4] + [worst] + ids[5:]  # tamper with the recorded answer
+    verdict = check(qtbot, window, answer.key)
+    assert (verdict["verdict"], verdict["position"]) == ("wide-margin", 4)
+    assert "bug in speculative decoding" in verdict["message"] and "where plain decoding has" in verdict["message"]
+    [mark] = window.view.extraSelections()  # the divergent token is underlined
+    span = window.view.token_range(answer.key, 4)
+    assert span is not None and (mark.cursor.selectionStart(), mark.cursor.selectionEnd()) == span
+
+    ask(qtbot, window, "Another one", temperature=0.8)
+    sampled = window.view.messages[-1]
+    assert not window.check_answer(sampled.key) and not window.checker.busy
+    assert sampled.stats["lossless"]["verdict"] == "not-checked" and "temperature 0.8" in sampled.stats["lossless"]["message"]
+    assert "Losslessness not checked" in window.view.toPlainText()
+
+
+def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
+    main, good, bad = (str(library / n) for n in ("toy-main", "toy-draft", "toy-random"))
+    dialog = window.open_arena()
+    qtbot.waitUntil(lambda: dialog.candidates.count() == 3, timeout=SLOW)
+    assert dialog.current_main() == main and set(dialog.checked_candidates()) == {good, bad, LOOKUP}
+    assert dialog.table.rowCount() == 0  # no arena yet for this main
+
+    dialog.add_prompt("def add(a, b):")  # user prompts join the built-ins and persist
+    assert dialog.prompt_list()[-1][0].prompt_class == "user"
+    assert dialog.run() and window.engine_taken() is not None
+    dialog.cancel()  # before the worker even starts: the dialog repeats the cancel until it lands
+    qtbot.waitUntil(lambda: not dialog.running, timeout=SLOW)
+    assert "Cancelled" in dialog.state.text() and dialog.run_button.isEnabled() and load_results(main) == []
+    ask(qtbot, window, "Still usable?", max_tokens=4)
+    assert window.view.messages[-1].state == "complete"
+
+    for i in range(dialog.prompts.count() - 1):  # one short prompt keeps the test fast
+        dialog.prompts.item(i).setCheckState(Qt.CheckState.Unchecked)
+    dialog.k.setValue(3)
+    dialog.tokens.setValue(12)
+    assert dialog.run()
+    qtbot.waitUntil(lambda: not dialog.running, timeout=SLOW)
+    ranked = [dialog.table.item(r, 0).data(KEY) for r in range(dialog.table.rowCount())]
+    assert set(ranked) == {good, bad, LOOKUP} and ranked.index(good) < ranked.index(bad)
+    assert [dialog.table.item(r, 0).text() for r in range(3)] == ["1", "2", "3"]
+    assert dialog.table.item(ranked.index(good), 2).text().endswith("×") and "user" in dialog.table.item(0, 5).text()
+    assert load_results(main) == dialog.results
+
+    picker = PickerDialog(window.sources, usable_memory=64 * 2**30)
+    qtbot.addWidget(picker)
+    qtbot.waitUntil(lambda: picker.current_main() is not None and picker.current_main().path in picker.verdicts, timeout=SLOW)
+    texts = {picker.draft_model.item(i).data(KEY): picker.draft_model.item(i).text() for i in range(picker.draft_model.rowCount())}
+    speedup = {r.candidate: r.speedup for r in dialog.results}
+    assert f"arena: {speedup[good]:.2f}× vs plain" in texts[good] and "arena:" in texts[LOOKUP]
+
+    winner = dialog.results[0]
+    assert dialog.selected_result() == winner and dialog.use_button.isEnabled()
+    dialog.use_button.click()
+    expected = (main, None if winner.candidate == LOOKUP else winner.candidate)
+    qtbot.waitUntil(lambda: window.controller.pair == expected, timeout=SLOW)
+    assert window.settings.value("pair/mode") == ("lookup" if winner.candidate == LOOKUP else "model")
