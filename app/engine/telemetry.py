@@ -149,8 +149,10 @@ def _num(value: float | None, fmt: str = "{:.2f}", missing: str = "—") -> str:
     return missing if value is None else fmt.format(value)
 
 
-def markdown_report(t: Telemetry, title: str = "Speculative decoding report", charts: dict[str, str] | None = None) -> str:
-    """A self-contained summary; `charts` maps a caption to a PNG path relative to the report."""
+def markdown_report(t: Telemetry, title: str = "Speculative decoding report", charts: dict[str, str] | None = None,
+                    appendix: str = "") -> str:
+    """A self-contained summary; `charts` maps a caption to a PNG path relative to the report;
+    `appendix` is Markdown added at the end (the per-pair history)."""
     s = t.summary()
     lines = [
         f"# {title}", "",
@@ -171,10 +173,13 @@ def markdown_report(t: Telemetry, title: str = "Speculative decoding report", ch
     lines += [f"| {a} | {n} |" for a, n in enumerate(t.histogram)]
     for caption, path in (charts or {}).items():
         lines += ["", f"## {caption}", "", f"![{caption}]({path})"]
+    if appendix:
+        lines += ["", appendix.rstrip()]
     return "\n".join(lines) + "\n"
 
 
-def export_report(t: Telemetry, folder: Path, charts: dict[str, bytes] | None = None, title: str = "Speculative decoding report") -> Path:
+def export_report(t: Telemetry, folder: Path, charts: dict[str, bytes] | None = None, title: str = "Speculative decoding report",
+                  appendix: str = "") -> Path:
     """Write report.md, rounds.csv and the given PNG charts (name -> bytes) into `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     links: dict[str, str] = {}
@@ -184,5 +189,5 @@ def export_report(t: Telemetry, folder: Path, charts: dict[str, bytes] | None = 
         links[name] = file
     (folder / "rounds.csv").write_text(t.csv_text(), encoding="utf-8")
     report = folder / "report.md"
-    report.write_text(markdown_report(t, title, links), encoding="utf-8")
+    report.write_text(markdown_report(t, title, links, appendix), encoding="utf-8")
     return report

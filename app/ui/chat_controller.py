@@ -12,13 +12,17 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QSettings, Signal
 
+from app.engine.baselines import BaselineCache, GenerationContext, context_bucket
 from app.engine.conversations import ConversationError, ConversationStore, clean_text
 from app.engine.events import EngineError, GenerationFinished, PrefillProgress, RoundEvent, TokenEvent
+from app.engine.history import LOOKUP, Run, RunHistory
+from app.engine.prompt_kind import classify
 from app.engine.worker import Generate, LoadPair, PairLoaded, WorkerMessage
 from app.ui.chat_view import ChatView, ViewMessage
 from app.ui.engine_bridge import EngineBridge
 from app.ui.settings_dialog import ChatSettings
-from app.ui.stats import Baselines, LiveStats, StatusStrip
+from app.ui.plain_speed import BaselineStatus, PlainBaselines
+from app.ui.stats import LiveStats, StatusStrip
 from app.ui.tokens import Answer, Assembler
 
 CHECKPOINT_SECONDS = 0.5
@@ -33,6 +37,8 @@ class Live:
     last_checkpoint: float = field(default_factory=time.monotonic)
     ids: list[int] = field(default_factory=list)  # the answer's token ids, for the losslessness check
     origin: dict[str, object] = field(default_factory=dict)  # what wrote it: kept with the stats
+    kind: str = "prose"  # the prompt's kind (app.engine.prompt_kind), for the speedup history
+    context: int | None = None  # prompt tokens, once the worker has said
 
 
 class ChatController(QObject):
@@ -41,12 +47,19 @@ class ChatController(QObject):
     pair_changed = Signal(str)  # a sentence describing the loaded pair, or the load error
     pair_loaded = Signal(str)  # the main model, once loaded
     notice = Signal(str)
+    baseline_status = Signal(object)  # BaselineStatus: the plain speed the dashboard compares with
+    history_changed = Signal()
 
     def __init__(self, store: ConversationStore, bridge: EngineBridge, view: ChatView, strip: StatusStrip,
                  settings: QSettings, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.store, self.bridge, self.view, self.strip = store, bridge, view, strip
-        self.baselines = Baselines(settings)
+        self.baselines = BaselineCache()
+        self.history = RunHistory(store)
+        self.plain = PlainBaselines(bridge, self.baselines, self.history,
+                                    idle=lambda: self.live is None and self.load_request is None, parent=self)
+        self.plain.status.connect(self.baseline_status)
+        self.plain.status.connect(lambda _s: self.history_changed.emit())
         self.conversation: int | None = None
         self.chat_settings = ChatSettings.from_dict(dict(settings.value("defaults", {}) or {}))
         self.live: Live | None = None
@@ -178,9 +191,12 @@ class ChatController(QObject):
         key = self.store.append(self.conversation, "assistant", "", state="partial")
         message = ViewMessage(key, "assistant", Answer(), state="partial")
         self.view.begin_live(message)
-        stats = LiveStats(mode=speculation.mode, plain_speed=self.baselines.get(self.pair[0]))
+        self.plain.preempt()  # a background measurement gives way to the user
+        stats = LiveStats(mode=speculation.mode)  # its plain speed comes with the context size
+        asked = next((m.answer.text for m in reversed(self.view.messages) if m.role == "user"), "")
         self.live = Live(self.bridge.submit(command), message, Assembler(message.answer, self.bridge.decode), stats,
-                         origin={"main": self.pair[0], "draft": self.pair[1], "temperature": s.temperature})
+                         origin={"main": self.pair[0], "draft": self.pair[1], "temperature": s.temperature},
+                         kind=classify(asked))
         self.strip.set_state("Generating")
         self.strip.show_stats(stats.snapshot())
         self.busy_changed.emit(True)
@@ -209,6 +225,11 @@ class ChatController(QObject):
                 elif isinstance(event, RoundEvent):
                     live.assembler.round(event.accepted, event.proposed)
                     live.stats.round(event)
+                elif isinstance(event, GenerationContext):
+                    live.context = event.prompt_tokens
+                    live.stats.plain_speed = self.plain.get(event.main, event.prompt_tokens)
+                    self.baseline_status.emit(BaselineStatus(event.main, event.prompt_tokens, live.stats.plain_speed,
+                                                             self.plain.measuring, live.request))
                 elif isinstance(event, PrefillProgress):
                     self.strip.set_state(f"Reading prompt {event.done}/{event.total}")
                 elif isinstance(event, GenerationFinished):
@@ -247,6 +268,29 @@ class ChatController(QObject):
             self.pair_changed.emit(f"Could not load: {event.message}")
             self.notice.emit(event.message)
 
+    def _record(self, live: Live, state: str) -> None:
+        """Keep the answer's speed in the history; plain answers are baseline evidence, and a
+        speculative one at a context with no plain speed yet gets it measured once idle."""
+        assert self.pair is not None and live.context is not None
+        main, draft = self.pair
+        s, context = live.stats, live.context
+        rate = s.stream_rate
+        mode = s.mode
+        if mode == "off":
+            label = ""
+            if s.tokens >= 16 and rate > 0:
+                self.plain.feed(main, context, rate)
+        else:
+            label = LOOKUP if mode == "lookup" or not draft else draft
+        plain = self.plain.get(main, context) if mode != "off" else None
+        run = Run(main, label, mode, live.kind, float(live.origin.get("temperature", 0.0) or 0.0), context,
+                  context_bucket(context), s.tokens, rate, plain, rate / plain if plain and rate else None,
+                  s.proposed, s.accepted, state, time.time(), self.conversation, live.message.key)
+        if self.history.record(run) is not None:
+            self.history_changed.emit()
+        if mode != "off" and plain is None and self.plain.want(main, context):
+            self.baseline_status.emit(BaselineStatus(main, context, None, True))
+
     def _checkpoint(self, live: Live, state: str) -> None:
         a = live.assembler.answer
         live.message.stats = {**live.stats.snapshot(), **live.origin, "token_ids": list(live.ids)}
@@ -260,11 +304,8 @@ class ChatController(QObject):
         live.message.state = state
         self._checkpoint(live, state)
         snap = live.message.stats
-        if self.pair is not None:
-            if snap.get("mode") == "off" and snap.get("tok_s") and snap.get("tokens", 0) >= 16:
-                self.baselines.add(self.pair[0], float(snap["tok_s"]))
-            elif live.stats.measured_plain and live.stats.plain_rounds >= 8:
-                self.baselines.add(self.pair[0], live.stats.measured_plain, weight=0.1)
+        if self.pair is not None and live.context is not None and state != "error":
+            self._record(live, state)
         self.view.finish_live(live.message)
         self.strip.set_state({"complete": "Done", "cancelled": "Stopped", "error": "Failed"}.get(state, state))
         self.strip.show_stats(snap)

@@ -10,6 +10,7 @@ import re
 import time
 from collections.abc import Callable
 
+from app.engine.baselines import BaselineMeasured, GenerationContext, MeasureBaseline, Preemptible, context_bucket
 from app.engine.events import (
     EngineError, GenerationFinished, GenerationStats, PrefillProgress, Provenance, RoundEvent, TokenEvent,
 )
@@ -48,8 +49,9 @@ class FakeEngine(EngineWorker):
 
     def __init__(self, emit: Callable[[WorkerMessage], None], rate: float = 400.0,
                  script: list[str] | None = None, k: int = 4, load_seconds: float = 0.0,
-                 prefill_seconds: float = 0.0) -> None:
+                 prefill_seconds: float = 0.0, plain_rate: float | None = None) -> None:
         super().__init__(emit, name="specchat-fake-engine")
+        self.plain_rate = plain_rate or rate / 1.8  # what a baseline measurement finds
         self.rate, self.k, self.load_seconds = rate, k, load_seconds
         self.prefill_seconds = prefill_seconds
         self.script = script or VOCAB
@@ -67,13 +69,30 @@ class FakeEngine(EngineWorker):
             self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
         elif isinstance(command, Generate):
             self._generate(request, command)
+        elif isinstance(command, MeasureBaseline):
+            self._measure(request, command)
         elif isinstance(command, (CheckLossless, RunArena)):
             self._emit(WorkerMessage(request, EngineError("the synthetic engine has no models to measure", kind="state")))
+
+    def _measure(self, request: int, command: MeasureBaseline) -> None:
+        """Plain tokens at `plain_rate`, giving way to queued work as the real worker does."""
+        stop = Preemptible(self._cancel, lambda: not self._queue.empty())
+        start = time.perf_counter()
+        times: list[float] = []
+        while len(times) < command.tokens and not stop.is_set():
+            times.append(time.perf_counter() - start)
+            time.sleep(1 / self.plain_rate)
+        done = len(times) == command.tokens and len(times) > 1
+        rate = (len(times) - 1) / (times[-1] - times[0]) if done else None
+        self._emit(WorkerMessage(request, BaselineMeasured(
+            self.loaded or "", command.context_tokens, context_bucket(command.context_tokens), rate, len(times),
+            time.perf_counter() - start, not done)))
 
     def _generate(self, request: int, command: Generate) -> None:
         emit = lambda event: self._emit(WorkerMessage(request, event))  # noqa: E731
         start = time.perf_counter()
         prompt = sum(len(m["content"]) for m in command.messages) // 4 + 8
+        emit(GenerationContext(self.loaded or "", prompt))
         time.sleep(self.prefill_seconds)
         emit(PrefillProgress(prompt, prompt, 0.001))
         prefill = time.perf_counter() - start

@@ -55,7 +55,7 @@ class MainWindow(QMainWindow):
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
         self.controller = ChatController(self.store, self.bridge, self.view, self.strip, self.settings, self)
         self.pair_label, self.pair_button = QLabel("No models loaded"), QPushButton("Choose models…")
-        self.dashboard = Dashboard(self)
+        self.dashboard = Dashboard(self, history=self.controller.history)
         self.checker = LosslessChecker(self.controller, self)
         self.arena: ArenaDialog | None = None
         self._build()
@@ -141,6 +141,8 @@ class MainWindow(QMainWindow):
         c.busy_changed.connect(self.composer.set_busy)
         c.busy_changed.connect(self._follow_generation)
         self.bridge.batch.connect(self.dashboard.on_batch)
+        c.baseline_status.connect(self.dashboard.set_baseline)
+        c.history_changed.connect(self.dashboard.history.refresh)
         c.conversations_changed.connect(self.refresh_sidebar)
         c.pair_changed.connect(self.pair_label.setText)
         c.pair_loaded.connect(self._load_decoder)

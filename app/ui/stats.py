@@ -2,7 +2,7 @@
 
 Rates come from TokenEvent.time (the engine clock), never from when the UI painted, so a slow
 repaint cannot make the model look slower. Speedup compares with the main model's plain speed
-measured on this machine (plain generations, or plain rounds inside speculative ones).
+at this context length (app.engine.baselines), or else with the plain rounds inside this answer.
 """
 
 from __future__ import annotations
@@ -10,35 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from app.engine.events import GenerationFinished, RoundEvent, TokenEvent
-
-
-class Baselines:
-    """Plain tokens/s per main model, smoothed, kept in QSettings between runs."""
-
-    def __init__(self, settings: QSettings) -> None:
-        self.settings = settings
-
-    def _key(self, main: str) -> str:
-        return "plain_speed/" + main.replace("/", "|")
-
-    def get(self, main: str | None) -> float | None:
-        if not main:
-            return None
-        value = self.settings.value(self._key(main))
-        try:
-            return float(value) if value is not None else None
-        except (TypeError, ValueError):
-            return None
-
-    def add(self, main: str | None, tokens_per_second: float, weight: float = 0.3) -> None:
-        if not main or tokens_per_second <= 0:
-            return
-        old = self.get(main)
-        self.settings.setValue(self._key(main), tokens_per_second if old is None else old + weight * (tokens_per_second - old))
 
 
 @dataclass
@@ -85,6 +59,12 @@ class LiveStats:
         if self.first_time is None or self.tokens < 2 or self.last_time <= self.first_time:
             return 0.0
         return (self.tokens - 1) / (self.last_time - self.first_time)
+
+    @property
+    def stream_rate(self) -> float:
+        """(tokens - 1) over first to last token: the rate plain baselines are measured as."""
+        span = self.last_time - (self.first_time or 0.0)
+        return (self.tokens - 1) / span if self.first_time is not None and self.tokens > 1 and span > 0 else 0.0
 
     @property
     def measured_plain(self) -> float | None:
@@ -139,7 +119,7 @@ class StatusStrip(QWidget):
         set_("per_round", f"{s['mean_accepted']:.2f} accepted/round" if spec else "")
         set_("k", f"draft length {s['k']}" if s.get("mode") != "off" else "speculation off")
         set_("paused", "speculation paused: not paying" if s.get("bypassed") else "")
-        set_("speedup", f"{s['speedup']:.2f}× vs plain" if s.get("speedup") else "speedup: measuring plain speed…"
+        set_("speedup", f"{s['speedup']:.2f}× vs plain" if s.get("speedup") else "speedup: plain speed not known yet"
              if s.get("mode") != "off" else "")
 
     def text(self) -> str:

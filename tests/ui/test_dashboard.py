@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from app.engine.baselines import MeasureBaseline, context_bucket
 from app.engine.events import Provenance, RoundEvent, TokenEvent
 from app.engine.worker import WorkerMessage
 from app.ui.dashboard import Dashboard
+from app.ui.plain_speed import BaselineStatus
 from app.ui.settings_dialog import ChatSettings
-from tests.ui.test_main_window import make_window
+from tests.ui.test_main_window import engine, make_window
 
 RECORDED = [(4, 4), (4, 2), (0, 0), (4, 0), (4, 3)]
 
@@ -59,23 +61,87 @@ def test_dashboard_says_when_no_baseline(qtbot):
     assert "not measured" in d.summary.text()
 
 
-def test_window_forwards_the_live_generation(qtbot, specchat_home):
+def test_baseline_news_applies_to_the_followed_generation_and_its_bucket(qtbot):
+    d = Dashboard()
+    qtbot.addWidget(d)
+    d.follow(7)
+    d.on_batch(recorded_batch(7))
+    d.set_baseline(BaselineStatus("m", 300, 80.0, request=6))  # an older generation's: ignored
+    assert d.rate.reference is None and d.baseline_note.text() == ""
+    d.set_baseline(BaselineStatus("m", 300, None, request=7))
+    assert "not known yet" in d.baseline_note.text() and "~300 tokens" in d.baseline_note.text()
+    d.set_baseline(BaselineStatus("m", 300, None, measuring=True))
+    assert d.baseline_note.text() == "Measuring plain speed at ~300 tokens of context…"
+    d.set_baseline(BaselineStatus("m", 2000, 30.0))  # another bucket: not this answer's baseline
+    d.set_baseline(BaselineStatus("other", 300, 30.0))  # another model
+    assert d.rate.reference is None and "Measuring" in d.baseline_note.text()
+    d.set_baseline(BaselineStatus("m", 280, 40.0))  # same model, same bucket (256)
+    assert d.rate.reference == 40.0 and d.rate.reference_label == "plain 40.0"
+    assert "40.0 tok/s" in d.baseline_note.text() and "Measuring" not in d.baseline_note.text()
+    assert "2.50×" in d.summary.text()
+
+
+def sent_and_done(qtbot, w, text: str, max_tokens: int = 60) -> int:
+    w.controller.chat_settings = ChatSettings(max_tokens=max_tokens)
+    assert w.controller.send(text)
+    request = w.controller.live.request
+    qtbot.waitUntil(lambda: not w.controller.busy, timeout=10_000)
+    return request
+
+
+def test_window_measures_a_missing_baseline_then_compares_with_it(qtbot, specchat_home, tmp_path):
+    w = make_window(qtbot, specchat_home)
+    engine(w).plain_rate = 100.0
+    w.load_pair("/models/main", "/models/draft")
+    qtbot.waitUntil(lambda: w.controller.pair is not None and w.bridge.decode is not None, timeout=5000)
+    w.dashboard_action.trigger()
+    request = sent_and_done(qtbot, w, "Explain speculation")
+    assert w.dashboard.request == request and w.dashboard.rate.reference is None
+    context = w.dashboard.baseline.context_tokens
+    assert context == w.store.load(w.controller.conversation).messages[-1].stats["prompt_tokens"]
+    qtbot.waitUntil(lambda: "Measuring plain speed at" in w.dashboard.baseline_note.text(), timeout=5000)
+    qtbot.waitUntil(lambda: "measured on this machine" in w.dashboard.baseline_note.text(), timeout=10_000)
+    baseline = w.controller.baselines.get("/models/main", context)
+    assert baseline == pytest.approx(100.0, rel=0.3)
+    assert w.dashboard.rate.reference == baseline == w.dashboard.telemetry.plain_tok_s
+    [run] = w.controller.history.runs()
+    assert (run.kind, run.temperature, run.bucket, run.mode) == ("prose", 0.0, context_bucket(context), "adaptive")
+    assert run.speedup == pytest.approx(run.tok_s / baseline)  # filled in when the measurement came
+    [row] = w.dashboard.history.rows
+    assert row.answers == 1 and w.dashboard.history.cell(0, "Speedup") == f"{run.speedup:.2f}×"
+    assert w.dashboard.history.chart.points == [(1.0, pytest.approx(run.speedup))]
+
+    request = None
+    w.controller.chat_settings = ChatSettings(max_tokens=80)
+    assert w.controller.send("And again")  # same bucket: compared at once, nothing measured
+    qtbot.waitUntil(lambda: w.dashboard.telemetry.token_times != [], timeout=5000)
+    assert w.controller.busy and w.dashboard.rate.reference == baseline
+    qtbot.waitUntil(lambda: not w.controller.busy, timeout=10_000)
+    qtbot.wait(600)
+    assert sum(isinstance(c, MeasureBaseline) for c in engine(w).commands) == 1
+    assert [r.answers for r in w.dashboard.history.rows] == [2]
+
+    report = w.dashboard.export(tmp_path / "report").read_text()
+    assert "## History by pair, prompt kind and temperature" in report and "| prose | greedy | 2 |" in report
+    assert (tmp_path / "report" / "history.csv").read_text().count("\n") == 3
+    assert (tmp_path / "report" / "history-speedup.png").read_bytes().startswith(b"\x89PNG")
+    w.close()
+
+
+def test_a_new_message_preempts_the_measurement(qtbot, specchat_home):
     w = make_window(qtbot, specchat_home)
     w.load_pair("/models/main", "/models/draft")
     qtbot.waitUntil(lambda: w.controller.pair is not None and w.bridge.decode is not None, timeout=5000)
-    assert not w.dashboard.isVisible()
-    w.dashboard_action.trigger()
-    assert w.dashboard.isVisible()
-    w.controller.baselines.add("/models/main", 50.0)
-    w.controller.chat_settings = ChatSettings(max_tokens=60)
-    assert w.controller.send("Explain speculation")
-    request = w.controller.live.request
+    w.controller.plain.tokens = 1_000_000  # would take hours
+    sent_and_done(qtbot, w, "Write a Python function that reverses a list", max_tokens=20)
+    qtbot.waitUntil(lambda: w.controller.plain.measuring, timeout=5000)
+    with qtbot.waitSignal(w.controller.plain.measured, timeout=5000) as outcome:
+        w.controller.chat_settings = ChatSettings(max_tokens=20)
+        assert w.controller.send("Now in Rust")
+    assert outcome.args[0].cancelled and outcome.args[0].tok_s is None
     qtbot.waitUntil(lambda: not w.controller.busy, timeout=10_000)
-    assert w.dashboard.request == request
-    t = w.dashboard.telemetry
-    stats = w.store.load(w.controller.conversation).messages[-1].stats
-    assert len(t.token_times) == stats["tokens"] == 60
-    assert len(w.dashboard.k_chart.points) == len(t.rows) > 0
-    assert sum(n for _, n in w.dashboard.histogram.points) == sum(1 for r in t.rows if r.k)
-    assert w.dashboard.rate.reference == 50.0
+    answer = w.store.load(w.controller.conversation).messages[-1]
+    assert answer.state == "complete" and answer.stats["tokens"] == 20
+    assert w.controller.baselines.entries("/models/main") == {}
+    assert {r.kind for r in w.controller.history.runs()} == {"code"}
     w.close()
