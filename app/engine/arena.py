@@ -44,6 +44,7 @@ class ArenaResult:
     plain_tok_s: float
     by_class: tuple[tuple[str, float], ...] = ()
     error: str | None = None
+    best_k_speedup: float | None = None  # the oracle's predicted speedup at best_k (< 1: plain wins)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +129,7 @@ def run_arena(
             candidate, _geomean(ratios), accepted / proposed if proposed else 0.0,
             oracle.best_k if oracle else None, _mean(rates), _mean(plain),
             tuple((c, _geomean(v)) for c, v in classes.items()),
+            best_k_speedup=oracle.predicted_speedup if oracle else None,
         ))
     if progress:
         progress(ArenaProgress(total, total, "done"))

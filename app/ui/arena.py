@@ -33,6 +33,7 @@ from app.ui.engine_bridge import EngineBridge
 from app.ui.tasks import PoolTask, start_task
 
 KEY = Qt.ItemDataRole.UserRole
+TEXT = Qt.ItemDataRole.UserRole + 1  # a prompt's full text (the list shows one line of it)
 COLUMNS = ("Rank", "Draft", "Speedup", "Acceptance", "Best k", "Per prompt class")
 PROMPTS_KEY = "arena/prompts"
 
@@ -41,11 +42,20 @@ def candidate_name(candidate: str) -> str:
     return "Prompt lookup (no model)" if candidate == LOOKUP else Path(candidate).name or candidate
 
 
+def best_k_text(result: ArenaResult) -> str:
+    """The oracle's best fixed k, and a warning when even that k would not beat plain decoding."""
+    if not result.best_k:
+        return "—"
+    if result.best_k_speedup is not None and result.best_k_speedup < 1:
+        return f"{result.best_k} (plain wins)"
+    return str(result.best_k)
+
+
 def arena_note(result: ArenaResult) -> str:
     """The short form the picker shows next to a draft."""
     if result.error:
         return "arena: could not run"
-    k = f", best k {result.best_k}" if result.best_k else ""
+    k = f", best k {best_k_text(result)}" if result.best_k else ""
     return f"arena: {result.speedup:.2f}× vs plain, {result.acceptance:.0%} accepted{k}"
 
 
@@ -83,7 +93,8 @@ class ArenaDialog(QDialog):
 
         self.main = QComboBox()
         self.candidates, self.prompts = QListWidget(), QListWidget()
-        self.prompts.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed)
+        self.prompts.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.prompts.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.add_button, self.remove_button, self.reset_button = QPushButton("Add prompt"), QPushButton("Remove"), QPushButton("Built-ins")
         self.k, self.tokens = QSpinBox(minimum=1, maximum=12, value=4), QSpinBox(minimum=8, maximum=1024, value=64)
         self.run_button, self.cancel_button, self.use_button = QPushButton("Run"), QPushButton("Cancel"), QPushButton("Use this draft")
@@ -100,10 +111,11 @@ class ArenaDialog(QDialog):
         self._layout()
         self._fill_prompts(load_prompts(settings))
         self.main.currentIndexChanged.connect(lambda *_: self._on_main_changed())
-        self.add_button.clicked.connect(self.add_prompt)
+        self.add_button.clicked.connect(lambda: self.add_prompt())
         self.remove_button.clicked.connect(self._remove_prompt)
         self.reset_button.clicked.connect(lambda: self._fill_prompts([(p, True) for p in ARENA_PROMPTS]))
         self.prompts.itemChanged.connect(lambda *_: self._save_prompts())
+        self.prompts.itemDoubleClicked.connect(self.edit_prompt)
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
         self.use_button.clicked.connect(self._use)
@@ -218,23 +230,42 @@ class ArenaDialog(QDialog):
         self._save_prompts()
 
     def _prompt_item(self, p: BenchPrompt, on: bool = True) -> QListWidgetItem:
-        item = QListWidgetItem(p.text)
+        item = QListWidgetItem()
         item.setData(KEY, (p.id, p.prompt_class))
-        item.setToolTip(f"{p.prompt_class} prompt")
-        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable | Qt.ItemFlag.ItemIsUserCheckable)
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
         item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+        self._set_text(item, p.text)
         self.prompts.addItem(item)
         return item
 
-    def add_prompt(self, text: str = "") -> QListWidgetItem:
-        """A user prompt (class "user"); with no text it opens for editing."""
-        n = 1 + sum(1 for i in range(self.prompts.count()) if self.prompts.item(i).data(KEY)[1] == "user")
-        item = self._prompt_item(BenchPrompt(f"user-{n}", "user", text or "Type your prompt here"))
-        self._save_prompts()
+    @staticmethod
+    def _set_text(item: QListWidgetItem, text: str) -> None:
+        item.setData(TEXT, text)
+        line = f"{item.data(KEY)[1]}: {' ⏎ '.join(text.split(chr(10)))}"
+        item.setText(line if len(line) <= 90 else line[:89] + "…")
+        item.setToolTip(text)
+
+    def _ask(self, title: str, text: str) -> str | None:
+        from PySide6.QtWidgets import QInputDialog
+
+        value, ok = QInputDialog.getMultiLineText(self, title, "Prompt:", text)
+        return value.strip() if ok and value.strip() else None
+
+    def add_prompt(self, text: str = "") -> QListWidgetItem | None:
+        """A user prompt (class "user"); with no text, the user types it in a dialog."""
+        text = text.strip() or self._ask("Add a prompt", "") or ""
         if not text:
-            self.prompts.setCurrentItem(item)
-            self.prompts.editItem(item)
+            return None
+        n = 1 + sum(1 for i in range(self.prompts.count()) if self.prompts.item(i).data(KEY)[1] == "user")
+        item = self._prompt_item(BenchPrompt(f"user-{n}", "user", text))
+        self.prompts.setCurrentItem(item)
+        self._save_prompts()
         return item
+
+    def edit_prompt(self, item: QListWidgetItem) -> None:
+        text = self._ask("Edit prompt", item.data(TEXT))
+        if text is not None:
+            self._set_text(item, text)
 
     def _remove_prompt(self) -> None:
         row = self.prompts.currentRow()
@@ -247,7 +278,7 @@ class ArenaDialog(QDialog):
         for i in range(self.prompts.count()):
             item = self.prompts.item(i)
             pid, cls = item.data(KEY)
-            out.append((BenchPrompt(pid, cls, item.text().strip()), item.checkState() == Qt.CheckState.Checked))
+            out.append((BenchPrompt(pid, cls, str(item.data(TEXT)).strip()), item.checkState() == Qt.CheckState.Checked))
         return out
 
     def _save_prompts(self) -> None:
@@ -298,7 +329,7 @@ class ArenaDialog(QDialog):
                 self.bar.setValue(event.done)
                 self.state.setText(f"Run {min(event.done + 1, event.total)} of {event.total}: {event.label}")
             elif isinstance(event, ArenaFinished):
-                self._stopped()
+                self._stopped(complete=not event.cancelled)
                 if event.cancelled:
                     self.state.setText("Cancelled: nothing was saved.")
                     self.show_results(load_results(event.main), "Last complete arena")
@@ -312,10 +343,10 @@ class ArenaDialog(QDialog):
                 self._stopped()
                 self.state.setText(f"The arena could not run: {event.message}")
 
-    def _stopped(self) -> None:
+    def _stopped(self, complete: bool = False) -> None:
         self.request, self.cancelling = None, False
         self.bar.setRange(0, 1)
-        self.bar.setValue(0)
+        self.bar.setValue(1 if complete else 0)
         self._update_buttons()
         self.running_changed.emit(False)
 
@@ -325,7 +356,7 @@ class ArenaDialog(QDialog):
         self.table.setRowCount(len(results))
         for row, r in enumerate(results):
             cells = (str(row + 1), candidate_name(r.candidate), f"{r.speedup:.2f}×" if not r.error else "—",
-                     f"{r.acceptance:.0%}" if not r.error else "—", str(r.best_k or "—"),
+                     f"{r.acceptance:.0%}" if not r.error else "—", best_k_text(r),
                      r.error or " · ".join(f"{c} {s:.2f}×" for c, s in r.by_class))
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)

@@ -117,5 +117,9 @@ def render_all(out_dir: str) -> int:
     picker.show_incompatible.setChecked(True)
     _save(app, picker, out / "picker-incompatible.png")
     picker.close()
+
+    from app.ui.screenshots_checks import render_checks
+
+    render_checks(app, home, out, _wait, _save)
     shutil.rmtree(home, ignore_errors=True)
     return 0
