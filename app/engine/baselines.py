@@ -40,6 +40,11 @@ def context_bucket(tokens: int) -> int:
     return 1 << max(MIN_BUCKET.bit_length() - 1, int(tokens).bit_length() - 1)
 
 
+def bucket_label(bucket: int) -> str:
+    """The contexts a bucket holds, in words: "under 256" or "512–1,023"."""
+    return f"under {2 * MIN_BUCKET:,}" if bucket <= MIN_BUCKET else f"{bucket:,}–{2 * bucket - 1:,}"
+
+
 @dataclass(frozen=True, slots=True)
 class MeasureBaseline:
     """Worker command: time plain decoding of the loaded main at about `context_tokens`."""

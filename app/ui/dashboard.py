@@ -10,6 +10,7 @@ per-pair history from the database. Each chart keeps its drawn values in plain a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
     QDockWidget, QFileDialog, QGridLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget,
 )
 
+from app.engine.baselines import bucket_label
 from app.engine.events import RoundEvent, TokenEvent
 from app.engine.history import RunHistory
 from app.engine.telemetry import Telemetry, export_report
@@ -37,7 +39,7 @@ class Dashboard(QDockWidget):
         self.request: int | None = None
         self.telemetry = Telemetry()
         self.baseline: BaselineStatus | None = None  # the followed generation's context and plain speed
-        self.rate = Chart("Tokens per second (dashed: plain at this context)", "line", "s")
+        self.rate = Chart("Tokens per second", "line", "s")
         self.acceptance = Chart("Acceptance by draft position", "bar")
         self.histogram = Chart("Accepted drafts per round", "bar")
         self.k_chart = Chart("Draft length k per round", "line", "rounds")
@@ -86,6 +88,8 @@ class Dashboard(QDockWidget):
                 return
         elif self.baseline is None or (status.main, status.bucket) != (self.baseline.main, self.baseline.bucket):
             return
+        else:  # keep saying which context this answer is at
+            status = replace(status, context_tokens=self.baseline.context_tokens, request=self.baseline.request)
         self.baseline = status
         if status.plain_tok_s is not None:
             self.telemetry.plain_tok_s = status.plain_tok_s
@@ -108,7 +112,7 @@ class Dashboard(QDockWidget):
     def refresh(self) -> None:
         t = self.telemetry
         self.rate.set_data(t.tok_s, t.plain_tok_s)
-        self.rate.reference_label = f"plain {t.plain_tok_s:.1f}" if t.plain_tok_s else ""
+        self.rate.reference_label = f"plain {t.plain_tok_s:.1f} at this context" if t.plain_tok_s else ""
         rates = t.acceptance_by_position
         self.acceptance.set_data([(i + 1, r) for i, r in enumerate(rates)], x_labels=[str(i + 1) for i in range(len(rates))])
         self.histogram.set_data([(a, n) for a, n in enumerate(t.histogram)], x_labels=[str(a) for a in range(len(t.histogram))])
@@ -124,7 +128,8 @@ class Dashboard(QDockWidget):
         if b.measuring:
             return f"Measuring plain speed at {where}…"
         if b.plain_tok_s is not None:
-            return f"Plain speed at {where} (bucket {b.bucket:,}+): {b.plain_tok_s:.1f} tok/s, measured on this machine."
+            return (f"Plain speed at {where}: {b.plain_tok_s:.1f} tok/s, measured on this machine for contexts of "
+                    f"{bucket_label(b.bucket)} tokens.")
         return f"Plain speed at {where} is not known yet: it is measured in the background after this answer."
 
     def summary_text(self) -> str:

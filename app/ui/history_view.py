@@ -7,6 +7,7 @@ temperature. The chart follows the chosen pair's speedup answer by answer, again
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -17,7 +18,7 @@ from PySide6.QtWidgets import (
 from app.engine.history import HistoryRow, RunHistory, aggregate, export_history, pair_label, speedup_series, temperature_label
 from app.ui.chart import Chart
 
-COLUMNS = ("Prompt kind", "Temperature", "Answers", "Speedup", "Acceptance", "tok/s")
+COLUMNS = ("Kind", "Temp.", "Answers", "Speedup", "Acceptance", "tok/s")
 
 
 class HistoryView(QWidget):
@@ -42,7 +43,7 @@ class HistoryView(QWidget):
         column.addLayout(top)
         column.addWidget(self.note)
         column.addWidget(self.table, 1)
-        column.addWidget(self.chart, 1)
+        column.addWidget(self.chart, 2)
         self.refresh()
 
     def set_history(self, history: RunHistory | None) -> None:
@@ -80,12 +81,14 @@ class HistoryView(QWidget):
                 item.setTextAlignment(Qt.AlignmentFlag.AlignCenter if j else Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(i, j, item)
         self.chart.set_data(speedup_series(runs), 1.0 if runs else None)
+        self.chart.reference_label = "plain = 1×"
         if not chosen:
             self.note.setText("No speculative answers recorded yet: each answer adds a row here.")
         else:
             n = sum(r.answers for r in self.rows)
-            self.note.setText(f"{n} answer{'s' * (n != 1)} with {pair_label(*chosen)}. Speedups are geometric means "
-                              "over answers whose plain speed at their context length is known.")
+            since = time.strftime("%Y-%m-%d", time.localtime(runs[0].created)) if runs else "—"
+            self.note.setText(f"{n} answer{'s' * (n != 1)} with {pair_label(*chosen)} since {since}. Speedups are "
+                              "geometric means over answers whose plain speed at their context length is known.")
 
     def cell(self, row: int, column: str) -> str:
         item = self.table.item(row, COLUMNS.index(column))

@@ -67,6 +67,26 @@ def _toy_library(root: Path) -> Path:
     return lib
 
 
+def _history_and_baseline(app: QApplication, window, out: Path) -> None:
+    """Short answers of other kinds in their own chats fill the history; the first one's context
+    has no plain speed yet, so the app measures it in the background (shot while measuring)."""
+    from app.ui.settings_dialog import ChatSettings
+
+    window.dashboard.show()
+    window.resize(1640, 820)
+    for text, settings in (("Write a Python function that reverses a string", ChatSettings(max_tokens=60)),
+                           ("Write a haiku about the sea", ChatSettings(max_tokens=40, temperature=0.7))):
+        window.controller.new_conversation()
+        window.controller.chat_settings = settings
+        window.controller.send(text)
+        _wait(app, lambda: not window.controller.busy, 30)
+        if _wait(app, lambda: "Measuring" in window.dashboard.baseline_note.text(), 2):
+            _save(app, window, out / "dashboard-measuring-baseline.png")
+        _wait(app, lambda: not window.controller.plain.measuring and window.controller.plain.target is None, 30)
+    window.dashboard.hide()
+    window.resize(1180, 760)
+
+
 def render_all(out_dir: str) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -83,7 +103,8 @@ def render_all(out_dir: str) -> int:
 
     window.load_pair("/models/Qwen2.5-7B-Instruct-4bit", "/models/Qwen2.5-0.5B-Instruct-4bit")
     _wait(app, lambda: window.controller.pair is not None and window.bridge.decode is not None, 10)
-    window.controller.baselines.add("/models/Qwen2.5-7B-Instruct-4bit", 34.0)  # as if measured earlier
+    _history_and_baseline(app, window, out)
+    window.controller.new_conversation()
     window.controller.chat_settings = ChatSettings(max_tokens=110)
     window.controller.send("How does speculative decoding work?")
     _wait(app, lambda: not window.controller.busy, 30)
@@ -104,6 +125,10 @@ def render_all(out_dir: str) -> int:
     _save(app, window.strip, out / "stats-speculation-paused.png")
     window.controller.stop()
     _save(app, window, out / "stopped-with-stats.png")
+    window.dashboard.show()
+    window.dashboard.tabs.setCurrentWidget(window.dashboard.history)
+    window.resize(1640, 820)
+    _save(app, window, out / "dashboard-history.png")
     window.close()
 
     from app.engine.library.discovery import Sources

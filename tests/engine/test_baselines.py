@@ -9,7 +9,8 @@ import threading
 import pytest
 
 from app.engine.baselines import (
-    BaselineCache, BaselineMeasured, GenerationContext, MeasureBaseline, Preemptible, context_bucket, measure_plain,
+    BaselineCache, BaselineMeasured, GenerationContext, MeasureBaseline, Preemptible, bucket_label, context_bucket,
+    measure_plain,
 )
 from app.engine.events import GenerationFinished, TokenEvent
 from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
@@ -17,6 +18,7 @@ from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, Spec
 
 def test_buckets_are_powers_of_two_with_a_floor():
     assert [context_bucket(n) for n in (0, 1, 200, 255, 256, 511, 512, 3000)] == [128, 128, 128, 128, 256, 256, 512, 2048]
+    assert [bucket_label(b) for b in (128, 256, 2048)] == ["under 256", "256–511", "2,048–4,095"]
 
 
 def test_cache_smooths_per_bucket_and_persists(tmp_path):

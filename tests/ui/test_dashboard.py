@@ -76,8 +76,9 @@ def test_baseline_news_applies_to_the_followed_generation_and_its_bucket(qtbot):
     d.set_baseline(BaselineStatus("other", 300, 30.0))  # another model
     assert d.rate.reference is None and "Measuring" in d.baseline_note.text()
     d.set_baseline(BaselineStatus("m", 280, 40.0))  # same model, same bucket (256)
-    assert d.rate.reference == 40.0 and d.rate.reference_label == "plain 40.0"
-    assert "40.0 tok/s" in d.baseline_note.text() and "Measuring" not in d.baseline_note.text()
+    assert d.rate.reference == 40.0 and d.rate.reference_label == "plain 40.0 at this context"
+    assert d.baseline_note.text() == ("Plain speed at ~300 tokens of context: 40.0 tok/s, measured on this machine "
+                                      "for contexts of 256–511 tokens.")
     assert "2.50×" in d.summary.text()
 
 
