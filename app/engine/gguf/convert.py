@@ -29,6 +29,9 @@ from app.engine.library.memory import available_ram
 
 SUPPORTED_TYPES = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}
 GROUP_SIZE = 64
+# Q6_K's 16-value sub-blocks have no exact group-32 form: 8 bits keep them within an eighth of
+# their own step, where 4 bits would round them a second time.
+WIDE_TYPES, WIDE_BITS = {"Q6_K"}, 8
 SHARD_BYTES = 1 << 30
 CHUNK_ELEMENTS = 1 << 24  # rows are dequantized this many values at a time
 PROVENANCE_FILE = "specchat_source.json"
@@ -102,6 +105,14 @@ def _repacked(buf: Any, info: TensorInfo, name: str, transform: Any, config: dic
     }
 
 
+def _storage(info: TensorInfo, kept: bool, bits: int, group: int) -> str:
+    """How one tensor was written, for the provenance file."""
+    if not kept:
+        return "bfloat16"
+    how = "the file's own integers" if can_repack(info) else f"quantized from {info.type_name}"
+    return f"{bits}-bit, group {group}, {how}"
+
+
 def _hash(path: Path, emit: Callable[[ImportEvent], None]) -> str:
     digest, size, done = hashlib.sha256(), path.stat().st_size, 0
     with open(path, "rb") as f:
@@ -163,7 +174,8 @@ def import_gguf(
     try:
         sha = _hash(source, emit)
         shards: list[dict[str, Any]] = [{}]
-        per_layer: dict[str, dict[str, int]] = {}  # layers kept in the file's own quantization
+        per_layer: dict[str, dict[str, int]] = {}  # layers quantized other than the default
+        storage: Counter[str] = Counter()
         shard_bytes = 0
         total = sum(t.nbytes for t in header.tensors)
         done = 0
@@ -171,27 +183,27 @@ def import_gguf(
             for info in header.tensors:
                 name = arch.hf_name(info.name)
                 assert name is not None
-                if bits < 16 and can_repack(info) and _quantizable(name, np.empty((1, info.shape[0]))):
+                keep = bits < 16 and _quantizable(name, np.empty((1, info.shape[0])))
+                if keep and can_repack(info):
                     parts = _repacked(buf, info, name, arch.transform, config)
-                    per_layer[name[: -len(".weight")]] = {"group_size": DIRECT_GROUP, "bits": parts.pop("bits")}
-                    mx.eval(*parts.values())
-                    for k, v in parts.items():
-                        shards[-1][k] = v
-                        shard_bytes += v.nbytes
-                    done += info.nbytes
-                    emit(ImportProgress("tensors", done, total, name))
-                    continue
-                w = dequantize(buf, info)
-                if arch.transform is not None:
-                    w = arch.transform(name, w, config)
-                arr = mx.array(w).astype(mx.bfloat16)
-                del w
-                if bits < 16 and _quantizable(name, arr):
-                    q, scales, biases = mx.quantize(arr, group_size=GROUP_SIZE, bits=bits)
-                    base = name[: -len(".weight")]
-                    parts = {name: q, f"{base}.scales": scales, f"{base}.biases": biases}
+                    layer_bits, group = parts.pop("bits"), DIRECT_GROUP
                 else:
-                    parts = {name: arr}
+                    w = dequantize(buf, info)
+                    if arch.transform is not None:
+                        w = arch.transform(name, w, config)
+                    layer_bits, group = (WIDE_BITS, DIRECT_GROUP) if info.type_name in WIDE_TYPES else (bits, GROUP_SIZE)
+                    arr = mx.array(w) if keep else mx.array(w).astype(mx.bfloat16)
+                    del w
+                    if keep:
+                        q, scales, biases = mx.quantize(arr, group_size=group, bits=layer_bits)
+                        base = name[: -len(".weight")]
+                        parts = {name: q, f"{base}.scales": scales.astype(mx.bfloat16),
+                                 f"{base}.biases": biases.astype(mx.bfloat16)}
+                    else:
+                        parts = {name: arr}
+                if keep and (layer_bits, group) != (bits, GROUP_SIZE):
+                    per_layer[name[: -len(".weight")]] = {"group_size": group, "bits": layer_bits}
+                storage[_storage(info, keep, layer_bits, group)] += 1
                 mx.eval(*parts.values())
                 for k, v in parts.items():
                     shards[-1][k] = v
@@ -229,7 +241,7 @@ def import_gguf(
             "tensor_types": dict(types.most_common()),
             "bits": bits,
             "group_size": GROUP_SIZE if bits < 16 else None,
-            "repacked_layers": len(per_layer),
+            "storage": dict(storage.most_common()),
             "seconds": round(time.monotonic() - started, 2),
         }
         (tmp / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2))

@@ -1,4 +1,4 @@
-"""Q4_0 / Q4_1 / Q8_0 blocks repacked into MLX's layout dequantize to exactly the GGUF values."""
+"""GGUF quantized blocks repacked into MLX's layout dequantize to exactly the GGUF values."""
 
 from __future__ import annotations
 
@@ -9,21 +9,46 @@ from gguf.constants import GGMLQuantizationType as T
 from gguf.quants import dequantize, quantize
 
 from app.engine.gguf.architectures import _unpermute_llama
-from app.engine.gguf.direct import can_repack, repack
+from app.engine.gguf.direct import FORMATS, can_repack, pack, repack
 from app.engine.gguf.header import TensorInfo
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_1, T.Q8_0])
+def _blocks(qtype: T, rows: int, cols: int, seed: int) -> bytes:
+    """Real quantizer output where gguf has one; otherwise random blocks with finite headers."""
+    rng = np.random.default_rng(seed)
+    if qtype not in (T.Q4_K, T.Q5_K):
+        return quantize(rng.normal(size=(rows, cols)).astype(np.float32), qtype).tobytes()
+    fmt = FORMATS[int(qtype)]
+    blocks = rng.integers(0, 256, size=(rows * cols // fmt.block_values, fmt.block_bytes), dtype=np.uint8)
+    headers = rng.uniform(0.001, 0.05, size=(len(blocks), 2)).astype(np.float16)  # d and dmin
+    blocks[:, :4] = headers.view(np.uint8)
+    return blocks.tobytes()
+
+
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K])
 def test_repack_is_exact(qtype: T) -> None:
-    w = np.random.default_rng(int(qtype)).normal(size=(12, 128)).astype(np.float32)
-    raw = quantize(w, qtype).tobytes()
-    info = TensorInfo("x", (128, 12), int(qtype), 0, len(raw))
+    raw = _blocks(qtype, 12, 512, int(qtype))
+    info = TensorInfo("x", (512, 12), int(qtype), 0, len(raw))
     assert can_repack(info)
-    q, scales, biases, bits = repack(raw, info)
-    assert bits == (8 if qtype == T.Q8_0 else 4)
+    q, scales, biases, bits = repack(raw, info, chunk_values=1000)  # several row chunks
+    assert bits == {"Q8_0": 8, "Q5_0": 5, "Q5_1": 5, "Q5_K": 5}.get(qtype.name, 4)
     got = mx.dequantize(mx.array(q), mx.array(scales), mx.array(biases), group_size=32, bits=bits)
-    want = dequantize(np.frombuffer(raw, np.uint8).reshape(12, -1), qtype).reshape(12, 128)
-    np.testing.assert_array_equal(np.array(got), want)
+    want = dequantize(np.frombuffer(raw, np.uint8).reshape(12, -1), qtype).reshape(12, 512)
+    np.testing.assert_allclose(np.array(got), want, rtol=0, atol=1e-6 * np.abs(want).max())
+
+
+def test_k_quant_rows_must_hold_whole_super_blocks() -> None:
+    assert not can_repack(TensorInfo("x", (96, 4), int(T.Q4_K), 0, 0))
+    assert not can_repack(TensorInfo("x", (256, 4), int(T.Q6_K), 0, 0))  # stored at 8 bits instead
+
+
+@pytest.mark.parametrize("bits", [4, 5, 6, 8])
+def test_packing_is_the_layout_mlx_reads(bits: int) -> None:
+    """MLX's own dequantize reads our bit stream back as the same integers (unit scale)."""
+    q = np.random.default_rng(bits).integers(0, 1 << bits, size=(3, 64)).astype(np.uint8)
+    ones, zeros = mx.ones((3, 2)), mx.zeros((3, 2))
+    got = mx.dequantize(mx.array(pack(q, bits)), ones, zeros, group_size=32, bits=bits)
+    np.testing.assert_array_equal(np.array(got), q.astype(np.float32))
 
 
 def test_row_permutation_commutes_with_repacking() -> None:
