@@ -146,3 +146,20 @@ def test_a_new_message_preempts_the_measurement(qtbot, specchat_home):
     assert w.controller.baselines.entries("/models/main") == {}
     assert {r.kind for r in w.controller.history.runs()} == {"code"}
     w.close()
+
+
+def test_plain_answers_feed_the_baseline_and_are_not_a_pairs_speedup(qtbot, specchat_home):
+    w = make_window(qtbot, specchat_home)
+    w.load_pair("/models/main", "/models/draft")
+    qtbot.waitUntil(lambda: w.controller.pair is not None and w.bridge.decode is not None, timeout=5000)
+    w.controller.chat_settings = ChatSettings(max_tokens=60, speculation="off")
+    assert w.controller.send("Explain speculation")
+    qtbot.waitUntil(lambda: not w.controller.busy, timeout=10_000)
+    qtbot.wait(600)
+    [run] = w.controller.history.runs()
+    assert run.mode == "off" and run.draft == "" and run.speedup is None
+    assert w.controller.baselines.get("/models/main", run.context_tokens) == pytest.approx(run.tok_s)
+    assert run.tok_s == pytest.approx(300.0, rel=0.3)  # the synthetic engine's rate
+    assert not any(isinstance(c, MeasureBaseline) for c in engine(w).commands)
+    assert w.controller.history.pairs() == [] and w.dashboard.history.rows == []
+    w.close()
