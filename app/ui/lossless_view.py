@@ -101,7 +101,7 @@ class LosslessChecker(QObject):
             c.view.refresh()
             c.notice.emit(f"Losslessness not checked: {reason}")
             return False
-        index = c.view.messages.index(m)
+        index = next(i for i, x in enumerate(c.view.messages) if x is m)
         system = c.chat_settings.system_prompt
         history = ([{"role": "system", "content": system}] if system else []) + [
             {"role": x.role, "content": x.answer.text} for x in c.view.messages[:index]]

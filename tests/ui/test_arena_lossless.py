@@ -6,7 +6,8 @@ import shutil
 
 import mlx.core as mx
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, QUrl
+from PySide6.QtGui import QAction, QKeySequence
 
 from app.engine.arena import LOOKUP, load_results
 from app.engine.conversations import ConversationStore
@@ -49,8 +50,11 @@ def ask(qtbot, window, text: str, **settings) -> None:
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=SLOW)
 
 
-def check(qtbot, window, key: int) -> dict:
-    assert window.check_answer(key)
+def check(qtbot, window, key: int, start=None) -> dict:
+    if start is None:
+        assert window.check_answer(key)
+    else:
+        start()
     assert window.checker.busy and "Checking losslessness" in window.view.toPlainText()
     qtbot.waitUntil(lambda: not window.checker.busy, timeout=SLOW)
     return next(m for m in window.view.messages if m.key == key).stats["lossless"]
@@ -61,7 +65,8 @@ def test_lossless_identical_then_tampered_then_sampled(qtbot, window, library):
     answer = window.view.messages[-1]
     ids = list(answer.stats["token_ids"])
     assert len(ids) == answer.stats["tokens"] and answer.stats["temperature"] == 0.0
-    verdict = check(qtbot, window, answer.key)
+    link = lambda: window.view.anchorClicked.emit(QUrl(f"specchat:check/{answer.key}"))  # noqa: E731
+    verdict = check(qtbot, window, answer.key, link)  # the link under the answer
     assert verdict["verdict"] == "identical" and verdict["compared"] == len(ids)
     assert "✓ Losslessness: Identical" in window.view.toPlainText()
     stored = window.store.load(window.controller.conversation).messages[1]
@@ -71,7 +76,8 @@ def test_lossless_identical_then_tampered_then_sampled(qtbot, window, library):
     prompt = format_chat(main.tokenizer, [{"role": "user", "content": "Write a haiku"}])
     worst = int(mx.argmin(_main_logits(main, prompt + ids[:4])).item())
     answer.stats["token_ids"] = ids[:4] + [worst] + ids[5:]  # tamper with the recorded answer
-    verdict = check(qtbot, window, answer.key)
+    [shortcut] = [a for a in window.findChildren(QAction) if a.shortcut() == QKeySequence("Ctrl+Shift+L")]
+    verdict = check(qtbot, window, answer.key, shortcut.trigger)  # the last answer
     assert (verdict["verdict"], verdict["position"]) == ("wide-margin", 4)
     assert "bug in speculative decoding" in verdict["message"] and "where plain decoding has" in verdict["message"]
     [mark] = window.view.extraSelections()  # the divergent token is underlined
@@ -87,7 +93,10 @@ def test_lossless_identical_then_tampered_then_sampled(qtbot, window, library):
 
 def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
     main, good, bad = (str(library / n) for n in ("toy-main", "toy-draft", "toy-random"))
-    dialog = window.open_arena()
+    [menu] = [a for a in window.findChildren(QAction) if a.shortcut() == QKeySequence("Ctrl+Shift+A")]
+    menu.trigger()
+    dialog = window.arena
+    assert dialog is not None and dialog.isVisible()
     qtbot.waitUntil(lambda: dialog.candidates.count() == 3, timeout=SLOW)
     assert dialog.current_main() == main and set(dialog.checked_candidates()) == {good, bad, LOOKUP}
     assert dialog.table.rowCount() == 0  # no arena yet for this main
