@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs of each mode per prompt")
     parser.add_argument("--classes", help="only these prompt classes (comma-separated)")
     parser.add_argument("--json", metavar="OUT", help="write every run as JSON")
+    parser.add_argument("--device", choices=("default", "cpu", "gpu"), default="default",
+                        help="MLX device to run on (compare a machine's CPU and GPU)")
 
 
 def _aggregate(runs: list) -> dict[str, float]:
@@ -97,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.loading import ModelLoadError, load_pair
     from app.engine.sampling import SamplingParams
 
+    if args.device != "default":
+        import mlx.core as mx
+
+        mx.set_default_device(mx.cpu if args.device == "cpu" else mx.gpu)
     try:
         prompts = load_prompts(args.prompts)
         if args.classes:

@@ -4,12 +4,19 @@ It keeps running estimates of what this machine and this text are like, and noth
 
 * per source (draft model, prompt lookup), the chance that proposal i is accepted given that
   proposals 0..i-1 were (exponentially forgetting, shrunk towards position i-1 where data is thin);
-* measured costs: a draft step, a verify pass over n tokens for every n seen (unseen n are fitted
-  by least squares on the seen ones, never assumed), and the round's fixed overhead.
+* measured costs: drafting k tokens for every k seen, a verify pass over n tokens for every n
+  seen (unseen sizes are fitted by least squares on the seen ones, never assumed), and the
+  round's fixed overhead. Drafting is not k times a step: the first step also reads the tokens
+  the draft has not seen and pays the round's one host sync (measured on a CPU: 3.6 ms for k = 1,
+  9.4 ms for k = 6), so a per-step cost learnt at one k misprices every other k.
 
-Expected rate of (k, source) = (1 + Σ_j Π_{i<j} a_i) / (overhead + k·step + verify(k + 1)).
+Expected rate of (k, source) = (1 + Σ_j Π_{i<j} a_i) / (overhead + draft(k) + verify(k + 1)).
 When plain decoding (k = 0) wins, the draft is bypassed: no draft passes at all, only a probe now
 and then, spaced so that probes cost at most `probe_budget` of the plain decoding time.
+
+Prompt lookup costs nothing to consult, so it is scored every round even when not used: its
+candidates are compared with what the round emitted (for sampled tokens the chance of a match is
+exactly residual acceptance's chance for a certain proposal). It never needs a probe.
 """
 
 from __future__ import annotations
@@ -23,18 +30,20 @@ from app.engine.policy import MAX_DRAFT, DraftPlan, RoundContext
 DRAFT, LOOKUP, MAIN = Provenance.DRAFT, Provenance.LOOKUP, Provenance.MAIN
 
 
-class _Mean:
-    """Exponentially weighted mean; one outlier (another process hogging the CPU) is clipped."""
+class _Cost:
+    """Median of the last `window` samples: robust to the bursts in which another process takes
+    the CPU or GPU, which would otherwise inflate one cost and flip the choice of k."""
 
-    def __init__(self, alpha: float = 0.25) -> None:
-        self.alpha, self.value, self.count = alpha, 0.0, 0
+    def __init__(self, window: int = 15) -> None:
+        self.window, self.samples, self.count, self.value = window, [], 0, 0.0
 
     def add(self, x: float) -> None:
-        if self.count == 0:
-            self.value = x
-        else:
-            x = min(x, 3.0 * self.value) if self.value > 0 else x
-            self.value += self.alpha * (x - self.value)
+        self.samples.append(x)
+        if len(self.samples) > self.window:
+            del self.samples[0]
+        ordered = sorted(self.samples)
+        mid = len(ordered) // 2
+        self.value = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
         self.count += 1
 
 
@@ -72,19 +81,24 @@ def expected_tokens(rates: list[float]) -> float:
     return total
 
 
-class VerifyCosts:
-    """Seconds of a verify pass over n tokens: measured per n, fitted where unmeasured."""
+class CostTable:
+    """Seconds of an operation over n tokens (a verify pass, a k-token draft): the median of
+    the measurements per n, fitted by weighted least squares where unmeasured."""
 
     def __init__(self) -> None:
-        self.by_n: dict[int, _Mean] = {}
+        self.by_n: dict[int, _Cost] = {}
 
     def add(self, n: int, seconds: float) -> None:
-        self.by_n.setdefault(n, _Mean()).add(seconds)
+        self.by_n.setdefault(n, _Cost()).add(seconds)
 
     def known(self) -> bool:
         return len(self.by_n) >= 2
 
     def _fit(self) -> tuple[float, float]:
+        """(intercept, slope); with one size measured, proportional to n until another is."""
+        if len(self.by_n) == 1:
+            (n, m), = self.by_n.items()
+            return 0.0, m.value / n
         points = [(n, m.value, min(m.count, 8)) for n, m in self.by_n.items()]
         w = sum(c for _, _, c in points)
         mx_ = sum(c * n for n, _, c in points) / w
@@ -92,10 +106,12 @@ class VerifyCosts:
         var = sum(c * (n - mx_) ** 2 for n, _, c in points)
         slope = sum(c * (n - mx_) * (v - my) for n, v, c in points) / var if var else 0.0
         slope = max(slope, 0.0)
-        return my - slope * mx_, slope
+        return max(0.0, my - slope * mx_), slope
 
     def table(self, up_to: int) -> list[float]:
         """Estimated cost for n = 1..up_to, made non-decreasing in n."""
+        if not self.by_n:
+            return [0.0] * up_to
         base, slope = self._fit()
         out, floor = [], 0.0
         for n in range(1, up_to + 1):
@@ -104,6 +120,9 @@ class VerifyCosts:
             floor = max(floor, v)
             out.append(floor)
         return out
+
+
+VerifyCosts = CostTable  # the name the telemetry and tests know it by
 
 
 class AdaptiveDraftLength:
@@ -116,6 +135,7 @@ class AdaptiveDraftLength:
         use_lookup: bool = True,
         max_k: int = 8,
         first_k: int = 3,
+        explore_rounds: int = 2,
         probe_k: int = 2,
         probe_budget: float = 0.02,
         margin: float = 1.03,
@@ -123,14 +143,16 @@ class AdaptiveDraftLength:
     ) -> None:
         self.sources = [s for s, on in ((DRAFT, use_draft), (LOOKUP, use_lookup)) if on]
         self.max_k, self.first_k, self.probe_k = max_k, first_k, probe_k
+        self.explore_rounds = explore_rounds
         self.probe_budget, self.margin = probe_budget, margin
         self.acceptance = {s: _Acceptance(0.5, 1.0, decay) for s in self.sources}
-        self.verify = VerifyCosts()
-        self.step = {DRAFT: _Mean(), LOOKUP: _Mean()}
-        self.overhead = _Mean()
+        self.verify = CostTable()
+        self.drafting = {DRAFT: CostTable(), LOOKUP: CostTable()}  # seconds to propose k tokens
+        self.overhead = _Cost()
         self.since_used = {s: 0 for s in self.sources}
         self.last_probe_cost: dict[Provenance, float] = {}
         self._last_observed: float | None = None
+        self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
         self._last: dict[str, object] = {"policy": "adaptive", "k": 0, "bypassed": False}
 
     # -- choosing -----------------------------------------------------------------------------
@@ -141,43 +163,48 @@ class AdaptiveDraftLength:
             return cap if context.has_draft else 0
         return min(cap, context.lookup_len)
 
-    def _rate(self, source: Provenance, k: int, costs: list[float]) -> float:
+    def _rate(self, source: Provenance, k: int, costs: list[float], draft: dict[Provenance, list[float]]) -> float:
         tokens = expected_tokens(self.acceptance[source].estimates(k)) if k else 1.0
-        step = self.step[source].value if k else 0.0
-        return tokens / (self.overhead.value + k * step + costs[k + 1])
+        drafting = draft[source][k] if k else 0.0
+        return tokens / (self.overhead.value + drafting + costs[k + 1])
 
     def choose(self, context: RoundContext) -> DraftPlan:
         """Pure: the plan for this round from the current estimates (observe updates them)."""
         available = {s: self._available(context, s) for s in self.sources}
-        for s in self.sources:  # explore: each usable source once, then one plain step
-            if available[s] and self.acceptance[s].rounds == 0:
-                return self._note(DraftPlan(min(self.first_k, available[s]), s), "explore")
+        self._shadow = context.lookup if LOOKUP in self.acceptance else ()
+        for s in self.sources:  # explore: each usable model source a few rounds, then one plain step
+            seen = self.acceptance[s].rounds
+            if available[s] and seen < (self.explore_rounds if s is DRAFT else 1):
+                k = self.first_k if seen == 0 else 1  # a second size prices the draft's fixed cost
+                return self._note(DraftPlan(min(k, available[s]), s), "explore")
         if 1 not in self.verify.by_n or not self.verify.known():
             return self._note(DraftPlan(0, MAIN), "explore")
         costs = self.verify.table(self.max_k + 1)
         costs = [0.0] + costs  # costs[n] for a pass over n tokens
-        plain = self._rate(MAIN, 0, costs)
+        draft = {s: [0.0] + self.drafting[s].table(self.max_k) for s in self.sources}
+        plain = self._rate(MAIN, 0, costs, draft)
         best, best_rate = DraftPlan(0, MAIN), plain * self.margin  # speculate only if it clearly pays
         rates: dict[str, list[float]] = {}
         for s in self.sources:
-            rates[s.value] = [round(self._rate(s, k, costs) / plain, 3) for k in range(1, self.max_k + 1)]
+            rates[s.value] = [round(self._rate(s, k, costs, draft) / plain, 3) for k in range(1, self.max_k + 1)]
             for k in range(1, available[s] + 1):
-                rate = self._rate(s, k, costs)
+                rate = self._rate(s, k, costs, draft)
                 if rate > best_rate:
                     best, best_rate = DraftPlan(k, s), rate
-        probe = self._probe(best, available, costs)
+        probe = self._probe(best, available, costs, draft)
         plan = probe or best
-        speedup = self._rate(best.source, best.k, costs) / plain if best.k else 1.0
+        speedup = self._rate(best.source, best.k, costs, draft) / plain if best.k else 1.0
         return self._note(plan, "probe" if probe else "model", rates, speedup)
 
-    def _probe(self, best: DraftPlan, available: dict[Provenance, int], costs: list[float]) -> DraftPlan | None:
+    def _probe(self, best: DraftPlan, available: dict[Provenance, int], costs: list[float],
+               draft: dict[Provenance, list[float]]) -> DraftPlan | None:
         """Try a source unused for long enough that its probes stay within the budget."""
         plain_round = self.overhead.value + costs[1]
         for s in self.sources:
-            if s is best.source or not available[s]:
+            if s is best.source or s is LOOKUP or not available[s]:  # lookup is scored every round
                 continue
             k = min(self.probe_k, available[s])
-            extra = self.last_probe_cost.get(s, k * self.step[s].value + costs[k + 1] - costs[1])
+            extra = self.last_probe_cost.get(s, draft[s][k] + costs[k + 1] - costs[1])
             budget = self.probe_budget / len(self.sources) * plain_round
             interval = max(4, math.ceil(extra / budget)) if budget > 0 else 512
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
@@ -196,7 +223,7 @@ class AdaptiveDraftLength:
             "why": why,
             "bypassed": plan.k == 0,
             "acceptance": {s.value: tuple(round(a, 3) for a in self.acceptance[s].estimates(self.max_k)) for s in self.sources},
-            "draft_step_s": self.step[DRAFT].value,
+            "draft_s": {k: m.value for k, m in sorted(self.drafting[DRAFT].by_n.items())},
             "verify_s": {n: m.value for n, m in sorted(self.verify.by_n.items())},
             "overhead_s": self.overhead.value,
             "expected_speedup": round(speedup, 3),
@@ -216,14 +243,27 @@ class AdaptiveDraftLength:
         for s in self.sources:
             self.since_used[s] += 1
         source = event.source
+        if self._shadow and source is not LOOKUP:
+            self._score_lookup(self._shadow, event.emitted)
+        self._shadow = ()
         if event.k == 0 or source not in self.acceptance:
             return
         self.since_used[source] = 0
         self.acceptance[source].add(event.k, event.accepted)
-        if source is LOOKUP or event.catch_up <= 1:
-            self.step[source].add(event.draft_seconds / event.k)
+        if source is LOOKUP or event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
+            self.drafting[source].add(event.k, event.draft_seconds)
         if self._last.get("why") == "probe":
             self.last_probe_cost[source] = event.draft_seconds + event.verify_seconds - self.verify.table(1)[0]
+
+    def _score_lookup(self, candidates: tuple[int, ...], emitted: tuple[int, ...]) -> None:
+        """What lookup would have had accepted this round: positions past the emitted tokens are
+        unknown, so only the first min(len(candidates), len(emitted)) count as trials."""
+        judged = min(len(candidates), len(emitted))
+        matched = 0
+        while matched < judged and candidates[matched] == emitted[matched]:
+            matched += 1
+        if judged:
+            self.acceptance[LOOKUP].add(judged, matched)
 
     def snapshot(self) -> dict[str, object]:
         return dict(self._last)

@@ -113,7 +113,7 @@ def generate(
             break
         remaining = max_tokens - len(answer)
         candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0] if lookup else []
-        context = RoundContext(session.can_speculate, remaining, len(answer), len(candidates))
+        context = RoundContext(session.can_speculate, remaining, len(answer), len(candidates), tuple(candidates))
         plan = as_plan(policy.choose(context))
         k = max(0, min(plan.k, MAX_DRAFT, remaining - 1))
         if plan.source is Provenance.LOOKUP:

@@ -1,8 +1,8 @@
 """The benchmark's oracle: the best fixed draft length for a prompt, in hindsight.
 
 From every measured round of a prompt (any mode): acceptance by draft position (conditioned on
-the previous one being accepted), the cost of a draft step, of a verify pass over n tokens, and
-the per-round overhead. It predicts each fixed k's speed relative to plain decoding and picks the
+the previous one being accepted), the cost of drafting k tokens, of a verify pass over n tokens,
+and the per-round overhead (each cost per size where measured, fitted by a line elsewhere). It predicts each fixed k's speed relative to plain decoding and picks the
 best, so the adaptive policy can be scored against what was achievable without hindsight.
 """
 
@@ -40,8 +40,12 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
-def _verify_costs(by_n: dict[int, list[float]], up_to: int) -> list[float]:
-    """Mean cost per measured n; a least-squares line elsewhere; non-decreasing."""
+def _costs(by_n: dict[int, list[float]], up_to: int) -> list[float]:
+    """Mean cost per measured n; a least-squares line elsewhere (proportional to n while only
+    one size is measured); non-decreasing."""
+    if len(by_n) == 1:
+        (n0, v0), = by_n.items()
+        return [_mean(v0) if n == n0 else _mean(v0) * n / n0 for n in range(1, up_to + 1)]
     pts = [(n, _mean(v), len(v)) for n, v in by_n.items()]
     w = sum(c for *_, c in pts)
     mn = sum(n * c for n, _, c in pts) / w
@@ -59,7 +63,7 @@ def _verify_costs(by_n: dict[int, list[float]], up_to: int) -> list[float]:
 def best_fixed(rounds: Iterable[RoundRecord], max_k: int = 8) -> Oracle | None:
     """None when the rounds cannot tell (no draft-model rounds, or no plain pass measured)."""
     hits, trials = [0] * max_k, [0] * max_k
-    steps: list[float] = []
+    drafting: dict[int, list[float]] = defaultdict(list)
     verify: dict[int, list[float]] = defaultdict(list)
     overhead: list[float] = []
     for r in rounds:
@@ -71,19 +75,20 @@ def best_fixed(rounds: Iterable[RoundRecord], max_k: int = 8) -> Oracle | None:
                 trials[i] += 1
                 hits[i] += i < r.accepted
             if r.catch_up <= 1:
-                steps.append(r.draft_seconds / r.k)
-    if not trials[0] or 1 not in verify or not steps:
+                drafting[r.k].append(r.draft_seconds)
+    if not trials[0] or 1 not in verify or not drafting:
         return None
     rates, prev = [], 0.0
     for h, t in zip(hits, trials):
         prev = h / t if t else prev
         rates.append(prev)
-    costs = _verify_costs(verify, max_k + 1)
-    o, step = _mean(overhead), _mean(steps)
+    costs = _costs(verify, max_k + 1)
+    draft = _costs(drafting, max_k)
+    o = _mean(overhead)
     plain = 1.0 / (o + costs[0])
     observed = max(i + 1 for i in range(max_k) if trials[i])  # no extrapolating acceptance
     speedups = tuple(
-        expected_tokens(rates[:k]) / (o + k * step + costs[k]) / plain for k in range(1, observed + 1)
+        expected_tokens(rates[:k]) / (o + draft[k - 1] + costs[k]) / plain for k in range(1, observed + 1)
     )
     best = max(range(observed), key=lambda i: speedups[i])
     return Oracle(best + 1, speedups[best], tuple(rates), speedups)

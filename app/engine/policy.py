@@ -23,6 +23,7 @@ class RoundContext:
     remaining: int  # tokens still allowed in this answer
     position: int  # tokens emitted so far in this answer
     lookup_len: int = 0  # tokens prompt lookup could propose this round (0: no match)
+    lookup: tuple[int, ...] = ()  # those tokens, so a policy can score lookup without using it
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from app.engine.adaptive import AdaptiveDraftLength, VerifyCosts, expected_tokens
 from app.engine.events import Provenance, RoundEvent
 from app.engine.policy import PlainDecoding, RoundContext, as_plan
@@ -109,7 +111,7 @@ def test_greedy_adaptive_equals_plain_and_keeps_the_caches_consistent(toy_pair, 
         out = drive(ChatSession(pair), toy_prompt, AdaptiveDraftLength(), max_tokens=48, stop_ids=[])
         assert out.ids == plain.ids and out.offsets_ok
         snap = out.rounds[-1].policy
-        assert {"k", "acceptance", "verify_s", "draft_step_s", "bypassed"} <= set(snap)
+        assert {"k", "acceptance", "verify_s", "draft_s", "bypassed"} <= set(snap)
 
 
 def test_bypass_runs_no_draft_passes_and_the_draft_catches_up_in_one_pass(toy_useless_pair, toy_prompt):
@@ -136,3 +138,49 @@ def test_worker_settings_default_to_adaptive_and_offer_lookup():
     assert isinstance(lookup, AdaptiveDraftLength) and lookup.sources == [Provenance.LOOKUP]
     assert isinstance(SpeculationSettings(mode="fixed", k=3).policy(), FixedDraftLength)
     assert SpeculationSettings(acceptance="exact").acceptance == "exact"
+
+
+def test_drafting_cost_is_priced_per_k_not_as_k_equal_steps():
+    """Drafting has a fixed part (reading the backlog, the host sync): with draft(k) = 6 ms +
+    0.8 ms·k and 90% acceptance the fastest fixed k is the longest; a per-step cost learnt at a
+    short k would price k = 8 at three times its real cost and stop at 4."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.010 + 0.0005 * n  # noqa: E731
+    ks, credit = [], 0.5
+    for _ in range(60):
+        plan = as_plan(policy.choose(CONTEXT))
+        accepted = 0
+        for _ in range(plan.k):
+            credit += 0.9
+            if credit < 1.0:
+                break
+            credit -= 1.0
+            accepted += 1
+        event = _event(plan.k, accepted, verify(plan.k + 1))
+        policy.observe(replace(event, draft_seconds=0.006 + 0.0008 * plan.k if plan.k else 0.0))
+        ks.append(plan.k)
+    assert min(ks[-10:]) >= 7, ks
+    assert policy.snapshot()["draft_s"][1] > 0.006  # the fixed part is measured, not assumed
+
+
+def test_lookup_is_scored_every_round_without_being_used():
+    """While the draft model is bypassed, lookup's candidates are checked against what the main
+    emitted; once they keep matching, lookup takes over with no probe ever spent on it."""
+    policy = AdaptiveDraftLength()
+    verify = lambda n: 0.020 + 0.001 * n  # noqa: E731
+    text = list(range(100, 400))
+    sources, pos = [], 0
+    for _ in range(40):
+        context = RoundContext(has_draft=True, remaining=200, position=pos, lookup_len=6, lookup=tuple(text[pos:pos + 6]))
+        plan = as_plan(policy.choose(context))
+        accepted = plan.k if plan.source is Provenance.LOOKUP else 0  # the text is what lookup says
+        emitted = tuple(text[pos : pos + accepted + 1])
+        event = RoundEvent(index=0, k=plan.k, proposed=tuple(text[pos:pos + plan.k]), accepted=accepted,
+                           emitted=emitted, draft_seconds=0.003 * plan.k, verify_seconds=verify(plan.k + 1),
+                           source=plan.source if plan.k else Provenance.MAIN)
+        policy.observe(event)
+        sources.append(plan.source if plan.k else Provenance.MAIN)
+        pos += len(emitted)
+    assert Provenance.LOOKUP in sources[:12], sources
+    assert sources[-5:] == [Provenance.LOOKUP] * 5
+    assert policy.snapshot()["acceptance"]["lookup"][0] > 0.8
