@@ -138,12 +138,14 @@ class AdaptiveDraftLength:
         explore_rounds: int = 2,
         probe_k: int = 2,
         probe_budget: float = 0.02,
+        neighbour_every: int = 8,
         margin: float = 1.03,
         decay: float = 0.85,
     ) -> None:
         self.sources = [s for s, on in ((DRAFT, use_draft), (LOOKUP, use_lookup)) if on]
         self.max_k, self.first_k, self.probe_k = max_k, first_k, probe_k
-        self.explore_rounds = explore_rounds
+        self.explore_rounds, self.neighbour_every = explore_rounds, neighbour_every
+        self._rounds_at_k = 0  # rounds in a row at the model's best k, for neighbour checks
         self.probe_budget, self.margin = probe_budget, margin
         self.acceptance = {s: _Acceptance(0.5, 1.0, decay) for s in self.sources}
         self.verify = CostTable()
@@ -192,9 +194,22 @@ class AdaptiveDraftLength:
                 if rate > best_rate:
                     best, best_rate = DraftPlan(k, s), rate
         probe = self._probe(best, available, costs, draft)
-        plan = probe or best
+        neighbour = None if probe else self._neighbour(best, available)
+        plan = probe or neighbour or best
         speedup = self._rate(best.source, best.k, costs, draft) / plain if best.k else 1.0
-        return self._note(plan, "probe" if probe else "model", rates, speedup)
+        return self._note(plan, "probe" if probe else "neighbour" if neighbour else "model", rates, speedup)
+
+    def _neighbour(self, best: DraftPlan, available: dict[Provenance, int]) -> DraftPlan | None:
+        """Now and then draft one token more than the best k (or one fewer, in turn): the costs
+        and acceptance of sizes not played go stale, and one bad measurement must not pin k."""
+        if not best.k:
+            return None
+        self._rounds_at_k += 1
+        if self._rounds_at_k % self.neighbour_every:
+            return None
+        up = (self._rounds_at_k // self.neighbour_every) % 2 == 1
+        k = best.k + 1 if up and best.k < available[best.source] else best.k - 1
+        return DraftPlan(k, best.source) if k >= 1 else None
 
     def _probe(self, best: DraftPlan, available: dict[Provenance, int], costs: list[float],
                draft: dict[Provenance, list[float]]) -> DraftPlan | None:

@@ -184,3 +184,14 @@ def test_lookup_is_scored_every_round_without_being_used():
     assert Provenance.LOOKUP in sources[:12], sources
     assert sources[-5:] == [Provenance.LOOKUP] * 5
     assert policy.snapshot()["acceptance"]["lookup"][0] > 0.8
+
+
+def test_one_costly_burst_does_not_pin_k_low():
+    """Verify passes over 3+ tokens cost 8x while another process held the machine; afterwards
+    the neighbour checks re-measure them and k climbs to where the real costs put it."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    real = lambda n: 0.010 + 0.0005 * n  # noqa: E731
+    _run(policy, 30, accept_rate=0.95, verify=lambda n: real(n) * (8 if n >= 3 else 1))
+    assert policy.snapshot()["k"] <= 2
+    ks = _run(policy, 200, accept_rate=0.95, verify=real)
+    assert sorted(ks[-16:])[8] >= 5, ks
