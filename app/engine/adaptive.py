@@ -87,9 +87,11 @@ class CostTable:
 
     def __init__(self) -> None:
         self.by_n: dict[int, _Cost] = {}
+        self._tables: dict[int, list[float]] = {}  # until the next measurement
 
     def add(self, n: int, seconds: float) -> None:
         self.by_n.setdefault(n, _Cost()).add(seconds)
+        self._tables.clear()
 
     def known(self) -> bool:
         return len(self.by_n) >= 2
@@ -112,6 +114,8 @@ class CostTable:
         """Estimated cost for n = 1..up_to, made non-decreasing in n."""
         if not self.by_n:
             return [0.0] * up_to
+        if up_to in self._tables:
+            return list(self._tables[up_to])
         base, slope = self._fit()
         out, floor = [], 0.0
         for n in range(1, up_to + 1):
@@ -119,7 +123,8 @@ class CostTable:
             v = m.value if m is not None else base + slope * n
             floor = max(floor, v)
             out.append(floor)
-        return out
+        self._tables[up_to] = out
+        return list(out)
 
 
 VerifyCosts = CostTable  # the name the telemetry and tests know it by
@@ -154,6 +159,7 @@ class AdaptiveDraftLength:
         self.since_used = {s: 0 for s in self.sources}
         self.last_probe_cost: dict[Provenance, float] = {}
         self._last_observed: float | None = None
+        self._tokens: dict[Provenance, list[float]] = {}
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
         self._last: dict[str, object] = {"policy": "adaptive", "k": 0, "bypassed": False}
 
@@ -166,9 +172,21 @@ class AdaptiveDraftLength:
         return min(cap, context.lookup_len)
 
     def _rate(self, source: Provenance, k: int, costs: list[float], draft: dict[Provenance, list[float]]) -> float:
-        tokens = expected_tokens(self.acceptance[source].estimates(k)) if k else 1.0
+        tokens = self._tokens[source][k] if k else 1.0
         drafting = draft[source][k] if k else 0.0
         return tokens / (self.overhead.value + drafting + costs[k + 1])
+
+    def _expected_tokens_by_k(self) -> dict[Provenance, list[float]]:
+        """Expected tokens per round for k = 0..max_k, per source, in one pass (choose runs
+        every round, so its Python time is a cost of its own on a fast GPU)."""
+        out = {}
+        for s in self.sources:
+            tokens, run = [1.0], 1.0
+            for a in self.acceptance[s].estimates(self.max_k):
+                run *= a
+                tokens.append(tokens[-1] + run)
+            out[s] = tokens
+        return out
 
     def choose(self, context: RoundContext) -> DraftPlan:
         """Pure: the plan for this round from the current estimates (observe updates them)."""
@@ -184,6 +202,7 @@ class AdaptiveDraftLength:
         costs = self.verify.table(self.max_k + 1)
         costs = [0.0] + costs  # costs[n] for a pass over n tokens
         draft = {s: [0.0] + self.drafting[s].table(self.max_k) for s in self.sources}
+        self._tokens = self._expected_tokens_by_k()
         plain = self._rate(MAIN, 0, costs, draft)
         best, best_rate = DraftPlan(0, MAIN), plain * self.margin  # speculate only if it clearly pays
         rates: dict[str, list[float]] = {}
