@@ -212,4 +212,4 @@ def test_bf16_import_in_bf16_compute_is_reported(key: str) -> None:
 
 @pytest.mark.parametrize("key", KEYS)
 def test_4bit_import_agreement_is_reported(key: str) -> None:
-    assert _agreement(key, 4, "float32") >= 0.5
+    assert _agreement(key, 4, "float32") >= 0.97  # measured 98.2-99.3% (was 66-84% when requantized)
