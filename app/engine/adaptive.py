@@ -22,6 +22,7 @@ exactly residual acceptance's chance for a certain proposal). It never needs a p
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 import time
 
 from app.engine.events import Provenance, RoundEvent
@@ -83,18 +84,48 @@ def expected_tokens(rates: list[float]) -> float:
 
 class CostTable:
     """Seconds of an operation over n tokens (a verify pass, a k-token draft): the median of
-    the measurements per n, fitted by weighted least squares where unmeasured."""
+    the measurements per n, fitted by weighted least squares where unmeasured.
 
-    def __init__(self) -> None:
+    With a `reference` (the current cost of a plain step) every sample is kept as a multiple of
+    the reference at the time it was taken, and read back times the reference now. A machine
+    that speeds up or slows down (another process, thermals, a longer context) moves every
+    size's cost at once, so a size not played for a while does not keep the price of an older,
+    slower moment: that stale price once kept the draft bypassed where it paid 1.2x.
+    """
+
+    def __init__(self, reference: Callable[[], float | None] | None = None) -> None:
         self.by_n: dict[int, _Cost] = {}
-        self._tables: dict[int, list[float]] = {}  # until the next measurement
+        self._reference = reference
+        self._pending: list[tuple[int, float]] = []  # taken before any reference existed
+        self._tables: dict[tuple[int, float], list[float]] = {}
+
+    def _ref(self) -> float | None:
+        return self._reference() if self._reference is not None else 1.0
+
+    def _flush(self, ref: float | None) -> None:
+        if ref and self._pending:
+            for n, seconds in self._pending:
+                self.by_n.setdefault(n, _Cost()).add(seconds / ref)
+            self._pending.clear()
+            self._tables.clear()
 
     def add(self, n: int, seconds: float) -> None:
-        self.by_n.setdefault(n, _Cost()).add(seconds)
+        ref = self._ref()
+        self._flush(ref)
+        if not ref:
+            self._pending.append((n, seconds))
+            return
+        self.by_n.setdefault(n, _Cost()).add(seconds / ref)
         self._tables.clear()
 
     def known(self) -> bool:
+        self._flush(self._ref())
         return len(self.by_n) >= 2
+
+    def measured(self) -> dict[int, float]:
+        """Current estimates, in seconds, for the sizes measured."""
+        ref = self._ref() or 0.0
+        return {n: m.value * ref for n, m in sorted(self.by_n.items())}
 
     def _fit(self) -> tuple[float, float]:
         """(intercept, slope); with one size measured, proportional to n until another is."""
@@ -111,23 +142,43 @@ class CostTable:
         return max(0.0, my - slope * mx_), slope
 
     def table(self, up_to: int) -> list[float]:
-        """Estimated cost for n = 1..up_to, made non-decreasing in n."""
-        if not self.by_n:
+        """Estimated cost for n = 1..up_to, in seconds, made non-decreasing in n."""
+        ref = self._ref()
+        self._flush(ref)
+        if not self.by_n or not ref:
             return [0.0] * up_to
-        if up_to in self._tables:
-            return list(self._tables[up_to])
+        if (up_to, ref) in self._tables:
+            return list(self._tables[(up_to, ref)])
         base, slope = self._fit()
         out, floor = [], 0.0
         for n in range(1, up_to + 1):
             m = self.by_n.get(n)
-            v = m.value if m is not None else base + slope * n
+            v = (m.value if m is not None else base + slope * n) * ref
             floor = max(floor, v)
             out.append(floor)
-        self._tables[up_to] = out
+        self._tables[(up_to, ref)] = out
         return list(out)
 
 
-VerifyCosts = CostTable  # the name the telemetry and tests know it by
+class VerifyCosts(CostTable):
+    """Verify passes: n = 1 (a plain step) is kept in seconds and is the reference for the rest."""
+
+    def __init__(self) -> None:
+        super().__init__(reference=self._plain_step)
+        self.plain = _Cost()
+
+    def _plain_step(self) -> float | None:
+        return self.plain.value if self.plain.count else None
+
+    def add(self, n: int, seconds: float) -> None:
+        if n == 1:  # the reference itself: exactly 1x, weighted by how often it was measured
+            self.plain.add(seconds)
+            one = self.by_n.setdefault(1, _Cost())
+            one.samples, one.value, one.count = [1.0], 1.0, self.plain.count
+            self._flush(self.plain.value)
+            self._tables.clear()
+            return
+        super().add(n, seconds)
 
 
 class AdaptiveDraftLength:
@@ -153,8 +204,9 @@ class AdaptiveDraftLength:
         self._rounds_at_k = 0  # rounds in a row at the model's best k, for neighbour checks
         self.probe_budget, self.margin = probe_budget, margin
         self.acceptance = {s: _Acceptance(0.5, 1.0, decay) for s in self.sources}
-        self.verify = CostTable()
-        self.drafting = {DRAFT: CostTable(), LOOKUP: CostTable()}  # seconds to propose k tokens
+        self.verify = VerifyCosts()
+        reference = self.verify._plain_step
+        self.drafting = {DRAFT: CostTable(reference), LOOKUP: CostTable(reference)}  # proposing k tokens
         self.overhead = _Cost()
         self.since_used = {s: 0 for s in self.sources}
         self.last_probe_cost: dict[Provenance, float] = {}
@@ -192,12 +244,14 @@ class AdaptiveDraftLength:
         """Pure: the plan for this round from the current estimates (observe updates them)."""
         available = {s: self._available(context, s) for s in self.sources}
         self._shadow = context.lookup if LOOKUP in self.acceptance else ()
+        if 1 not in self.verify.by_n:  # a plain step first: the reference every cost is kept against
+            return self._note(DraftPlan(0, MAIN), "explore")
         for s in self.sources:  # explore: each usable model source a few rounds, then one plain step
             seen = self.acceptance[s].rounds
             if available[s] and seen < (self.explore_rounds if s is DRAFT else 1):
                 k = self.first_k if seen == 0 else 1  # a second size prices the draft's fixed cost
                 return self._note(DraftPlan(min(k, available[s]), s), "explore")
-        if 1 not in self.verify.by_n or not self.verify.known():
+        if not self.verify.known():
             return self._note(DraftPlan(0, MAIN), "explore")
         costs = self.verify.table(self.max_k + 1)
         costs = [0.0] + costs  # costs[n] for a pass over n tokens
@@ -239,7 +293,7 @@ class AdaptiveDraftLength:
                 continue
             k = min(self.probe_k, available[s])
             extra = self.last_probe_cost.get(s, draft[s][k] + costs[k + 1] - costs[1])
-            budget = self.probe_budget / len(self.sources) * plain_round
+            budget = self.probe_budget / sum(s is not LOOKUP for s in self.sources) * plain_round
             interval = max(4, math.ceil(extra / budget)) if budget > 0 else 512
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
             # plain steps (then the budget decides, as for any probe)
@@ -257,8 +311,8 @@ class AdaptiveDraftLength:
             "why": why,
             "bypassed": plan.k == 0,
             "acceptance": {s.value: tuple(round(a, 3) for a in self.acceptance[s].estimates(self.max_k)) for s in self.sources},
-            "draft_s": {k: m.value for k, m in sorted(self.drafting[DRAFT].by_n.items())},
-            "verify_s": {n: m.value for n, m in sorted(self.verify.by_n.items())},
+            "draft_s": self.drafting[DRAFT].measured(),
+            "verify_s": self.verify.measured(),
             "overhead_s": self.overhead.value,
             "expected_speedup": round(speedup, 3),
             "speedup_by_k": rates or {},

@@ -76,12 +76,12 @@ def test_a_useless_draft_is_bypassed_and_probed_rarely_within_budget():
     policy = AdaptiveDraftLength(use_lookup=False)
     verify = lambda n: 0.020 + 0.010 * (n - 1)  # noqa: E731
     ks = _run(policy, 400, accept_rate=0.0, verify=verify, step=0.002)
-    probes = [i for i, k in enumerate(ks) if k and i > 2]
-    assert ks[2:9] == [0] * 7 and policy.snapshot()["bypassed"] is True
+    probes = [i for i, k in enumerate(ks) if k and i > 3]  # after a plain step and two explorations
+    assert ks[3:10] == [0] * 7 and policy.snapshot()["bypassed"] is True
     assert 1 <= len(probes) <= 12, probes
     assert min(b - a for a, b in zip(probes[1:], probes[2:])) > 50  # once the evidence is in
-    wasted = sum(k * 0.002 + verify(k + 1) - verify(1) for k in ks[2:])
-    assert wasted / (len(ks[2:]) * verify(1)) <= 0.03  # probes cost at most the budget
+    wasted = sum(k * 0.002 + verify(k + 1) - verify(1) for k in ks[3:])
+    assert wasted / (len(ks[3:]) * verify(1)) <= 0.03  # probes cost at most the budget
 
 
 def test_bypass_ends_when_the_text_gets_predictable_again():
@@ -195,3 +195,14 @@ def test_one_costly_burst_does_not_pin_k_low():
     assert policy.snapshot()["k"] <= 2
     ks = _run(policy, 200, accept_rate=0.95, verify=real)
     assert sorted(ks[-16:])[8] >= 5, ks
+
+
+def test_costs_follow_the_machine_when_a_size_goes_unplayed():
+    """The machine gets 2x faster while the draft is bypassed: verify(5) and drafting, measured
+    only in the slow phase, are read back at the new speed, as multiples of the plain step."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    _run(policy, 30, accept_rate=0.0, verify=lambda n: 0.020 + 0.004 * n, step=0.002)
+    before = policy.verify.table(5)[4]
+    _run(policy, 30, accept_rate=0.0, verify=lambda n: (0.020 + 0.004 * n) / 2, step=0.001)
+    assert abs(policy.verify.table(5)[4] / before - 0.5) < 0.05
+    assert abs(policy.verify.measured()[1] - 0.012) < 1e-9
