@@ -65,6 +65,10 @@ class _Acceptance:
             self.hits[i] += i < accepted
         self.rounds += 1
 
+    def soften(self, keep: float) -> None:
+        self.hits = [h * keep for h in self.hits]
+        self.trials = [t * keep for t in self.trials]
+
     def estimates(self, k: int) -> list[float]:
         out, prev = [], self.prior
         for i in range(k):
@@ -297,7 +301,7 @@ class AdaptiveDraftLength:
             interval = max(4, math.ceil(extra / budget)) if budget > 0 else 512
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
             # plain steps (then the budget decides, as for any probe)
-            if self.acceptance[s].trials[0] < 1.5 and extra <= 2 * plain_round:
+            if self.acceptance[s].rounds < 3 and extra <= 2 * plain_round:
                 interval = min(interval, 8)
             if self.since_used[s] >= min(interval, 512):
                 return DraftPlan(k, s)
@@ -357,9 +361,15 @@ class AdaptiveDraftLength:
         return dict(self._last)
 
     def begin_answer(self) -> None:
-        """Keep what was learnt about costs and acceptance; don't count the pause as overhead.
+        """Keep what was learnt about costs; don't count the pause as overhead; hold the last
+        answer's acceptance more loosely (half its weight), since a new answer is new text.
 
         One controller serves every answer of a loaded pair (the worker and the benchmark keep
-        it), so only the very first answer pays for exploring.
+        it), so only the very first answer pays for exploring. Acceptance from a hard answer
+        must not keep the draft bypassed through an easy one: seen doing just that, 0.98x plain
+        where fixed k paid 1.2x; a useless draft's record (no hits) stays far below paying.
         """
         self._last_observed = None
+        for source, acceptance in self.acceptance.items():
+            if source is DRAFT:
+                acceptance.soften(0.5)

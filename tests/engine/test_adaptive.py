@@ -206,3 +206,27 @@ def test_costs_follow_the_machine_when_a_size_goes_unplayed():
     _run(policy, 30, accept_rate=0.0, verify=lambda n: (0.020 + 0.004 * n) / 2, step=0.001)
     assert abs(policy.verify.table(5)[4] / before - 0.5) < 0.05
     assert abs(policy.verify.measured()[1] - 0.012) < 1e-9
+
+
+def test_a_new_answer_reconsiders_a_draft_bypassed_on_hard_text():
+    """Hard text (5% acceptance) bypasses the draft; at the next answer (95%) the record of the
+    last one weighs half, probes come back good, and drafting resumes within the answer."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.010 + 0.001 * n  # noqa: E731
+    _run(policy, 80, accept_rate=0.05, verify=verify, step=0.003)
+    assert policy.snapshot()["bypassed"] is True
+    policy.begin_answer()
+    ks = _run(policy, 120, accept_rate=0.95, verify=verify, step=0.003)
+    assert sum(k > 0 for k in ks[-40:]) >= 35, ks
+
+
+def test_a_useless_draft_stays_bypassed_across_answers():
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.020 + 0.010 * (n - 1)  # noqa: E731
+    _run(policy, 60, accept_rate=0.0, verify=verify, step=0.002)
+    ks = []
+    for _ in range(5):
+        policy.begin_answer()
+        ks += _run(policy, 100, accept_rate=0.0, verify=verify, step=0.002)
+    wasted = sum(k * 0.002 + verify(k + 1) - verify(1) for k in ks)
+    assert wasted / (len(ks) * verify(1)) <= 0.03, ks  # probes stay within the budget
