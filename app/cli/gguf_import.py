@@ -12,7 +12,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the .gguf file to import")
     parser.add_argument("--out", help="output folder (default: <model cache>/mlx/<name>-<bits>bit)")
     parser.add_argument("--bits", type=int, choices=(4, 8, 16), default=4,
-                        help="4 or 8: MLX quantization with group size 64; 16: bfloat16 (default 4)")
+                        help="4 or 8: float tensors quantized to this many bits (group 64), quantized tensors keep "
+                             "the file's own integers (group 32; Q6_K at 8 bits); 16: bfloat16 (default 4)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
 
 
