@@ -37,8 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    # Parse once to find the command, then let its module add its own arguments.
-    known, _ = parser.parse_known_args(argv)
+    # Parse once to find the command, then let its module add its own arguments. `--help` is
+    # held back from that first pass: there the command's parser has no options to show yet.
+    known, _ = parser.parse_known_args([a for a in argv if a not in ("-h", "--help")])
     if known.command is None:
         args = parser.parse_args(argv)
         if args.smoke_test:
