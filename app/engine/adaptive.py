@@ -217,6 +217,7 @@ class AdaptiveDraftLength:
         self._last_observed: float | None = None
         self._tokens: dict[Provenance, list[float]] = {}
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
+        self._shadows: list[tuple[tuple[int, ...], int]] = []  # (candidates, matched so far)
         self._last: dict[str, object] = {"policy": "adaptive", "k": 0, "bypassed": False}
 
     # -- choosing -----------------------------------------------------------------------------
@@ -335,8 +336,10 @@ class AdaptiveDraftLength:
         for s in self.sources:
             self.since_used[s] += 1
         source = event.source
-        if self._shadow and source is not LOOKUP:
-            self._score_lookup(self._shadow, event.emitted)
+        if LOOKUP in self.acceptance:
+            if self._shadow and source is not LOOKUP:
+                self._shadows.append((self._shadow, 0))
+            self._follow_shadows(event.emitted)
         self._shadow = ()
         if event.k == 0 or source not in self.acceptance:
             return
@@ -347,15 +350,27 @@ class AdaptiveDraftLength:
         if self._last.get("why") == "probe":
             self.last_probe_cost[source] = event.draft_seconds + event.verify_seconds - self.verify.table(1)[0]
 
-    def _score_lookup(self, candidates: tuple[int, ...], emitted: tuple[int, ...]) -> None:
-        """What lookup would have had accepted this round: positions past the emitted tokens are
-        unknown, so only the first min(len(candidates), len(emitted)) count as trials."""
-        judged = min(len(candidates), len(emitted))
-        matched = 0
-        while matched < judged and candidates[matched] == emitted[matched]:
-            matched += 1
-        if judged:
-            self.acceptance[LOOKUP].add(judged, matched)
+    def _follow_shadows(self, emitted: tuple[int, ...]) -> None:
+        """Score unused lookup proposals against the text as it is written: a proposal is a
+        trial once its first miss (or its last token) is known, which may take several rounds.
+        Judging only what one plain round emitted would see position 0 alone and credit deep
+        positions with position 0's rate: long lookup drafts would look better than they are."""
+        pending = []
+        for candidates, matched in self._shadows:
+            done = False
+            for token in emitted:
+                if candidates[matched] != token:
+                    done = True
+                    break
+                matched += 1
+                if matched == len(candidates):
+                    done = True
+                    break
+            if done:
+                self.acceptance[LOOKUP].add(len(candidates), matched)
+            else:
+                pending.append((candidates, matched))
+        self._shadows = pending[-2 * MAX_DRAFT :]
 
     def snapshot(self) -> dict[str, object]:
         return dict(self._last)
@@ -370,6 +385,7 @@ class AdaptiveDraftLength:
         where fixed k paid 1.2x; a useless draft's record (no hits) stays far below paying.
         """
         self._last_observed = None
+        self._shadows = []
         for source, acceptance in self.acceptance.items():
             if source is DRAFT:
                 acceptance.soften(0.5)

@@ -230,3 +230,24 @@ def test_a_useless_draft_stays_bypassed_across_answers():
         ks += _run(policy, 100, accept_rate=0.0, verify=verify, step=0.002)
     wasted = sum(k * 0.002 + verify(k + 1) - verify(1) for k in ks)
     assert wasted / (len(ks) * verify(1)) <= 0.03, ks  # probes stay within the budget
+
+
+def test_unused_lookup_proposals_are_judged_at_every_depth():
+    """Lookup's first token always matches, its second never: judged as the text is written,
+    position 1 is learnt to fail, so lookup is never trusted with long drafts."""
+    policy = AdaptiveDraftLength(use_draft=False)
+    verify = lambda n: 0.010 + 0.004 * n  # noqa: E731
+    text = list(range(1000, 1400))
+    pos = 0
+    for _ in range(60):
+        guess = (text[pos], -1, -2, -3, -4, -5)  # right, then wrong
+        plan = as_plan(policy.choose(RoundContext(True, 300, pos, 6, guess)))
+        accepted = min(plan.k, 1) if plan.source is Provenance.LOOKUP else 0
+        emitted = tuple(text[pos : pos + accepted + 1])
+        policy.observe(RoundEvent(index=0, k=plan.k, proposed=guess[: plan.k], accepted=accepted, emitted=emitted,
+                                  draft_seconds=0.0, verify_seconds=verify(plan.k + 1),
+                                  source=plan.source if plan.k else Provenance.MAIN))
+        pos += len(emitted)
+    rates = policy.snapshot()["acceptance"]["lookup"]
+    assert rates[0] > 0.8 and rates[1] < 0.5, rates  # judged at position 0 only, both read ~0.9
+    assert policy.snapshot()["k"] <= 1
