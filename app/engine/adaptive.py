@@ -213,6 +213,7 @@ class AdaptiveDraftLength:
         self.drafting = {DRAFT: CostTable(reference), LOOKUP: CostTable(reference)}  # proposing k tokens
         self.overhead = _Cost()
         self.since_used = {s: 0 for s in self.sources}
+        self.played = {s: 0 for s in self.sources}
         self.last_probe_cost: dict[Provenance, float] = {}
         self._last_observed: float | None = None
         self._tokens: dict[Provenance, list[float]] = {}
@@ -249,14 +250,12 @@ class AdaptiveDraftLength:
         """Pure: the plan for this round from the current estimates (observe updates them)."""
         available = {s: self._available(context, s) for s in self.sources}
         self._shadow = context.lookup if LOOKUP in self.acceptance else ()
-        if 1 not in self.verify.by_n:  # a plain step first: the reference every cost is kept against
-            return self._note(DraftPlan(0, MAIN), "explore")
         for s in self.sources:  # explore: each usable model source a few rounds, then one plain step
-            seen = self.acceptance[s].rounds
+            seen = self.played[s]  # real rounds: lookup's shadow scores price no verify pass
             if available[s] and seen < (self.explore_rounds if s is DRAFT else 1):
                 k = self.first_k if seen == 0 else 1  # a second size prices the draft's fixed cost
                 return self._note(DraftPlan(min(k, available[s]), s), "explore")
-        if not self.verify.known():
+        if not self.verify.known():  # costs wait for a plain step, the reference they are kept against
             return self._note(DraftPlan(0, MAIN), "explore")
         costs = self.verify.table(self.max_k + 1)
         costs = [0.0] + costs  # costs[n] for a pass over n tokens
@@ -302,7 +301,7 @@ class AdaptiveDraftLength:
             interval = max(4, math.ceil(extra / budget)) if budget > 0 else 512
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
             # plain steps (then the budget decides, as for any probe)
-            if self.acceptance[s].rounds < 3 and extra <= 2 * plain_round:
+            if self.played[s] < 3 and extra <= 2 * plain_round:
                 interval = min(interval, 8)
             if self.since_used[s] >= min(interval, 512):
                 return DraftPlan(k, s)
@@ -344,6 +343,7 @@ class AdaptiveDraftLength:
         if event.k == 0 or source not in self.acceptance:
             return
         self.since_used[source] = 0
+        self.played[source] += 1
         self.acceptance[source].add(event.k, event.accepted)
         if source is LOOKUP or event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
             self.drafting[source].add(event.k, event.draft_seconds)
