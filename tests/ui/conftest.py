@@ -15,3 +15,22 @@ def specchat_home(tmp_path, monkeypatch):
     home = tmp_path / "specchat-home"
     monkeypatch.setenv("SPECCHAT_HOME", str(home))
     return home
+
+
+def open_window(qtbot, home, library, main: str, draft: str | None):
+    """A main window over its own store, settings and model folder, shown, with `main` + `draft`
+    loaded through the real worker (the toy pair loads in seconds)."""
+    from PySide6.QtCore import QSettings
+
+    from app.engine.conversations import ConversationStore
+    from app.engine.library.discovery import Sources
+    from app.ui.main_window import MainWindow
+
+    w = MainWindow(store=ConversationStore(home / "c.sqlite3"),
+                   settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
+                   sources=Sources(None, None, library, use_hub=False), restore_pair=False)
+    qtbot.addWidget(w)
+    w.show()
+    w.load_pair(main, draft)
+    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=60_000)
+    return w

@@ -6,18 +6,16 @@ import shutil
 
 import mlx.core as mx
 import pytest
-from PySide6.QtCore import QSettings, Qt, QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
 
 from app.engine.arena import LOOKUP, load_results
-from app.engine.conversations import ConversationStore
-from app.engine.library.discovery import Sources
 from app.engine.loading import ModelPair, load_model
 from app.engine.lossless import _main_logits
 from app.engine.templates import format_chat
-from app.ui.main_window import MainWindow
 from app.ui.picker import KEY, PickerDialog
 from app.ui.settings_dialog import ChatSettings
+from tests.ui.conftest import open_window
 
 SLOW = 60_000
 
@@ -32,13 +30,8 @@ def library(specchat_home, toy_models):
 
 @pytest.fixture
 def window(qtbot, specchat_home, library):
-    w = MainWindow(store=ConversationStore(specchat_home / "c.sqlite3"),
-                   settings=QSettings(str(specchat_home / "s.ini"), QSettings.Format.IniFormat),
-                   sources=Sources(None, None, library, use_hub=False), restore_pair=False)
-    qtbot.addWidget(w)
-    w.show()
-    w.load_pair(str(library / "toy-main"), str(library / "toy-draft"))
-    qtbot.waitUntil(lambda: w.controller.pair is not None and w.bridge.decode is not None, timeout=SLOW)
+    w = open_window(qtbot, specchat_home, library, str(library / "toy-main"), str(library / "toy-draft"))
+    qtbot.waitUntil(lambda: w.bridge.decode is not None, timeout=SLOW)
     yield w
     w.close()
 

@@ -5,24 +5,15 @@ message cancels a running measurement."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings
 
 from app.engine.baselines import context_bucket
-from app.engine.conversations import ConversationStore
-from app.engine.library.discovery import Sources
-from app.ui.main_window import MainWindow
 from app.ui.settings_dialog import ChatSettings
+from tests.ui.conftest import open_window
 
 
 @pytest.fixture
 def window(qtbot, specchat_home, toy_models):
-    w = MainWindow(store=ConversationStore(specchat_home / "c.sqlite3"),
-                   settings=QSettings(str(specchat_home / "s.ini"), QSettings.Format.IniFormat),
-                   sources=Sources(None, None, specchat_home, use_hub=False), restore_pair=False)
-    qtbot.addWidget(w)
-    w.show()
-    w.load_pair(str(toy_models.main), str(toy_models.draft))
-    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=60_000)
+    w = open_window(qtbot, specchat_home, specchat_home, str(toy_models.main), str(toy_models.draft))
     w.dashboard_action.trigger()
     yield w
     w.close()
