@@ -55,7 +55,6 @@ class _Acceptance:
         self.prior, self.weight, self.decay = prior, weight, decay
         self.hits = [0.0] * MAX_DRAFT
         self.trials = [0.0] * MAX_DRAFT
-        self.rounds = 0
 
     def add(self, k: int, accepted: int) -> None:
         self.hits = [h * self.decay for h in self.hits]
@@ -63,7 +62,6 @@ class _Acceptance:
         for i in range(min(accepted + 1, k)):
             self.trials[i] += 1.0
             self.hits[i] += i < accepted
-        self.rounds += 1
 
     def soften(self, keep: float) -> None:
         self.hits = [h * keep for h in self.hits]
@@ -84,6 +82,32 @@ def expected_tokens(rates: list[float]) -> float:
         run *= a
         total += run
     return total
+
+
+def fit_line(points: list[tuple[int, float, float]]) -> tuple[float, float]:
+    """(intercept, slope >= 0) of the weighted least-squares line through (n, cost, weight);
+    proportional to n while only one size is measured."""
+    if len(points) == 1:
+        (n, v, _), = points
+        return 0.0, v / n
+    w = sum(c for _, _, c in points)
+    mean_n = sum(c * n for n, _, c in points) / w
+    mean_v = sum(c * v for _, v, c in points) / w
+    var = sum(c * (n - mean_n) ** 2 for n, _, c in points)
+    slope = sum(c * (n - mean_n) * (v - mean_v) for n, v, c in points) / var if var else 0.0
+    slope = max(slope, 0.0)
+    return mean_v - slope * mean_n, slope
+
+
+def cost_curve(measured: dict[int, float], line: tuple[float, float], up_to: int, scale: float = 1.0) -> list[float]:
+    """Cost for n = 1..up_to: the measurement where there is one, the line elsewhere, times
+    `scale`, made non-decreasing in n (a pass over more tokens never costs less)."""
+    base, slope = line
+    out, floor = [], 0.0
+    for n in range(1, up_to + 1):
+        floor = max(floor, measured.get(n, base + slope * n) * scale)
+        out.append(floor)
+    return out
 
 
 class CostTable:
@@ -131,20 +155,6 @@ class CostTable:
         ref = self._ref() or 0.0
         return {n: m.value * ref for n, m in sorted(self.by_n.items())}
 
-    def _fit(self) -> tuple[float, float]:
-        """(intercept, slope); with one size measured, proportional to n until another is."""
-        if len(self.by_n) == 1:
-            (n, m), = self.by_n.items()
-            return 0.0, m.value / n
-        points = [(n, m.value, min(m.count, 8)) for n, m in self.by_n.items()]
-        w = sum(c for _, _, c in points)
-        mx_ = sum(c * n for n, _, c in points) / w
-        my = sum(c * v for _, v, c in points) / w
-        var = sum(c * (n - mx_) ** 2 for n, _, c in points)
-        slope = sum(c * (n - mx_) * (v - my) for n, v, c in points) / var if var else 0.0
-        slope = max(slope, 0.0)
-        return max(0.0, my - slope * mx_), slope
-
     def table(self, up_to: int) -> list[float]:
         """Estimated cost for n = 1..up_to, in seconds, made non-decreasing in n."""
         ref = self._ref()
@@ -153,13 +163,9 @@ class CostTable:
             return [0.0] * up_to
         if (up_to, ref) in self._tables:
             return list(self._tables[(up_to, ref)])
-        base, slope = self._fit()
-        out, floor = [], 0.0
-        for n in range(1, up_to + 1):
-            m = self.by_n.get(n)
-            v = (m.value if m is not None else base + slope * n) * ref
-            floor = max(floor, v)
-            out.append(floor)
+        base, slope = fit_line([(n, m.value, min(m.count, 8)) for n, m in self.by_n.items()])
+        measured = {n: m.value for n, m in self.by_n.items()}
+        out = cost_curve(measured, (max(0.0, base), slope), up_to, scale=ref)
         self._tables[(up_to, ref)] = out
         return list(out)
 

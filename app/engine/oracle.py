@@ -2,8 +2,9 @@
 
 From every measured round of a prompt (any mode): acceptance by draft position (conditioned on
 the previous one being accepted), the cost of drafting k tokens, of a verify pass over n tokens,
-and the per-round overhead (each cost per size where measured, fitted by a line elsewhere). It predicts each fixed k's speed relative to plain decoding and picks the
-best, so the adaptive policy can be scored against what was achievable without hindsight.
+and the per-round overhead (each cost per size where measured, fitted by a line elsewhere). It
+predicts each fixed k's speed relative to plain decoding and picks the best, so the adaptive
+policy can be scored against what was achievable without hindsight.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.engine.adaptive import expected_tokens
+from app.engine.adaptive import cost_curve, expected_tokens, fit_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,21 +44,9 @@ def _mean(xs: list[float]) -> float:
 def _costs(by_n: dict[int, list[float]], up_to: int) -> list[float]:
     """Mean cost per measured n; a least-squares line elsewhere (proportional to n while only
     one size is measured); non-decreasing."""
-    if len(by_n) == 1:
-        (n0, v0), = by_n.items()
-        return [_mean(v0) if n == n0 else _mean(v0) * n / n0 for n in range(1, up_to + 1)]
-    pts = [(n, _mean(v), len(v)) for n, v in by_n.items()]
-    w = sum(c for *_, c in pts)
-    mn = sum(n * c for n, _, c in pts) / w
-    mv = sum(v * c for _, v, c in pts) / w
-    var = sum(c * (n - mn) ** 2 for n, _, c in pts)
-    slope = max(0.0, sum(c * (n - mn) * (v - mv) for n, v, c in pts) / var) if var else 0.0
-    out, floor = [], 0.0
-    for n in range(1, up_to + 1):
-        v = _mean(by_n[n]) if n in by_n else mv + slope * (n - mn)
-        floor = max(floor, v)
-        out.append(floor)
-    return out
+    measured = {n: _mean(v) for n, v in by_n.items()}
+    line = fit_line([(n, measured[n], len(v)) for n, v in by_n.items()])
+    return cost_curve(measured, line, up_to)
 
 
 def best_fixed(rounds: Iterable[RoundRecord], max_k: int = 8) -> Oracle | None:
