@@ -90,7 +90,7 @@ def _quantizable(name: str, w: np.ndarray) -> bool:
 
 
 def _repacked(buf: Any, info: TensorInfo, name: str, transform: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """A Q4_0/Q4_1/Q8_0 weight kept as it is in the file, in MLX's layout (see direct.py)."""
+    """A quantized weight kept as the file's own integers, in MLX's layout (see direct.py)."""
     import mlx.core as mx
 
     q, scales, biases, qbits = repack(buf, info)
@@ -192,15 +192,15 @@ def import_gguf(
                     if arch.transform is not None:
                         w = arch.transform(name, w, config)
                     layer_bits, group = (WIDE_BITS, DIRECT_GROUP) if info.type_name in WIDE_TYPES else (bits, GROUP_SIZE)
-                    arr = mx.array(w) if keep else mx.array(w).astype(mx.bfloat16)
-                    del w
-                    if keep:
+                    arr = mx.array(w)
+                    del w  # one float32 copy of the tensor at a time
+                    if keep:  # quantized from float32, scales stored like the model's bfloat16
                         q, scales, biases = mx.quantize(arr, group_size=group, bits=layer_bits)
                         base = name[: -len(".weight")]
                         parts = {name: q, f"{base}.scales": scales.astype(mx.bfloat16),
                                  f"{base}.biases": biases.astype(mx.bfloat16)}
                     else:
-                        parts = {name: arr}
+                        parts = {name: arr.astype(mx.bfloat16)}
                 if keep and (layer_bits, group) != (bits, GROUP_SIZE):
                     per_layer[name[: -len(".weight")]] = {"group_size": group, "bits": layer_bits}
                 storage[_storage(info, keep, layer_bits, group)] += 1

@@ -59,7 +59,6 @@ FORMATS: dict[int, BlockFormat] = {
     12: BlockFormat("Q4_K", 4, 256, 144, _k_scales),
     13: BlockFormat("Q5_K", 5, 256, 176, _k_scales),
 }
-DIRECT_TYPES = {t: (f.name, f.bits, f.block_bytes) for t, f in FORMATS.items()}
 
 
 def can_repack(info: TensorInfo) -> bool:
