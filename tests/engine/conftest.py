@@ -21,3 +21,13 @@ def toy_useless_pair(toy_models) -> ModelPair:
 @pytest.fixture(scope="session")
 def toy_prompt(toy_pair) -> list[int]:
     return toy_pair.tokenizer.encode("def fibonacci(n):\n    # return the n-th number\n")
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A fresh conversation database per test."""
+    from app.engine.conversations import ConversationStore
+
+    s = ConversationStore(tmp_path / "c.sqlite3")
+    yield s
+    s.close()

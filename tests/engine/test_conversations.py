@@ -15,13 +15,6 @@ import pytest
 from app.engine.conversations import SCHEMA_VERSION, ConversationError, ConversationStore, clean_text
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = ConversationStore(tmp_path / "c.sqlite3")
-    yield s
-    s.close()
-
-
 def test_schema_is_versioned_and_wal(store):
     assert store.schema_version == SCHEMA_VERSION
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

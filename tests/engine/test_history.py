@@ -19,13 +19,6 @@ def run(main="m/7b", draft="d/0.5b", kind="code", t=0.0, tok_s=60.0, plain=30.0,
                tok_s / plain if plain else None, proposed, accepted, "complete", created, cid)
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = ConversationStore(tmp_path / "c.sqlite3")
-    yield s
-    s.close()
-
-
 def test_a_version_two_database_gains_the_runs_table_and_keeps_its_messages(tmp_path):
     path = tmp_path / "v2.sqlite3"
     db = sqlite3.connect(path)
