@@ -250,17 +250,19 @@ def run_benchmark(
         once(mode, kk, rule, encoded[0], warmup_tokens)
     for p, prompt in zip(prompts, encoded):
         for r in range(repeats):
-            plain_ids: list[int] | None = None
-            for mode, kk, rule in variants:
+            # each repeat starts the variants at a different one: a machine that drifts (another
+            # process, clocks) then favours no variant by always running it first or last
+            shift = r % len(variants)
+            timings: dict[tuple[str, int, str], _Timing] = {}
+            for mode, kk, rule in variants[shift:] + variants[:shift]:
                 if progress:
                     progress(f"{p.id} [{r + 1}/{repeats}] {mode}{kk if mode == 'fixed' else ''} {rule}")
-                timing = once(mode, kk, rule, prompt, max_tokens)
+                timings[(mode, kk, rule)] = once(mode, kk, rule, prompt, max_tokens)
+            plain_ids = timings[variants[0]].ids if variants[0][0] == "plain" else None
+            for mode, kk, rule in variants:
                 reference = plain_ids if mode != "plain" and sampling.greedy else None
-                run = _to_run(p, mode, kk, sampling, timing, reference, rule)
-                if mode == "plain":
-                    plain_ids = list(run.token_ids)
-                    run = _replace_identical(run, True)
-                yield run
+                run = _to_run(p, mode, kk, sampling, timings[(mode, kk, rule)], reference, rule)
+                yield _replace_identical(run, True) if mode == "plain" else run
 
 
 def _replace_identical(run: BenchRun, value: bool) -> BenchRun:

@@ -60,8 +60,15 @@ def _round_proposal(
     if source is Provenance.LOOKUP:
         return Proposal(ids=mx.array(candidates[:k], dtype=mx.uint32), scores=None, draft_end=None)
     proposal = propose(session, sampler, k, history)
-    mx.eval(proposal.ids)
+    mx.eval(proposal.ids, *([proposal.hindsight] if proposal.hindsight is not None else []))
     return proposal
+
+
+def _hindsight(proposal: Proposal | None, answered: int) -> tuple[bool, ...]:
+    """The catch-up's verdicts on this answer's tokens only (the prompt is the user's text)."""
+    if proposal is None or proposal.hindsight is None or not answered:
+        return ()
+    return tuple(bool(x) for x in proposal.hindsight.tolist()[-answered:])
 
 
 def generate(
@@ -169,6 +176,7 @@ def generate(
             source=source,
             policy=policy.snapshot(),
             catch_up=proposal.catch_up if proposal else 0,
+            hindsight=_hindsight(proposal, len(answer)),
         )
         policy.observe(event)
         now = t2 - start

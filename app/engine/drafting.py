@@ -20,6 +20,9 @@ class Proposal:
     scores: mx.array | None  # (k, V) the draft's processed scores; None: a lookup point mass
     draft_end: int | None  # tokens the draft cache holds afterwards (None: the draft did not run)
     catch_up: int = 0  # skipped tokens the draft had to read before proposing
+    # greedy only: per token read in the first step after `tail[0]`, whether the draft's argmax
+    # before it was that token (what a draft round starting there would have proposed)
+    hindsight: mx.array | None = None
 
 
 def propose(session: ChatSession, sampler: Sampler, k: int, history: mx.array) -> Proposal:
@@ -31,8 +34,14 @@ def propose(session: ChatSession, sampler: Sampler, k: int, history: mx.array) -
     y = mx.array(tail + [session.pending], dtype=mx.uint32)
     ids: list[mx.array] = []
     scores: list[mx.array] = []
-    for _ in range(k):
-        logits = draft.model(y[None], cache=session.draft_cache)[:, -1, :]
+    hindsight = None
+    for step in range(k):
+        out = draft.model(y[None], cache=session.draft_cache)
+        if step == 0 and tail and sampler.params.greedy and not sampler.uses_history:
+            # the catch-up pass computed logits at every skipped position anyway: comparing
+            # their argmax with the text tells how speculation would have fared while bypassed
+            hindsight = mx.argmax(out[0, :-1, :], axis=-1) == y[1:]
+        logits = out[:, -1, :]
         row = sampler.process(logits, history if sampler.uses_history else None)
         y = sampler.draw(row)
         mx.async_eval(y)
@@ -46,6 +55,7 @@ def propose(session: ChatSession, sampler: Sampler, k: int, history: mx.array) -
         scores=mx.concatenate(scores, axis=0),
         draft_end=len(session.tokens) + k,
         catch_up=lag,
+        hindsight=hindsight,
     )
 
 

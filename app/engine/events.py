@@ -40,6 +40,9 @@ class RoundEvent:
     source: Provenance = Provenance.MAIN  # DRAFT or LOOKUP when tokens were proposed
     policy: dict[str, object] = field(default_factory=dict)  # the policy's own estimates
     catch_up: int = 0  # skipped tokens the draft read before proposing (after a bypass)
+    # greedy: for each of this answer's tokens the draft read while catching up, whether it
+    # would have proposed that token (a draft round's position-0 verdict, seen in hindsight)
+    hindsight: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,15 +45,20 @@ def test_expected_tokens_counts_the_run_of_accepted_proposals():
     assert abs(expected_tokens([0.5, 0.5]) - 1.75) < 1e-12
 
 
-def test_verify_costs_are_fitted_where_unmeasured_and_never_decrease():
+def test_verify_costs_interpolate_between_sizes_and_are_optimistic_beyond():
     costs = VerifyCosts()
     for _ in range(3):
         costs.add(1, 0.010)
         costs.add(5, 0.050)
     table = costs.table(8)
     assert abs(table[0] - 0.010) < 1e-9 and abs(table[4] - 0.050) < 1e-9
-    assert abs(table[2] - 0.030) < 1e-9 and abs(table[7] - 0.080) < 1e-9  # fitted: 10 ms per token
-    assert table == sorted(table)
+    assert abs(table[2] - 0.030) < 1e-9  # between two measured sizes: on the line joining them
+    assert abs(table[7] - 0.050) < 1e-9  # never measured above 5: priced as cheap as it could be
+    costs.add(8, 0.056)  # a plateau, as on a many-core CPU: now measured, the measurement decides
+    table = costs.table(8)
+    assert abs(table[7] - 0.056) < 1e-9 and abs(table[5] - 0.052) < 1e-9
+    costs.add(3, 0.060)  # a noisy size: costs never decrease with n
+    assert costs.table(8) == sorted(costs.table(8))
 
 
 def test_cheap_verify_and_good_draft_drafts_long():
@@ -251,3 +256,49 @@ def test_unused_lookup_proposals_are_judged_at_every_depth():
     rates = policy.snapshot()["acceptance"]["lookup"]
     assert rates[0] > 0.8 and rates[1] < 0.5, rates  # judged at position 0 only, both read ~0.9
     assert policy.snapshot()["k"] <= 1
+
+
+def test_the_draft_catch_up_judges_the_bypassed_stretch_in_hindsight(toy_pair, toy_useless_pair, toy_prompt):
+    """After a bypass, the round that resumes the draft reports, for each skipped token of the
+    answer, whether the draft (greedy, given the true text) would have proposed it."""
+    import mlx.core as mx
+
+    class BypassThenResume(AdaptiveDraftLength):
+        def choose(self, context):
+            super().choose(context)
+            return as_plan(3 if context.position == 0 or context.position >= 20 else 0)
+
+    verdicts = []
+    for pair in (toy_pair, toy_useless_pair):
+        out = drive(ChatSession(pair), toy_prompt, BypassThenResume(use_lookup=False), max_tokens=30, stop_ids=[])
+        resumed = next(r for r in out.rounds[1:] if r.k)
+        answered = sum(len(r.emitted) for r in out.rounds[: resumed.index])
+        assert len(resumed.hindsight) == min(resumed.catch_up, answered) >= 15
+        text = toy_prompt + out.ids[:answered]
+        predicted = mx.argmax(pair.draft.model(mx.array(text)[None])[0], axis=-1).tolist()
+        start = len(text) - len(resumed.hindsight)
+        expected = tuple(predicted[i - 1] == text[i] for i in range(start, len(text)))
+        assert resumed.hindsight == expected
+        verdicts.append(sum(expected) / len(expected))
+    assert verdicts[0] > 0.8 > 0.2 > verdicts[1]  # the useful draft would have been right, the random one not
+
+
+def test_a_probe_with_good_hindsight_resumes_the_draft():
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.020 + 0.001 * (n - 1)  # noqa: E731
+    _run(policy, 30, accept_rate=0.0, verify=verify, step=0.002)
+    assert policy.snapshot()["bypassed"] is True
+    before = policy.acceptance[Provenance.DRAFT].estimates(3)
+    probe = replace(_event(2, 2, verify(3), 0.002), hindsight=(True,) * 40)  # text got predictable
+    policy.observe(probe)
+    after = policy.acceptance[Provenance.DRAFT].estimates(3)
+    assert after[0] > 0.8 > before[0] and after[2] > 0.8
+    plan = as_plan(policy.choose(CONTEXT))
+    assert plan.source is Provenance.DRAFT and plan.k >= 3
+
+
+def test_hindsight_counts_a_miss_where_the_run_of_hits_ends():
+    policy = AdaptiveDraftLength(use_lookup=False)
+    policy.observe(replace(_event(1, 0, 0.01), hindsight=(True, False) * 30))
+    rates = policy.acceptance[Provenance.DRAFT].estimates(2)
+    assert 0.3 < rates[0] < 0.7 and rates[1] < 0.3  # hit, miss, hit, miss: never two in a row

@@ -58,12 +58,14 @@ def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair):
 
     prompts = [p for p in BUILTIN_PROMPTS if p.id == "repetitive-2"]
     modes = ("plain", "fixed", "adaptive", "lookup")
-    runs = list(run_benchmark(toy_pair, prompts, modes=modes, ks=(1, 3), max_tokens=16, warmup_tokens=2))
-    assert [r.label for r in runs] == ["plain", "fixed1", "fixed3", "adaptive", "lookup"]
+    runs = list(run_benchmark(toy_pair, prompts, modes=modes, ks=(1, 3), max_tokens=16, warmup_tokens=2, repeats=2))
+    # the second repeat runs the variants in another order, but reports them in the same one
+    assert [r.label for r in runs] == ["plain", "fixed1", "fixed3", "adaptive", "lookup"] * 2
     assert all(r.identical_to_plain for r in runs) and all(r.round_log for r in runs)
     assert "adaptive" in format_table(runs)
     oracle = format_oracle(runs).splitlines()[1].split()
-    assert oracle[0] == "repetitive-2" and oracle[1] == "exact" and int(oracle[2]) in (1, 2, 3)
+    drafted = max(x.k for r in runs for x in r.round_log if x.source == "draft")
+    assert oracle[0] == "repetitive-2" and oracle[1] == "exact" and 1 <= int(oracle[2]) <= drafted
 
 
 def test_sampling_runs_compare_exact_and_residual(toy_pair):
