@@ -32,8 +32,10 @@ DRAFT, LOOKUP, MAIN = Provenance.DRAFT, Provenance.LOOKUP, Provenance.MAIN
 
 
 class _Cost:
-    """Median of the last `window` samples: robust to the bursts in which another process takes
-    the CPU or GPU, which would otherwise inflate one cost and flip the choice of k."""
+    """The lower quartile of the last `window` samples. Timing noise is one-sided (another
+    process, a page fault, a kernel built for a new shape only ever add time), so a low quantile
+    is the cost of the pass itself: a burst neither inflates one size's price nor flips k, and
+    one clean sample among a few slow ones is enough to bring a price back down."""
 
     def __init__(self, window: int = 15) -> None:
         self.window, self.samples, self.count, self.value = window, [], 0, 0.0
@@ -43,8 +45,7 @@ class _Cost:
         if len(self.samples) > self.window:
             del self.samples[0]
         ordered = sorted(self.samples)
-        mid = len(ordered) // 2
-        self.value = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+        self.value = ordered[(len(ordered) - 1) // 4]
         self.count += 1
 
 
@@ -232,6 +233,8 @@ class AdaptiveDraftLength:
         explore_rounds: int = 2,
         probe_k: int = 2,
         probe_budget: float = 0.02,
+        close_call: float = 0.85,
+        close_probe_every: int = 12,
         neighbour_every: int = 8,
         margin: float = 1.03,
         decay: float = 0.85,
@@ -241,6 +244,11 @@ class AdaptiveDraftLength:
         self.explore_rounds, self.neighbour_every = explore_rounds, neighbour_every
         self._rounds_at_k = 0  # rounds in a row at the model's best k, for neighbour checks
         self.probe_budget, self.margin = probe_budget, margin
+        # a bypassed source predicted within `close_call` of plain is probed every
+        # `close_probe_every` rounds whatever the budget: that is when a probe can change the
+        # decision (and its hindsight judges the whole stretch since the last one)
+        self.close_call, self.close_probe_every = close_call, close_probe_every
+        self._best_speedup: dict[Provenance, float] = {}
         self.acceptance = {s: _Acceptance(0.5, 1.0, decay) for s in self.sources}
         self.verify = VerifyCosts()
         reference = self.verify._plain_step
@@ -300,6 +308,7 @@ class AdaptiveDraftLength:
         rates: dict[str, list[float]] = {}
         for s in self.sources:
             rates[s.value] = [round(self._rate(s, k, costs, draft) / plain, 3) for k in range(1, self.max_k + 1)]
+            self._best_speedup[s] = max(rates[s.value][: max(available[s], 1)])
             for k in range(1, available[s] + 1):
                 rate = self._rate(s, k, costs, draft)
                 if rate > best_rate:
@@ -337,6 +346,8 @@ class AdaptiveDraftLength:
             # plain steps (then the budget decides, as for any probe)
             if self.played[s] < 3 and extra <= 2 * plain_round:
                 interval = min(interval, 8)
+            if self._best_speedup.get(s, 0.0) >= self.close_call:  # a quarter of the budget's spacing
+                interval = max(self.close_probe_every, math.ceil(interval / 4))
             if self.since_used[s] >= min(interval, 512):
                 return DraftPlan(k, s)
         return None
@@ -426,6 +437,14 @@ class AdaptiveDraftLength:
 
     def snapshot(self) -> dict[str, object]:
         return dict(self._last)
+
+    def wants_draft_prefill(self) -> bool:
+        """Whether the draft should read the prompt with the main even if the answer starts
+        bypassed: yes while the draft is unexplored or a close call, so that a probe soon after
+        does not pay the whole prompt's catch-up in the middle of the answer."""
+        if DRAFT not in self.acceptance:
+            return False
+        return self.played[DRAFT] < self.explore_rounds or self._best_speedup.get(DRAFT, 1.0) >= self.close_call
 
     def begin_answer(self) -> None:
         """Keep what was learnt about costs; don't count the pause as overhead; hold the last

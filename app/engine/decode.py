@@ -105,7 +105,9 @@ def generate(
 
     start = time.perf_counter()
     reused = min(common_prefix(session.tokens, prompt), max(len(prompt) - 1, 0))
-    yield from session.prefill(prompt, cancel, with_draft=wants_draft)
+    # a policy may want the draft current even when it starts plain (it expects to probe soon)
+    ready = wants_draft or bool(getattr(policy, "wants_draft_prefill", lambda: False)())
+    yield from session.prefill(prompt, cancel, with_draft=ready)
     prefill_done = time.perf_counter()
 
     answer: list[int] = []

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from app.engine.adaptive import AdaptiveDraftLength, VerifyCosts, expected_tokens
 from app.engine.events import Provenance, RoundEvent
-from app.engine.policy import PlainDecoding, RoundContext, as_plan
+from app.engine.policy import DraftPlan, PlainDecoding, RoundContext, as_plan
 from app.engine.session import ChatSession
 from tests.engine.helpers import drive
 
@@ -102,12 +102,14 @@ def test_lookup_is_chosen_when_it_beats_the_draft_model():
     policy = AdaptiveDraftLength()
     context = RoundContext(has_draft=True, remaining=100, position=0, lookup_len=6)
     verify = lambda n: 0.020 + 0.001 * n  # noqa: E731
-    for _ in range(40):
+    plans = []
+    for _ in range(50):
         plan = as_plan(policy.choose(context))
         accepted = plan.k if plan.source is Provenance.LOOKUP else 0  # lookup is right, the draft wrong
         policy.observe(_event(plan.k, accepted, verify(plan.k + 1), 0.003, plan.source))
-    plan = as_plan(policy.choose(context))
-    assert plan.source is Provenance.LOOKUP and plan.k == 6
+        plans.append(plan)
+    last = plans[-10:]  # lookup at its longest, but for a neighbour check and a probe of the draft
+    assert sum(p.source is Provenance.LOOKUP for p in last) >= 9 and last.count(DraftPlan(6, Provenance.LOOKUP)) >= 7, plans
 
 
 def test_greedy_adaptive_equals_plain_and_keeps_the_caches_consistent(toy_pair, toy_useless_pair, toy_prompt):
@@ -187,7 +189,7 @@ def test_lookup_is_scored_every_round_without_being_used():
         sources.append(plan.source if plan.k else Provenance.MAIN)
         pos += len(emitted)
     assert Provenance.LOOKUP in sources[:12], sources
-    assert sources[-5:] == [Provenance.LOOKUP] * 5
+    assert sources[-10:].count(Provenance.LOOKUP) >= 9, sources  # a close-call draft may get a probe
     assert policy.snapshot()["acceptance"]["lookup"][0] > 0.8
 
 
@@ -302,3 +304,32 @@ def test_hindsight_counts_a_miss_where_the_run_of_hits_ends():
     policy.observe(replace(_event(1, 0, 0.01), hindsight=(True, False) * 30))
     rates = policy.acceptance[Provenance.DRAFT].estimates(2)
     assert 0.3 < rates[0] < 0.7 and rates[1] < 0.3  # hit, miss, hit, miss: never two in a row
+
+
+def test_a_close_call_is_probed_often_and_keeps_the_draft_ready():
+    """A draft predicted just short of paying is re-checked every dozen rounds (text changes,
+    and a probe's hindsight judges the whole stretch); a useless one stays within the budget
+    and is not even prefilled with the prompt."""
+    close = AdaptiveDraftLength(use_lookup=False)
+    ks = _run(close, 120, accept_rate=0.3, verify=lambda n: 0.010 + 0.004 * (n - 1), step=0.0005)
+    snap = close.snapshot()
+    assert snap["bypassed"] and 0.85 <= max(snap["speedup_by_k"]["draft"]) < 1.03, snap
+    probes = [i for i, k in enumerate(ks) if k and i >= 40]
+    assert 5 <= len(probes) <= 8, ks  # every 12 rounds
+    assert close.wants_draft_prefill()
+
+    useless = AdaptiveDraftLength(use_lookup=False)
+    ks = _run(useless, 120, accept_rate=0.0, verify=lambda n: 0.010 + 0.006 * (n - 1), step=0.002)
+    assert sum(1 for i, k in enumerate(ks) if k and i >= 40) <= 1, ks
+    assert not useless.wants_draft_prefill()
+
+
+def test_a_policy_can_ask_for_the_draft_to_read_the_prompt_while_starting_plain(toy_pair, toy_prompt):
+    class PlainButReady(PlainDecoding):
+        def wants_draft_prefill(self):
+            return True
+
+    ready, plain = ChatSession(toy_pair), ChatSession(toy_pair)
+    drive(ready, toy_prompt, PlainButReady(), max_tokens=2, stop_ids=[])
+    drive(plain, toy_prompt, PlainDecoding(), max_tokens=2, stop_ids=[])
+    assert ready.draft_len == len(toy_prompt) - 1 and plain.draft_len == 0
