@@ -32,10 +32,11 @@ DRAFT, LOOKUP, MAIN = Provenance.DRAFT, Provenance.LOOKUP, Provenance.MAIN
 
 
 class _Cost:
-    """The lower quartile of the last `window` samples. Timing noise is one-sided (another
-    process, a page fault, a kernel built for a new shape only ever add time), so a low quantile
-    is the cost of the pass itself: a burst neither inflates one size's price nor flips k, and
-    one clean sample among a few slow ones is enough to bring a price back down."""
+    """Median of the last `window` samples: robust to the bursts in which another process takes
+    the CPU or GPU, which would otherwise inflate one cost and flip the choice of k. Not a lower
+    quantile: some slow passes are the cost itself (MLX's CUDA backend builds an attention graph
+    for every new sequence length, so most multi-token passes there pay it), and a low quantile
+    would price those passes at the rare cheap one."""
 
     def __init__(self, window: int = 15) -> None:
         self.window, self.samples, self.count, self.value = window, [], 0, 0.0
@@ -45,7 +46,8 @@ class _Cost:
         if len(self.samples) > self.window:
             del self.samples[0]
         ordered = sorted(self.samples)
-        self.value = ordered[(len(ordered) - 1) // 4]
+        mid = len(ordered) // 2
+        self.value = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
         self.count += 1
 
 
