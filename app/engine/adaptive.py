@@ -22,33 +22,13 @@ exactly residual acceptance's chance for a certain proposal). It never needs a p
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 import time
 
+from app.engine.costs import CostTable, RecentMedian, VerifyCosts
 from app.engine.events import Provenance, RoundEvent
 from app.engine.policy import MAX_DRAFT, DraftPlan, RoundContext
 
 DRAFT, LOOKUP, MAIN = Provenance.DRAFT, Provenance.LOOKUP, Provenance.MAIN
-
-
-class _Cost:
-    """Median of the last `window` samples: robust to the bursts in which another process takes
-    the CPU or GPU, which would otherwise inflate one cost and flip the choice of k. Not a lower
-    quantile: some slow passes are the cost itself (MLX's CUDA backend builds an attention graph
-    for every new sequence length, so most multi-token passes there pay it), and a low quantile
-    would price those passes at the rare cheap one."""
-
-    def __init__(self, window: int = 15) -> None:
-        self.window, self.samples, self.count, self.value = window, [], 0, 0.0
-
-    def add(self, x: float) -> None:
-        self.samples.append(x)
-        if len(self.samples) > self.window:
-            del self.samples[0]
-        ordered = sorted(self.samples)
-        mid = len(ordered) // 2
-        self.value = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
-        self.count += 1
 
 
 class _Acceptance:
@@ -89,139 +69,6 @@ def expected_tokens(rates: list[float]) -> float:
     return total
 
 
-def fit_line(points: list[tuple[int, float, float]]) -> tuple[float, float]:
-    """(intercept, slope >= 0) of the weighted least-squares line through (n, cost, weight);
-    proportional to n while only one size is measured."""
-    if len(points) == 1:
-        (n, v, _), = points
-        return 0.0, v / n
-    w = sum(c for _, _, c in points)
-    mean_n = sum(c * n for n, _, c in points) / w
-    mean_v = sum(c * v for _, v, c in points) / w
-    var = sum(c * (n - mean_n) ** 2 for n, _, c in points)
-    slope = sum(c * (n - mean_n) * (v - mean_v) for n, v, c in points) / var if var else 0.0
-    slope = max(slope, 0.0)
-    return mean_v - slope * mean_n, slope
-
-
-def cost_curve(measured: dict[int, float], line: tuple[float, float], up_to: int, scale: float = 1.0) -> list[float]:
-    """Cost for n = 1..up_to: the measurement where there is one, the line elsewhere, times
-    `scale`, made non-decreasing in n (a pass over more tokens never costs less)."""
-    base, slope = line
-    out, floor = [], 0.0
-    for n in range(1, up_to + 1):
-        floor = max(floor, measured.get(n, base + slope * n) * scale)
-        out.append(floor)
-    return out
-
-
-def interpolated_curve(measured: dict[int, float], up_to: int, scale: float = 1.0) -> list[float]:
-    """Cost for n = 1..up_to: measurements where there are some, straight lines between them,
-    and beyond the largest measured size the cheapest it could be (that size's cost, since a
-    pass over more tokens never costs less). A global line would misprice a cost that grows in
-    steps (seen on a CPU: a pass over 4 tokens 39 ms, over 7 tokens 43 ms) and keep the
-    controller from ever trying the far sizes; this optimism prices a size never measured so
-    that it is tried once where it could win, and then its measurement decides."""
-    sizes = sorted(measured)
-    out, floor = [], 0.0
-    for n in range(1, up_to + 1):
-        below = [m for m in sizes if m <= n]
-        above = [m for m in sizes if m >= n]
-        if below and above:
-            a, b = below[-1], above[0]
-            value = measured[a] if a == b else measured[a] + (measured[b] - measured[a]) * (n - a) / (b - a)
-        else:
-            value = measured[below[-1]] if below else measured[above[0]] * n / above[0]
-        floor = max(floor, value * scale)
-        out.append(floor)
-    return out
-
-
-class CostTable:
-    """Seconds of an operation over n tokens (a verify pass, a k-token draft): the median of
-    the measurements per n, fitted by weighted least squares where unmeasured.
-
-    With a `reference` (the current cost of a plain step) every sample is kept as a multiple of
-    the reference at the time it was taken, and read back times the reference now. A machine
-    that speeds up or slows down (another process, thermals, a longer context) moves every
-    size's cost at once, so a size not played for a while does not keep the price of an older,
-    slower moment: that stale price once kept the draft bypassed where it paid 1.2x.
-    """
-
-    def __init__(self, reference: Callable[[], float | None] | None = None, *, optimistic: bool = False) -> None:
-        self.by_n: dict[int, _Cost] = {}
-        self.optimistic = optimistic  # interpolate, and price unmeasured larger sizes low
-        self._reference = reference
-        self._pending: list[tuple[int, float]] = []  # taken before any reference existed
-        self._tables: dict[tuple[int, float], list[float]] = {}
-
-    def _ref(self) -> float | None:
-        return self._reference() if self._reference is not None else 1.0
-
-    def _flush(self, ref: float | None) -> None:
-        if ref and self._pending:
-            for n, seconds in self._pending:
-                self.by_n.setdefault(n, _Cost()).add(seconds / ref)
-            self._pending.clear()
-            self._tables.clear()
-
-    def add(self, n: int, seconds: float) -> None:
-        ref = self._ref()
-        self._flush(ref)
-        if not ref:
-            self._pending.append((n, seconds))
-            return
-        self.by_n.setdefault(n, _Cost()).add(seconds / ref)
-        self._tables.clear()
-
-    def known(self) -> bool:
-        self._flush(self._ref())
-        return len(self.by_n) >= 2
-
-    def measured(self) -> dict[int, float]:
-        """Current estimates, in seconds, for the sizes measured."""
-        ref = self._ref() or 0.0
-        return {n: m.value * ref for n, m in sorted(self.by_n.items())}
-
-    def table(self, up_to: int) -> list[float]:
-        """Estimated cost for n = 1..up_to, in seconds, made non-decreasing in n."""
-        ref = self._ref()
-        self._flush(ref)
-        if not self.by_n or not ref:
-            return [0.0] * up_to
-        if (up_to, ref) in self._tables:
-            return list(self._tables[(up_to, ref)])
-        measured = {n: m.value for n, m in self.by_n.items()}
-        if self.optimistic:
-            out = interpolated_curve(measured, up_to, scale=ref)
-        else:
-            base, slope = fit_line([(n, m.value, min(m.count, 8)) for n, m in self.by_n.items()])
-            out = cost_curve(measured, (max(0.0, base), slope), up_to, scale=ref)
-        self._tables[(up_to, ref)] = out
-        return list(out)
-
-
-class VerifyCosts(CostTable):
-    """Verify passes: n = 1 (a plain step) is kept in seconds and is the reference for the rest."""
-
-    def __init__(self) -> None:
-        super().__init__(reference=self._plain_step, optimistic=True)
-        self.plain = _Cost()
-
-    def _plain_step(self) -> float | None:
-        return self.plain.value if self.plain.count else None
-
-    def add(self, n: int, seconds: float) -> None:
-        if n == 1:  # the reference itself: exactly 1x, weighted by how often it was measured
-            self.plain.add(seconds)
-            one = self.by_n.setdefault(1, _Cost())
-            one.samples, one.value, one.count = [1.0], 1.0, self.plain.count
-            self._flush(self.plain.value)
-            self._tables.clear()
-            return
-        super().add(n, seconds)
-
-
 class AdaptiveDraftLength:
     """The default policy: pick (k, source) by expected tokens per second; bypass when k = 0 wins."""
 
@@ -255,7 +102,7 @@ class AdaptiveDraftLength:
         self.verify = VerifyCosts()
         reference = self.verify._plain_step
         self.drafting = {DRAFT: CostTable(reference), LOOKUP: CostTable(reference)}  # proposing k tokens
-        self.overhead = _Cost()
+        self.overhead = RecentMedian()
         self.since_used = {s: 0 for s in self.sources}
         self.played = {s: 0 for s in self.sources}
         self.last_probe_cost: dict[Provenance, float] = {}

@@ -13,7 +13,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.engine.adaptive import cost_curve, expected_tokens, fit_line
+from app.engine.adaptive import expected_tokens
+from app.engine.costs import cost_curve, fit_line
 
 
 @dataclass(frozen=True, slots=True)
