@@ -44,15 +44,20 @@ def fit_line(points: list[tuple[int, float, float]]) -> tuple[float, float]:
     return mean_v - slope * mean_n, slope
 
 
-def cost_curve(measured: dict[int, float], line: tuple[float, float], up_to: int, scale: float = 1.0) -> list[float]:
-    """Cost for n = 1..up_to: the measurement where there is one, the line elsewhere, times
-    `scale`, made non-decreasing in n (a pass over more tokens never costs less)."""
-    base, slope = line
+def _rising(prices: list[float], scale: float) -> list[float]:
+    """`prices` times `scale`, made non-decreasing (a pass over more tokens never costs less)."""
     out, floor = [], 0.0
-    for n in range(1, up_to + 1):
-        floor = max(floor, measured.get(n, base + slope * n) * scale)
+    for price in prices:
+        floor = max(floor, price * scale)
         out.append(floor)
     return out
+
+
+def cost_curve(measured: dict[int, float], line: tuple[float, float], up_to: int, scale: float = 1.0) -> list[float]:
+    """Cost for n = 1..up_to: the measurement where there is one, the line elsewhere, times
+    `scale`, made non-decreasing in n."""
+    base, slope = line
+    return _rising([measured.get(n, base + slope * n) for n in range(1, up_to + 1)], scale)
 
 
 def interpolated_curve(measured: dict[int, float], up_to: int, scale: float = 1.0) -> list[float]:
@@ -63,7 +68,7 @@ def interpolated_curve(measured: dict[int, float], up_to: int, scale: float = 1.
     controller from ever trying the far sizes; this optimism prices a size never measured so
     that it is tried once where it could win, and then its measurement decides."""
     sizes = sorted(measured)
-    out, floor = [], 0.0
+    prices = []
     for n in range(1, up_to + 1):
         below = [m for m in sizes if m <= n]
         above = [m for m in sizes if m >= n]
@@ -72,14 +77,14 @@ def interpolated_curve(measured: dict[int, float], up_to: int, scale: float = 1.
             value = measured[a] if a == b else measured[a] + (measured[b] - measured[a]) * (n - a) / (b - a)
         else:
             value = measured[below[-1]] if below else measured[above[0]] * n / above[0]
-        floor = max(floor, value * scale)
-        out.append(floor)
-    return out
+        prices.append(value)
+    return _rising(prices, scale)
 
 
 class CostTable:
     """Seconds of an operation over n tokens (a verify pass, a k-token draft): the median of
-    the measurements per n, fitted by weighted least squares where unmeasured.
+    the measurements per n; where unmeasured, fitted by weighted least squares, or with
+    `optimistic`, interpolated between measured sizes and priced low above them.
 
     With a `reference` (the current cost of a plain step) every sample is kept as a multiple of
     the reference at the time it was taken, and read back times the reference now. A machine
