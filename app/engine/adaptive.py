@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 from app.engine.costs import CostTable, RecentMedian, VerifyCosts
 from app.engine.events import Provenance, RoundEvent
@@ -48,9 +49,11 @@ class _Acceptance:
             self.trials[i] += weight
             self.hits[i] += weight * (i < accepted)
 
-    def soften(self, keep: float) -> None:
-        self.hits = [h * keep for h in self.hits]
-        self.trials = [t * keep for t in self.trials]
+    def restart_from(self, record: _Acceptance, rounds: float) -> None:
+        """Take `record`'s rates at the weight of `rounds` rounds (less if it has less)."""
+        scale = min(1.0, rounds / record.trials[0]) if record.trials[0] else 0.0
+        self.hits = [h * scale for h in record.hits]
+        self.trials = [t * scale for t in record.trials]
 
     def estimates(self, k: int) -> list[float]:
         out, prev = [], self.prior
@@ -86,8 +89,14 @@ class AdaptiveDraftLength:
         close_probe_every: int = 12,
         neighbour_every: int = 8,
         margin: float = 1.03,
-        decay: float = 0.85,
+        decay: float = 0.92,
+        recheck: bool = True,
+        usual_pays: bool = True,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
+        self._clock = clock  # the replay runs the controller on simulated time
+        self.recheck = recheck
+        self.usual_pays = usual_pays
         self.sources = [s for s, on in ((DRAFT, use_draft), (LOOKUP, use_lookup)) if on]
         self.max_k, self.first_k, self.probe_k = max_k, first_k, probe_k
         self.explore_rounds, self.neighbour_every = explore_rounds, neighbour_every
@@ -98,14 +107,17 @@ class AdaptiveDraftLength:
         # decision (and its hindsight judges the whole stretch since the last one)
         self.close_call, self.close_probe_every = close_call, close_probe_every
         self._best_speedup: dict[Provenance, float] = {}
+        self._record_speedup = 0.0  # the draft's best speedup by its long-run record
         self.acceptance = {s: _Acceptance(0.5, 1.0, decay) for s in self.sources}
+        # the draft's long-run record over every answer: where each new answer starts from
+        self.record = _Acceptance(0.5, 1.0, 0.995)
         self.verify = VerifyCosts()
         reference = self.verify._plain_step
         self.drafting = {DRAFT: CostTable(reference), LOOKUP: CostTable(reference)}  # proposing k tokens
         self.overhead = RecentMedian()
         self.since_used = {s: 0 for s in self.sources}
         self.played = {s: 0 for s in self.sources}
-        self.last_probe_cost: dict[Provenance, float] = {}
+        self.catch_up_read = RecentMedian()  # per skipped token the draft reads, in plain rounds
         self._last_observed: float | None = None
         self._tokens: dict[Provenance, list[float]] = {}
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
@@ -162,11 +174,23 @@ class AdaptiveDraftLength:
                 rate = self._rate(s, k, costs, draft)
                 if rate > best_rate:
                     best, best_rate = DraftPlan(k, s), rate
+        if DRAFT in self.acceptance and available[DRAFT]:
+            self._record_speedup = self._speedup_by_record(available[DRAFT], costs, draft[DRAFT], plain)
         probe = self._probe(best, available, costs, draft)
         neighbour = None if probe else self._neighbour(best, available)
         plan = probe or neighbour or best
         speedup = self._rate(best.source, best.k, costs, draft) / plain if best.k else 1.0
         return self._note(plan, "probe" if probe else "neighbour" if neighbour else "model", rates, speedup)
+
+    def _speedup_by_record(self, up_to: int, costs: list[float], draft: list[float], plain: float) -> float:
+        """The draft's best speedup if the text were as its long-run record: whether probing a
+        bypassed draft is worth reading what it skipped."""
+        tokens, run, best = 1.0, 1.0, 0.0
+        for k, a in enumerate(self.record.estimates(up_to), start=1):
+            run *= a
+            tokens += run
+            best = max(best, tokens / (self.overhead.value + draft[k] + costs[k + 1]) / plain)
+        return best
 
     def _neighbour(self, best: DraftPlan, available: dict[Provenance, int]) -> DraftPlan | None:
         """Now and then draft one token more than the best k (or one fewer, in turn): the costs
@@ -182,21 +206,34 @@ class AdaptiveDraftLength:
 
     def _probe(self, best: DraftPlan, available: dict[Provenance, int], costs: list[float],
                draft: dict[Provenance, list[float]]) -> DraftPlan | None:
-        """Try a source unused for long enough that its probes stay within the budget."""
+        """Try a source unused for long enough that its probes stay within the budget.
+
+        A probe after I bypassed rounds costs its own extra passes plus the draft reading the I
+        skipped tokens. Where reading is cheap (a GPU) the spacing just makes the first part
+        small; where every token read costs a share of a step (a CPU), that share alone can
+        exceed the budget, and then no spacing keeps probes within it: the draft is probed only
+        while it is a close call, and then within four times the budget."""
         plain_round = self.overhead.value + costs[1]
+        read = self.catch_up_read.value * plain_round if self.catch_up_read.count else 0.0
         for s in self.sources:
             if s is best.source or s is LOOKUP or not available[s]:  # lookup is scored every round
                 continue
             k = min(self.probe_k, available[s])
-            extra = self.last_probe_cost.get(s, draft[s][k] + costs[k + 1] - costs[1])
+            extra = draft[s][k] + costs[k + 1] - costs[1]
             budget = self.probe_budget / sum(s is not LOOKUP for s in self.sources) * plain_round
-            interval = max(4, math.ceil(extra / budget)) if budget > 0 else 512
+            close = self._best_speedup.get(s, 0.0) >= self.close_call
+            if close:
+                budget *= 4
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
             # plain steps (then the budget decides, as for any probe)
-            if self.played[s] < 3 and extra <= 2 * plain_round:
-                interval = min(interval, 8)
-            if self._best_speedup.get(s, 0.0) >= self.close_call:  # a quarter of the budget's spacing
-                interval = max(self.close_probe_every, math.ceil(interval / 4))
+            if self.recheck and self.played[s] < 3 and extra <= 2 * plain_round:
+                interval = 8
+            elif s is DRAFT and self.usual_pays and self._record_speedup >= 1.0:
+                interval = max(self.close_probe_every, math.ceil(extra / budget))
+            elif budget > read:
+                interval = max(self.close_probe_every if close else 4, math.ceil(extra / (budget - read)))
+            else:
+                continue
             if self.since_used[s] >= min(interval, 512):
                 return DraftPlan(k, s)
         return None
@@ -220,7 +257,7 @@ class AdaptiveDraftLength:
     # -- observing ----------------------------------------------------------------------------
 
     def observe(self, event: RoundEvent) -> None:
-        now = time.perf_counter()
+        now = self._clock()
         if self._last_observed is not None:
             wall = now - self._last_observed
             self.overhead.add(max(0.0, wall - event.draft_seconds - event.verify_seconds))
@@ -240,11 +277,15 @@ class AdaptiveDraftLength:
             return
         self.since_used[source] = 0
         self.played[source] += 1
-        self.acceptance[source].add(event.k, event.accepted)
+        self._count(source, event.k, event.accepted)
         if source is LOOKUP or event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
             self.drafting[source].add(event.k, event.draft_seconds)
-        if self._last.get("why") == "probe":
-            self.last_probe_cost[source] = event.draft_seconds + event.verify_seconds - self.verify.table(1)[0]
+        elif event.catch_up >= 4 and self.drafting[source].by_n and self.verify.known():
+            # what reading one skipped token costs, in plain steps: it decides whether probing
+            # a bypassed draft can stay within the budget at all
+            plain_round = self.overhead.value + self.verify.table(1)[0]
+            usual = self.drafting[source].table(event.k)[-1]
+            self.catch_up_read.add(max(0.0, event.draft_seconds - usual) / event.catch_up / plain_round)
 
     def _learn_hindsight(self, hits: tuple[bool, ...]) -> None:
         """The draft's catch-up after a bypass says, for every skipped token, whether the draft
@@ -260,7 +301,12 @@ class AdaptiveDraftLength:
         runs.reverse()
         for t, r in enumerate(runs):
             left = len(hits) - t
-            self.acceptance[DRAFT].add(r + 1 if r < left else left, r, weight=1 / 3)
+            self._count(DRAFT, r + 1 if r < left else left, r, weight=1 / 3)
+
+    def _count(self, source: Provenance, k: int, accepted: int, weight: float = 1.0) -> None:
+        self.acceptance[source].add(k, accepted, weight)
+        if source is DRAFT:
+            self.record.add(k, accepted, weight)
 
     def _follow_shadows(self, emitted: tuple[int, ...]) -> None:
         """Score unused lookup proposals against the text as it is written: a proposal is a
@@ -296,16 +342,18 @@ class AdaptiveDraftLength:
         return self.played[DRAFT] < self.explore_rounds or self._best_speedup.get(DRAFT, 1.0) >= self.close_call
 
     def begin_answer(self) -> None:
-        """Keep what was learnt about costs; don't count the pause as overhead; hold the last
-        answer's acceptance more loosely (half its weight), since a new answer is new text.
+        """Keep what was learnt about costs; don't count the pause as overhead; start the
+        draft's acceptance from its long-run record, held loosely (a few rounds' weight), since
+        a new answer is new text.
 
         One controller serves every answer of a loaded pair (the worker and the benchmark keep
-        it), so only the very first answer pays for exploring. Acceptance from a hard answer
-        must not keep the draft bypassed through an easy one: seen doing just that, 0.98x plain
-        where fixed k paid 1.2x; a useless draft's record (no hits) stays far below paying.
+        it), so only the very first answer pays for exploring. How the last answer ended must
+        not decide the next one: a hard stretch at its end kept the draft bypassed through easy
+        answers (seen: 0.98x plain where fixed k paid 1.2x, and on a CPU, where probing a long
+        bypass costs more than its budget, a whole answer plain). Halving the last estimates
+        instead handed a useless draft back to the prior after a few answers.
         """
         self._last_observed = None
         self._shadows = []
-        for source, acceptance in self.acceptance.items():
-            if source is DRAFT:
-                acceptance.soften(0.5)
+        if DRAFT in self.acceptance:
+            self.acceptance[DRAFT].restart_from(self.record, rounds=6)

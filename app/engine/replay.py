@@ -1,0 +1,279 @@
+"""Replay a draft policy over a recorded answer under a known cost model: the controller judged
+without timing noise.
+
+On a real machine every speed ratio carries noise (seen on one 16-core CPU: identical plain runs
+at 67 to 91 tok/s, and a verify pass over 9 tokens at 35 ms one minute and 55 ms the next), and
+`bench` compares the best of several noisy fixed-k runs with one noisy adaptive run. Under greedy
+decoding, though, a round's outcome is fixed by the text: a draft round starting at token t
+accepts the run of tokens from t that the draft, reading the true text, would itself have picked.
+So an answer and the draft's teacher-forced verdicts on it determine what any sequence of draft
+lengths would have had accepted, and prompt lookup's proposals follow from the text alone. With a
+cost model (a verify pass over n tokens, a draft step, reading skipped tokens) the replay gives
+each policy's time exactly, and the best fixed k is known rather than estimated.
+
+Recording needs the models (`record_trace`, `measure_costs`); replaying is plain Python.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from app.engine.events import Provenance, RoundEvent
+from app.engine.lookup import PromptLookup
+from app.engine.policy import MAX_DRAFT, DraftPolicy, RoundContext, as_plan
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A greedy answer and, per answer token, whether the draft's greedy pick there was it."""
+
+    prompt: tuple[int, ...]
+    answer: tuple[int, ...]
+    draft_hits: tuple[bool, ...]
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.draft_hits) != len(self.answer):
+            raise ValueError("one draft verdict per answer token")
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    """Seconds per pass. `verify[n - 1]` is a main pass over n tokens (n = 1 is a plain step);
+    a draft round of k tokens costs `draft_fixed + draft_step * k`, plus `draft_read` per skipped
+    token it reads in its first step; `noise` is the spread (log-normal sigma) of every timed pass."""
+
+    verify: tuple[float, ...]
+    draft_step: float
+    draft_fixed: float = 0.0
+    draft_read: float = 0.0
+    overhead: float = 0.0
+    noise: float = 0.0
+    name: str = ""
+
+    def verify_seconds(self, n: int) -> float:
+        if n <= len(self.verify):
+            return self.verify[n - 1]
+        slope = self.verify[-1] - self.verify[-2] if len(self.verify) > 1 else self.verify[0]
+        return self.verify[-1] + slope * (n - len(self.verify))
+
+    def draft_seconds(self, k: int, lag: int) -> float:
+        return self.draft_fixed + self.draft_step * k + self.draft_read * lag
+
+    def with_noise(self, noise: float) -> CostModel:
+        return CostModel(self.verify, self.draft_step, self.draft_fixed, self.draft_read, self.overhead, noise, self.name)
+
+    @classmethod
+    def shaped(cls, name: str, step: float = 0.01, noise: float = 0.0) -> CostModel:
+        """Two shapes seen on real machines, in plain steps:
+
+        * 'compute' (a CPU; fitted to the toy pair on a 16-core one): a pass over n >= 2 tokens
+          costs 0.6 + 0.4 n steps; a draft step 0.15, plus 0.12 per round and per token read
+          in catch-up;
+        * 'bandwidth' (a GPU, Apple's included: reading the weights dominates): a pass over n
+          tokens costs 1 + 0.04 (n - 1) steps; a draft a third of the main (small models are
+          bound by kernel launches, not by their size), catch-up reads nearly free.
+        """
+        if name == "compute":
+            verify = tuple(step * (1.0 if n == 1 else 0.6 + 0.4 * n) for n in range(1, MAX_DRAFT + 2))
+            return cls(verify, 0.15 * step, 0.12 * step, 0.12 * step, 0.02 * step, noise, name)
+        if name == "bandwidth":
+            verify = tuple(step * (1.0 + 0.04 * (n - 1)) for n in range(1, MAX_DRAFT + 2))
+            return cls(verify, 0.33 * step, 0.02 * step, 0.01 * step, 0.02 * step, noise, name)
+        raise ValueError(f"unknown cost shape {name!r}: 'compute' or 'bandwidth'")
+
+
+class SimulatedClock:
+    """The time a policy sees during a replay: advanced by the simulated passes."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    tokens: int
+    seconds: float
+    rounds: int
+    accepted: int = 0
+    plans: Counter = field(default_factory=Counter)  # (source, k) -> rounds
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+
+def _lookup_accepted(candidates: list[int], answer: tuple[int, ...], t: int) -> int:
+    n = 0
+    while n < len(candidates) and t + n < len(answer) and candidates[n] == answer[t + n]:
+        n += 1
+    return n
+
+
+def _draft_run(hits: tuple[bool, ...], t: int, k: int) -> int:
+    n = 0
+    while n < k and t + n < len(hits) and hits[t + n]:
+        n += 1
+    return n
+
+
+def replay(
+    trace: Trace, policy: DraftPolicy, costs: CostModel, *, clock: SimulatedClock | None = None,
+    seed: int = 0, has_draft: bool = True,
+) -> ReplayResult:
+    """Run `policy` over `trace` round by round, as `decode.generate` would, on simulated time.
+
+    The draft starts level with the prompt (prefilled); after rounds it sits out it reads the
+    skipped tokens in its first step, and under greedy decoding those reveal its verdicts on
+    them (the hindsight), exactly as in the real loop. Pass the clock the policy was built with.
+    """
+    rng = random.Random(seed)
+    clock = clock or SimulatedClock()
+
+    def timed(seconds: float) -> float:
+        return seconds * math.exp(rng.gauss(0.0, costs.noise)) if costs.noise else seconds
+
+    answer, hits = trace.answer, trace.draft_hits
+    lookup = PromptLookup(trace.prompt)
+    result = ReplayResult(0, 0.0, 0)
+    if hasattr(policy, "begin_answer"):
+        policy.begin_answer()
+    t, lag, start = 0, 0, clock.now
+    while t < len(answer):
+        remaining = len(answer) - t
+        candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0]
+        plan = as_plan(policy.choose(RoundContext(has_draft, remaining, t, len(candidates), tuple(candidates))))
+        k = max(0, min(plan.k, MAX_DRAFT, remaining - 1))
+        if plan.source is Provenance.LOOKUP:
+            k = min(k, len(candidates))
+        elif not has_draft:
+            k = 0
+        source = plan.source if k else Provenance.MAIN
+        draft_s, hindsight, catch_up = 0.0, (), 0
+        if source is Provenance.DRAFT:
+            accepted = _draft_run(hits, t, k)
+            proposed = tuple(answer[t : t + accepted]) + (-1,) * (k - accepted)
+            draft_s = timed(costs.draft_seconds(k, lag))
+            catch_up = lag
+            hindsight = tuple(hits[max(0, t - lag) : t]) if lag else ()
+        elif source is Provenance.LOOKUP:
+            proposed = tuple(candidates[:k])
+            accepted = _lookup_accepted(candidates[:k], answer, t)
+        else:
+            proposed, accepted = (), 0
+        verify_s = timed(costs.verify_seconds(k + 1))
+        overhead = timed(costs.overhead) if costs.overhead else 0.0
+        clock.now += draft_s + verify_s + overhead
+        emitted = answer[t : t + min(accepted + 1, remaining)]
+        policy.observe(RoundEvent(
+            index=result.rounds, k=k, proposed=proposed, accepted=accepted, emitted=emitted,
+            draft_seconds=draft_s, verify_seconds=verify_s, source=source, policy=policy.snapshot(),
+            catch_up=catch_up, hindsight=hindsight,
+        ))
+        # the draft holds every kept token but the last it proposed when all of them passed
+        lag = (1 if accepted == k else 0) if source is Provenance.DRAFT else lag + len(emitted)
+        lookup.extend(emitted)
+        t += len(emitted)
+        result.rounds += 1
+        result.accepted += accepted
+        result.plans[(source.value, k)] += 1
+    result.tokens, result.seconds = t, clock.now - start
+    return result
+
+
+def run_policies(
+    traces: list[Trace], costs: CostModel, ks: tuple[int, ...], *, seed: int = 0, has_draft: bool = True,
+    adaptive: dict[str, dict] | None = None,
+) -> dict[str, list[ReplayResult]]:
+    """Plain, every fixed k and adaptive controllers over `traces` in order, one result per
+    trace. `adaptive` maps a label to the controller's options (default: "adaptive", as shipped,
+    and "adaptive-draft", without prompt lookup, which is the fair match for fixed k). One
+    controller serves all the traces, as the app keeps one per loaded pair."""
+    from app.engine.adaptive import AdaptiveDraftLength
+    from app.engine.policy import FixedDraftLength, PlainDecoding
+
+    variants = adaptive if adaptive is not None else {"adaptive": {}, "adaptive-draft": {"use_lookup": False}}
+    controllers = {}
+    for label, options in variants.items():
+        clock = SimulatedClock()
+        controllers[label] = (AdaptiveDraftLength(clock=clock, **options), clock)
+    out: dict[str, list[ReplayResult]] = {"plain": [], **{f"fixed{k}": [] for k in ks}, **{v: [] for v in variants}}
+    for i, trace in enumerate(traces):
+        run_seed = seed * 100_003 + i
+        out["plain"].append(replay(trace, PlainDecoding(), costs, seed=run_seed, has_draft=has_draft))
+        for k in ks:
+            out[f"fixed{k}"].append(replay(trace, FixedDraftLength(k), costs, seed=run_seed, has_draft=has_draft))
+        for label, (controller, clock) in controllers.items():
+            out[label].append(replay(trace, controller, costs, clock=clock, seed=run_seed, has_draft=has_draft))
+    return out
+
+
+def record_trace(pair, prompt: list[int], max_tokens: int, label: str = "") -> Trace:  # noqa: ANN001
+    """The main's greedy answer to `prompt`, and the draft's verdict on each of its tokens from
+    one teacher-forced pass over prompt and answer."""
+    import mlx.core as mx
+
+    from app.engine.decode import generate
+    from app.engine.events import GenerationFinished
+    from app.engine.session import ChatSession
+
+    answer: tuple[int, ...] = ()
+    for event in generate(ChatSession(pair), prompt, max_tokens=max_tokens):
+        if isinstance(event, GenerationFinished):
+            answer = event.token_ids
+    if not answer:
+        return Trace(tuple(prompt), (), (), label)
+    assert pair.draft is not None
+    logits = pair.draft.model(mx.array(list(prompt) + list(answer[:-1]), dtype=mx.uint32)[None])[0]
+    picks = mx.argmax(logits[len(prompt) - 1 :], axis=-1).tolist()
+    return Trace(tuple(prompt), answer, tuple(a == b for a, b in zip(picks, answer)), label)
+
+
+def _median_seconds(fn, repeats: int) -> float:  # noqa: ANN001
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
+def measure_costs(pair, context: list[int], max_n: int = MAX_DRAFT + 1, repeats: int = 7) -> CostModel:  # noqa: ANN001
+    """This machine's pass costs for `pair`, after `context` was read: a main pass over each n,
+    a k-token draft round (chained lazily, one sync, as the loop drafts), and catch-up reads."""
+    import mlx.core as mx
+    from mlx_lm.models.cache import make_prompt_cache
+
+    assert pair.draft is not None
+    main, draft = pair.main.model, pair.draft.model
+    ids = mx.array(context, dtype=mx.uint32)[None]
+    main_cache, draft_cache = make_prompt_cache(main), make_prompt_cache(draft)
+    mx.eval(main(ids, cache=main_cache), draft(ids, cache=draft_cache))
+
+    def main_pass(n: int) -> None:
+        mx.eval(main(mx.zeros((1, n), dtype=mx.uint32), cache=main_cache))
+        for c in main_cache:
+            c.trim(n)
+
+    def draft_round(k: int, read: int = 1) -> None:
+        y = mx.zeros((1, read), dtype=mx.uint32)
+        for _ in range(k):
+            y = mx.argmax(draft(y, cache=draft_cache)[:, -1:, :], axis=-1).astype(mx.uint32)
+            mx.async_eval(y)
+        mx.eval(y)
+        for c in draft_cache:
+            c.trim(read + k - 1)
+
+    main_pass(1), draft_round(1)  # warm-up
+    verify = tuple(_median_seconds(lambda n=n: main_pass(n), repeats) for n in range(1, max_n + 1))
+    one, eight = _median_seconds(lambda: draft_round(1), repeats), _median_seconds(lambda: draft_round(8), repeats)
+    step = max((eight - one) / 7, 0.0)
+    read = max((_median_seconds(lambda: draft_round(1, 9), repeats) - one) / 8, 0.0)
+    return CostModel(verify, step, max(one - step, 0.0), read, 0.0, 0.0, "measured")

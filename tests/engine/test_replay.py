@@ -1,0 +1,114 @@
+"""The replay: a policy run over a recorded answer on simulated time, and the controller judged by it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from app.engine.adaptive import AdaptiveDraftLength
+from app.engine.bench import BUILTIN_PROMPTS
+from app.engine.decode import generate
+from app.engine.events import Provenance, RoundEvent
+from app.engine.policy import FixedDraftLength, PlainDecoding
+from app.engine.replay import CostModel, SimulatedClock, Trace, record_trace, replay, run_policies
+from app.engine.session import ChatSession
+from app.engine.templates import format_chat
+
+COMPUTE, BANDWIDTH = CostModel.shaped("compute"), CostModel.shaped("bandwidth")
+
+
+def _trace(hits: str, seed: int = 0, label: str = "") -> Trace:
+    """A synthetic answer: distinct tokens (so prompt lookup finds nothing) with the given verdicts."""
+    rng = random.Random(seed)
+    answer = tuple(rng.sample(range(1000, 100_000), len(hits)))
+    return Trace((1, 2, 3), answer, tuple(c == "1" for c in hits), label)
+
+
+def _speed(results) -> float:
+    return sum(r.tokens for r in results) / sum(r.seconds for r in results)
+
+
+def test_fixed_k_replays_the_runs_of_hits_and_prices_each_pass():
+    trace = _trace("1110" + "11111" + "0")
+    costs = CostModel(verify=(1.0, 1.5, 2.0, 2.5), draft_step=0.25, draft_fixed=0.1, draft_read=0.05)
+    result = replay(trace, FixedDraftLength(3), costs)
+    # rounds: 3 accepted + the main's token, 3 + 1, then k = 1 (2 tokens left): 1 + 1
+    assert (result.tokens, result.rounds, result.accepted) == (10, 3, 7)
+    # after a round whose every proposal passed, the draft reads its last proposal next time
+    draft = (0.1 + 0.75) + (0.1 + 0.75 + 0.05) + (0.1 + 0.25 + 0.05)
+    assert result.seconds == pytest.approx(draft + 2.5 + 2.5 + 1.5)
+    assert replay(trace, PlainDecoding(), costs).seconds == pytest.approx(10 * 1.0)
+
+
+def test_replay_matches_the_real_loop_on_the_toy_pair(toy_pair):
+    """The trace's verdicts are what the draft would have proposed: the real loop and the replay
+    accept the same run in every round."""
+    prompt = format_chat(toy_pair.tokenizer, [{"role": "user", "content": BUILTIN_PROMPTS[0].text}])
+    trace = record_trace(toy_pair, prompt, 60)
+    real = [e.accepted for e in generate(ChatSession(toy_pair), prompt, policy=FixedDraftLength(3), max_tokens=60)
+            if isinstance(e, RoundEvent)]
+    replayed: list[int] = []
+
+    class Recording(FixedDraftLength):
+        def observe(self, event):
+            replayed.append(event.accepted)
+
+    replay(trace, Recording(3), COMPUTE)
+    assert replayed == real and 0 < sum(real) < 3 * len(real)
+
+
+@pytest.mark.parametrize("costs", [COMPUTE, BANDWIDTH], ids=["compute", "bandwidth"])
+def test_adaptive_keeps_up_with_the_best_fixed_k_and_never_loses_to_plain(costs):
+    """Answers that are mostly predictable, with misses and one hard stretch each, under both
+    machine shapes and noisy timings: adaptive without prompt lookup (the fair match for fixed
+    k) is within 5% of the best fixed k over the answers, and no answer is 3% slower than plain."""
+    rng = random.Random(7)
+    traces = []
+    for i in range(6):
+        easy = "".join("1" if rng.random() < 0.97 else "0" for _ in range(90))
+        hard = "".join("1" if rng.random() < 0.2 else "0" for _ in range(12))
+        traces.append(_trace(easy[:50] + hard + easy[50:], seed=i))
+    results = run_policies(traces, costs.with_noise(0.1), (1, 2, 3, 4, 6, 8), adaptive={"adaptive": {"use_lookup": False}})
+    best = max(_speed(v) for m, v in results.items() if m.startswith("fixed"))
+    assert best >= 1.1 * _speed(results["plain"])  # speculation pays here
+    assert _speed(results["adaptive"]) >= 0.95 * best
+    for mine, plain in zip(results["adaptive"], results["plain"]):
+        assert mine.tokens_per_second >= 0.97 * plain.tokens_per_second
+
+
+@pytest.mark.parametrize("costs", [COMPUTE, BANDWIDTH], ids=["compute", "bandwidth"])
+def test_a_useless_draft_costs_little_and_only_in_the_first_answer(costs):
+    traces = [_trace("0" * 128, seed=i) for i in range(6)]
+    results = run_policies(traces, costs, (2,), adaptive={"adaptive": {"use_lookup": False}})
+    ratios = [a.tokens_per_second / p.tokens_per_second for a, p in zip(results["adaptive"], results["plain"])]
+    assert ratios[0] >= 0.95, ratios  # trying the draft out
+    assert min(ratios[1:]) >= 0.975, ratios  # probes within their 2% budget
+    assert results["fixed2"][0].tokens_per_second < 0.8 * results["plain"][0].tokens_per_second
+
+
+def test_probes_stop_where_reading_the_skipped_text_alone_exceeds_the_budget():
+    """On a compute-bound machine the draft's catch-up costs a share of a step per skipped token:
+    the first probes measure that share, and then a useless draft is no longer probed, where a
+    fixed spacing would pay that share on every token. Where reading is cheap, probing goes on."""
+    traces = [_trace("0" * 200, seed=i) for i in range(3)]
+    for costs, expect_more in ((COMPUTE, False), (BANDWIDTH, True)):
+        clock = SimulatedClock()
+        policy = AdaptiveDraftLength(use_lookup=False, clock=clock)
+        results = [replay(t, policy, costs, clock=clock) for t in traces]
+        later = sum(r.plans[("draft", 2)] for r in results[1:])
+        assert (later > 0) is expect_more, [r.plans for r in results]
+    assert policy.catch_up_read.count >= 1
+
+
+def test_a_useless_draft_is_not_handed_back_to_the_prior_answer_after_answer():
+    policy = AdaptiveDraftLength(use_lookup=False, clock=SimulatedClock())
+    for i in range(12):
+        replay(_trace("0" * 64, seed=i), policy, BANDWIDTH, clock=policy._clock)  # type: ignore[arg-type]
+    assert policy.acceptance[Provenance.DRAFT].estimates(1)[0] < 0.2
+    assert not policy.wants_draft_prefill()
+
+
+def test_trace_needs_one_verdict_per_token():
+    with pytest.raises(ValueError):
+        Trace((1,), (5, 6), (True,))
