@@ -1,0 +1,119 @@
+"""`python -m app replay`: plain, fixed k and adaptive replayed over recorded answers under a
+cost model (this machine's, measured, or a named shape), side by side, without timing noise."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--main", help="main model (MLX folder or hub repo id); not needed with --traces")
+    parser.add_argument("--draft", help="draft model; not needed with --traces")
+    parser.add_argument("--traces", metavar="JSON", help="replay answers recorded earlier (--save) instead of recording")
+    parser.add_argument("--save", metavar="JSON", help="write the recorded answers and measured costs")
+    parser.add_argument("--prompts", default="builtin", help="'builtin' or a JSON file of {id, class, prompt}")
+    parser.add_argument("--classes", help="only these prompt classes (comma-separated)")
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--k", default="1,2,3,4,6,8", help="fixed draft lengths to compare")
+    parser.add_argument("--costs", default="measured,compute,bandwidth",
+                        help="cost models: 'measured' (this machine, with the models), 'compute', 'bandwidth'")
+    parser.add_argument("--noise", type=float, default=0.1, help="log-normal spread of every simulated pass")
+    parser.add_argument("--seeds", type=int, default=3, help="noisy replays per cost model")
+
+
+def _record(args: argparse.Namespace) -> tuple[list, dict | None]:
+    from app.engine.bench import load_prompts
+    from app.engine.loading import load_pair
+    from app.engine.replay import measure_costs, record_trace
+    from app.engine.templates import format_chat
+
+    if not args.main or not args.draft:
+        raise ValueError("recording needs --main and --draft (or replay saved answers with --traces)")
+    prompts = load_prompts(args.prompts)
+    if args.classes:
+        prompts = [p for p in prompts if p.prompt_class in set(args.classes.split(","))]
+    pair = load_pair(args.main, args.draft)
+    traces, last = [], []
+    for p in prompts:
+        last = format_chat(pair.tokenizer, [{"role": "user", "content": p.text}])
+        traces.append(record_trace(pair, last, args.max_tokens, label=p.id))
+        hit = sum(traces[-1].draft_hits) / max(len(traces[-1].answer), 1)
+        print(f"recorded {p.id}: {len(traces[-1].answer)} tokens, draft right on {hit:.0%}", file=sys.stderr, flush=True)
+    costs = measure_costs(pair, last) if "measured" in args.costs else None
+    return traces, asdict(costs) if costs else None
+
+
+def _load(path: str) -> tuple[list, dict | None]:
+    from app.engine.replay import Trace
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    traces = [Trace(tuple(t["prompt"]), tuple(t["answer"]), tuple(t["draft_hits"]), t.get("label", "")) for t in data["traces"]]
+    return traces, data.get("costs")
+
+
+def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
+    """Per class and overall: each variant's speed over plain, and adaptive's share of the best fixed k."""
+    classes: dict[str, list[int]] = {}
+    for i, t in enumerate(traces):
+        classes.setdefault(t.label.split("-")[0] or "all", []).append(i)
+    classes["all"] = list(range(len(traces)))
+    fixed = [m for m in results if m.startswith("fixed")]
+    lines = [f"{name + ':':<11}" + "  ".join(f"{m:>8}" for m in ["plain", *fixed])
+             + "  adaptive  /best  no-lookup  /best  worst prompt (no-lookup)"]
+    for cls, idx in classes.items():
+        def speed(m: str) -> float:
+            return sum(results[m][i].tokens for i in idx) / sum(results[m][i].seconds for i in idx)
+        plain = speed("plain")
+        best = max(speed(m) for m in fixed)
+        def worst(m: str) -> float:
+            return min(results[m][i].tokens_per_second / results["plain"][i].tokens_per_second for i in idx)
+        cells = [f"{plain:8.1f}"] + [f"{speed(m) / plain:8.2f}" for m in fixed]
+        lines.append(
+            f"{cls:<11}" + "  ".join(cells)
+            + f"  {speed('adaptive') / plain:8.2f}  {speed('adaptive') / best:5.2f}"
+            + f"  {speed('adaptive-draft') / plain:9.2f}  {speed('adaptive-draft') / best:5.2f}"
+            + f"  {worst('adaptive'):12.2f} ({worst('adaptive-draft'):.2f})"
+        )
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.engine.loading import ModelLoadError
+    from app.engine.replay import CostModel, run_policies
+
+    try:
+        traces, measured = _load(args.traces) if args.traces else _record(args)
+        ks = tuple(int(k) for k in str(args.k).split(","))
+        models = []
+        for name in args.costs.split(","):
+            if name == "measured":
+                if measured is None:
+                    raise ValueError("no measured costs: record with the models, or drop 'measured' from --costs")
+                models.append(CostModel(**{**measured, "verify": tuple(measured["verify"]), "name": "measured"}))
+            else:
+                models.append(CostModel.shaped(name))
+    except (ModelLoadError, ValueError, OSError, KeyError, json.JSONDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.save:
+        payload = {"traces": [{"label": t.label, "prompt": list(t.prompt), "answer": list(t.answer),
+                               "draft_hits": list(t.draft_hits)} for t in traces], "costs": measured}
+        Path(args.save).write_text(json.dumps(payload), encoding="utf-8")
+    hits = sum(sum(t.draft_hits) for t in traces) / max(sum(len(t.answer) for t in traces), 1)
+    print(f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens, draft right on {hits:.0%}; "
+          f"noise {args.noise}, {args.seeds} seeds; speeds relative to plain, tok/s of plain is simulated")
+    for costs in models:
+        merged: dict[str, list] = {}
+        for seed in range(args.seeds if args.noise else 1):
+            for m, rs in run_policies(traces, costs.with_noise(args.noise), ks, seed=seed).items():
+                merged.setdefault(m, [None] * len(rs))
+                for i, r in enumerate(rs):
+                    prev = merged[m][i]
+                    merged[m][i] = r if prev is None else type(r)(prev.tokens + r.tokens, prev.seconds + r.seconds, prev.rounds + r.rounds)
+        print("\n".join(_table(traces, merged, costs.name)))
+        print()
+    return 0
