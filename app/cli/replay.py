@@ -63,7 +63,7 @@ def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
     classes["all"] = list(range(len(traces)))
     fixed = [m for m in results if m.startswith("fixed")]
     lines = [f"{name + ':':<11}" + "  ".join(f"{m:>8}" for m in ["plain", *fixed])
-             + "  adaptive  /best  no-lookup  /best  worst prompt (no-lookup)"]
+             + "  adaptive  /best  no-lookup  /best  worst prompt (no-lookup)  worst share of its best fixed"]
     for cls, idx in classes.items():
         def speed(m: str) -> float:
             return sum(results[m][i].tokens for i in idx) / sum(results[m][i].seconds for i in idx)
@@ -71,12 +71,16 @@ def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
         best = max(speed(m) for m in fixed)
         def worst(m: str) -> float:
             return min(results[m][i].tokens_per_second / results["plain"][i].tokens_per_second for i in idx)
+
+        def worst_share(m: str) -> float:  # the oracle per answer: its own best fixed k, known exactly
+            return min(results[m][i].tokens_per_second / max(results[f][i].tokens_per_second for f in fixed) for i in idx)
         cells = [f"{plain:8.1f}"] + [f"{speed(m) / plain:8.2f}" for m in fixed]
         lines.append(
             f"{cls:<11}" + "  ".join(cells)
             + f"  {speed('adaptive') / plain:8.2f}  {speed('adaptive') / best:5.2f}"
             + f"  {speed('adaptive-draft') / plain:9.2f}  {speed('adaptive-draft') / best:5.2f}"
             + f"  {worst('adaptive'):12.2f} ({worst('adaptive-draft'):.2f})"
+            + f"  {worst_share('adaptive'):17.2f} ({worst_share('adaptive-draft'):.2f})"
         )
     return lines
 

@@ -4,15 +4,18 @@ It keeps running estimates of what this machine and this text are like, and noth
 
 * per source (draft model, prompt lookup), the chance that proposal i is accepted given that
   proposals 0..i-1 were (exponentially forgetting, shrunk towards position i-1 where data is thin);
-* measured costs: drafting k tokens for every k seen, a verify pass over n tokens for every n
-  seen (unseen sizes are fitted by least squares on the seen ones, never assumed), and the
-  round's fixed overhead. Drafting is not k times a step: the first step also reads the tokens
-  the draft has not seen and pays the round's one host sync (measured on a CPU: 3.6 ms for k = 1,
-  9.4 ms for k = 6), so a per-step cost learnt at one k misprices every other k.
+* measured costs: drafting k tokens for every k seen (a fitted line elsewhere), a verify pass
+  over n tokens for every n seen (interpolated between them, priced low above them: never
+  assumed), the draft's reading of skipped tokens, and the round's fixed overhead. Drafting is
+  not k times a step: the first step also reads the tokens the draft has not seen and pays the
+  round's one host sync (measured on a CPU: 3.6 ms for k = 1, 9.4 ms for k = 6), so a per-step
+  cost learnt at one k misprices every other k.
 
 Expected rate of (k, source) = (1 + Σ_j Π_{i<j} a_i) / (overhead + draft(k) + verify(k + 1)).
 When plain decoding (k = 0) wins, the draft is bypassed: no draft passes at all, only a probe now
-and then, spaced so that probes cost at most `probe_budget` of the plain decoding time.
+and then, spaced so that probes cost at most `probe_budget` of the plain decoding time, the draft's
+reading of the skipped tokens included (where that reading alone costs more, only a draft whose
+long-run record says it usually pays is probed). Each answer starts from that record.
 
 Prompt lookup costs nothing to consult, so it is scored every round even when not used: its
 candidates are compared with what the round emitted (for sampled tokens the chance of a match is
@@ -90,13 +93,9 @@ class AdaptiveDraftLength:
         neighbour_every: int = 8,
         margin: float = 1.03,
         decay: float = 0.92,
-        recheck: bool = True,
-        usual_pays: bool = True,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._clock = clock  # the replay runs the controller on simulated time
-        self.recheck = recheck
-        self.usual_pays = usual_pays
         self.sources = [s for s, on in ((DRAFT, use_draft), (LOOKUP, use_lookup)) if on]
         self.max_k, self.first_k, self.probe_k = max_k, first_k, probe_k
         self.explore_rounds, self.neighbour_every = explore_rounds, neighbour_every
@@ -226,9 +225,9 @@ class AdaptiveDraftLength:
                 budget *= 4
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
             # plain steps (then the budget decides, as for any probe)
-            if self.recheck and self.played[s] < 3 and extra <= 2 * plain_round:
+            if self.played[s] < 3 and extra <= 2 * plain_round:
                 interval = 8
-            elif s is DRAFT and self.usual_pays and self._record_speedup >= 1.0:
+            elif s is DRAFT and self._record_speedup >= 1.0:
                 interval = max(self.close_probe_every, math.ceil(extra / budget))
             elif budget > read:
                 interval = max(self.close_probe_every if close else 4, math.ceil(extra / (budget - read)))
