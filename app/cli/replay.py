@@ -65,15 +65,18 @@ def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
     lines = [f"{name + ':':<11}" + "  ".join(f"{m:>8}" for m in ["plain", *fixed])
              + "  adaptive  /best  no-lookup  /best  worst prompt (no-lookup)  worst share of its best fixed"]
     for cls, idx in classes.items():
+
         def speed(m: str) -> float:
             return sum(results[m][i].tokens for i in idx) / sum(results[m][i].seconds for i in idx)
-        plain = speed("plain")
-        best = max(speed(m) for m in fixed)
+
         def worst(m: str) -> float:
             return min(results[m][i].tokens_per_second / results["plain"][i].tokens_per_second for i in idx)
 
         def worst_share(m: str) -> float:  # the oracle per answer: its own best fixed k, known exactly
             return min(results[m][i].tokens_per_second / max(results[f][i].tokens_per_second for f in fixed) for i in idx)
+
+        plain = speed("plain")
+        best = max(speed(m) for m in fixed)
         cells = [f"{plain:8.1f}"] + [f"{speed(m) / plain:8.2f}" for m in fixed]
         lines.append(
             f"{cls:<11}" + "  ".join(cells)
@@ -114,10 +117,7 @@ def run(args: argparse.Namespace) -> int:
         merged: dict[str, list] = {}
         for seed in range(args.seeds if args.noise else 1):
             for m, rs in run_policies(traces, costs.with_noise(args.noise), ks, seed=seed).items():
-                merged.setdefault(m, [None] * len(rs))
-                for i, r in enumerate(rs):
-                    prev = merged[m][i]
-                    merged[m][i] = r if prev is None else type(r)(prev.tokens + r.tokens, prev.seconds + r.seconds, prev.rounds + r.rounds)
+                merged[m] = [a.plus(b) for a, b in zip(merged[m], rs)] if m in merged else rs
         print("\n".join(_table(traces, merged, costs.name)))
         print()
     return 0

@@ -210,8 +210,9 @@ class AdaptiveDraftLength:
         A probe after I bypassed rounds costs its own extra passes plus the draft reading the I
         skipped tokens. Where reading is cheap (a GPU) the spacing just makes the first part
         small; where every token read costs a share of a step (a CPU), that share alone can
-        exceed the budget, and then no spacing keeps probes within it: the draft is probed only
-        while it is a close call, and then within four times the budget."""
+        exceed the budget, and then no spacing keeps probes within it. So a draft whose long-run
+        record says it pays is probed every dozen rounds or wider whatever reading costs, and any
+        other only where the budget (four times it for a close call) covers the reading too."""
         plain_round = self.overhead.value + costs[1]
         read = self.catch_up_read.value * plain_round if self.catch_up_read.count else 0.0
         for s in self.sources:

@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from app.engine.costs import cost_curve, fit_line
 from app.engine.events import Provenance, RoundEvent
 from app.engine.lookup import PromptLookup
 from app.engine.policy import MAX_DRAFT, DraftPolicy, RoundContext, as_plan
@@ -108,6 +109,11 @@ class ReplayResult:
     @property
     def tokens_per_second(self) -> float:
         return self.tokens / self.seconds if self.seconds else 0.0
+
+    def plus(self, other: ReplayResult) -> ReplayResult:
+        """Both replays as one (the same answer under another seed)."""
+        return ReplayResult(self.tokens + other.tokens, self.seconds + other.seconds, self.rounds + other.rounds,
+                            self.accepted + other.accepted, self.plans + other.plans)
 
 
 def _lookup_accepted(candidates: list[int], answer: tuple[int, ...], t: int) -> int:
@@ -255,7 +261,6 @@ def measure_costs(pair, context: list[int], ks: tuple[int, ...] = (1, 2, 4, 8), 
     verify: dict[int, list[float]] = {}
     drafting: dict[int, list[float]] = {}
     overhead: list[float] = []
-    reads: list[float] = []
     for k in (0, *ks):
         policy = FixedDraftLength(k) if k else PlainDecoding()
         last = None
@@ -270,23 +275,14 @@ def measure_costs(pair, context: list[int], ks: tuple[int, ...] = (1, 2, 4, 8), 
                     drafting.setdefault(event.k, []).append(event.draft_seconds)
             last = now
     sizes = {n: _median(v) for n, v in verify.items()}
-    table = []
-    for n in range(1, MAX_DRAFT + 2):  # straight lines between measured sizes, the last slope beyond
-        below = max((m for m in sizes if m <= n), default=1)
-        above = min((m for m in sizes if m >= n), default=None)
-        if above is None:
-            above, below = below, max((m for m in sizes if m < below), default=below)
-        span = above - below
-        table.append(sizes[below] + (sizes[above] - sizes[below]) * ((n - below) / span if span else 0.0))
-    draft_ks = sorted(drafting)
-    per_k = [_median(drafting[k]) for k in draft_ks]
-    step = (per_k[-1] - per_k[0]) / (draft_ks[-1] - draft_ks[0]) if len(draft_ks) > 1 else per_k[0] if per_k else 0.0
-    fixed = max(per_k[0] - step * draft_ks[0], 0.0) if per_k else 0.0
-    reads = _catch_up_reads(pair, context, step)
-    return CostModel(tuple(table), max(step, 0.0), fixed, reads, _median(overhead), 0.0, "measured")
+    # the measured sizes, and a fitted line between and beyond them
+    table = cost_curve(sizes, fit_line([(n, v, 1.0) for n, v in sizes.items()]), MAX_DRAFT + 1)
+    fixed, step = fit_line([(k, _median(v), 1.0) for k, v in drafting.items()]) if drafting else (0.0, 0.0)
+    reads = _catch_up_reads(pair, context)
+    return CostModel(tuple(table), step, max(fixed, 0.0), reads, _median(overhead), 0.0, "measured")
 
 
-def _catch_up_reads(pair, context: list[int], step: float, lag: int = 16) -> float:  # noqa: ANN001
+def _catch_up_reads(pair, context: list[int], lag: int = 16) -> float:  # noqa: ANN001
     """Seconds per skipped token the draft reads in its first step: a round after `lag` plain
     steps against one right after another draft round."""
     import mlx.core as mx
