@@ -28,7 +28,7 @@ from app.engine.events import (
     TokenEvent,
 )
 from app.engine.lookup import PromptLookup
-from app.engine.policy import MAX_DRAFT, DraftPolicy, PlainDecoding, RoundContext, as_plan
+from app.engine.policy import MAX_DRAFT, DraftPlan, DraftPolicy, PlainDecoding, RoundContext, as_plan
 from app.engine.sampling import Sampler, SamplingParams
 from app.engine.session import ChatSession, common_prefix
 
@@ -44,10 +44,6 @@ def _finish(
     return GenerationFinished(
         reason=reason, text=text + tail, token_ids=tuple(ids), stats=stats, tail=tail
     )
-
-
-def _lookup_len(lookup: PromptLookup | None, remaining: int) -> int:
-    return len(lookup.propose(min(MAX_DRAFT, remaining - 1))[0]) if lookup else 0
 
 
 def _round_proposal(
@@ -98,8 +94,11 @@ def generate(
     detok = StreamingDetokenizer(tokenizer)
     # rejected lookup tokens must be trimmed from the main's cache, as drafts are
     lookup = PromptLookup(prompt) if session.main_trimmable else None
-    first = as_plan(policy.choose(RoundContext(True, max_tokens, 0, _lookup_len(lookup, max_tokens))))
-    wants_draft = first.k > 0 and first.source is Provenance.DRAFT
+    # the first round's plan is chosen before prefill (it decides whether the draft reads the
+    # prompt) and then played: asking twice would advance a policy's counters twice
+    opening = lookup.propose(min(MAX_DRAFT, max_tokens - 1))[0] if lookup else []
+    first: DraftPlan | None = as_plan(policy.choose(RoundContext(True, max_tokens, 0, len(opening), tuple(opening))))
+    wants_draft = first is not None and first.k > 0 and first.source is Provenance.DRAFT
     if wants_draft and session.draft_cache is not None and session.speculation_refusal:
         yield EngineError(session.speculation_refusal, kind="notice")
 
@@ -123,7 +122,7 @@ def generate(
         remaining = max_tokens - len(answer)
         candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0] if lookup else []
         context = RoundContext(session.can_speculate, remaining, len(answer), len(candidates), tuple(candidates))
-        plan = as_plan(policy.choose(context))
+        plan, first = first or as_plan(policy.choose(context)), None
         k = max(0, min(plan.k, MAX_DRAFT, remaining - 1))
         if plan.source is Provenance.LOOKUP:
             k = min(k, len(candidates))

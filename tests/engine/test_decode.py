@@ -169,3 +169,25 @@ def test_invalid_sampling_settings_are_refused_with_a_reason():
             SamplingParams(**bad)
     with pytest.raises(ValueError, match="between 1 and 16"):
         FixedDraftLength(17)
+
+
+def test_the_policy_is_asked_once_per_round_and_its_first_plan_is_played(toy_pair, toy_prompt):
+    """The first plan decides whether the draft reads the prompt, then is played as round 0:
+    asking again would advance a policy's counters (explorations, neighbour checks) twice."""
+    class Counting(FixedDraftLength):
+        def __init__(self) -> None:
+            super().__init__(2)
+            self.asked = 0
+            self.played: list[int] = []
+
+        def choose(self, context):
+            self.asked += 1
+            return super().choose(context) if self.asked > 1 else 5  # round 0 drafts 5, then 2
+
+        def observe(self, event):
+            self.played.append(event.k)
+
+    policy = Counting()
+    out = drive(ChatSession(toy_pair), toy_prompt, policy, max_tokens=24)
+    assert policy.asked == len(policy.played) == len(out.rounds)
+    assert policy.played[0] == 5 and set(policy.played[1:-1]) == {2}
