@@ -51,7 +51,7 @@ def test_lookup_and_draft_mix_in_one_answer_with_consistent_caches(toy_pair, toy
         def choose(self, context):
             super().choose(context)
             self.turn += 1
-            if self.turn % 2 == 0 and context.lookup_len:  # turn 1 is the pre-prefill question
+            if self.turn % 2 == 1 and context.lookup_len:  # turn 1 is round 0, where the prompt's tail matches
                 return FixedDraftLength(3, source=Provenance.LOOKUP).choose(context)
             return FixedDraftLength(2).choose(context)
 
