@@ -66,13 +66,19 @@ class _Acceptance:
         return out
 
 
-def expected_tokens(rates: list[float]) -> float:
-    """1 (the main's own token) plus the expected run of accepted proposals."""
-    total, run = 1.0, 1.0
+def tokens_by_k(rates: list[float]) -> list[float]:
+    """Expected tokens of a round drafting k = 0..len(rates): 1 (the main's own token) plus the
+    expected run of accepted proposals."""
+    tokens, run = [1.0], 1.0
     for a in rates:
         run *= a
-        total += run
-    return total
+        tokens.append(tokens[-1] + run)
+    return tokens
+
+
+def expected_tokens(rates: list[float]) -> float:
+    """Expected tokens of a round drafting len(rates) tokens."""
+    return tokens_by_k(rates)[-1]
 
 
 class AdaptiveDraftLength:
@@ -131,22 +137,17 @@ class AdaptiveDraftLength:
             return cap if context.has_draft else 0
         return min(cap, context.lookup_len)
 
+    def _round_seconds(self, k: int, costs: list[float], drafting: list[float]) -> float:
+        return self.overhead.value + (drafting[k] if k else 0.0) + costs[k + 1]
+
     def _rate(self, source: Provenance, k: int, costs: list[float], draft: dict[Provenance, list[float]]) -> float:
         tokens = self._tokens[source][k] if k else 1.0
-        drafting = draft[source][k] if k else 0.0
-        return tokens / (self.overhead.value + drafting + costs[k + 1])
+        return tokens / self._round_seconds(k, costs, draft[source] if k else [])
 
     def _expected_tokens_by_k(self) -> dict[Provenance, list[float]]:
         """Expected tokens per round for k = 0..max_k, per source, in one pass (choose runs
         every round, so its Python time is a cost of its own on a fast GPU)."""
-        out = {}
-        for s in self.sources:
-            tokens, run = [1.0], 1.0
-            for a in self.acceptance[s].estimates(self.max_k):
-                run *= a
-                tokens.append(tokens[-1] + run)
-            out[s] = tokens
-        return out
+        return {s: tokens_by_k(self.acceptance[s].estimates(self.max_k)) for s in self.sources}
 
     def choose(self, context: RoundContext) -> DraftPlan:
         """Pure: the plan for this round from the current estimates (observe updates them)."""
@@ -184,12 +185,8 @@ class AdaptiveDraftLength:
     def _speedup_by_record(self, up_to: int, costs: list[float], draft: list[float], plain: float) -> float:
         """The draft's best speedup if the text were as its long-run record: whether probing a
         bypassed draft is worth reading what it skipped."""
-        tokens, run, best = 1.0, 1.0, 0.0
-        for k, a in enumerate(self.record.estimates(up_to), start=1):
-            run *= a
-            tokens += run
-            best = max(best, tokens / (self.overhead.value + draft[k] + costs[k + 1]) / plain)
-        return best
+        tokens = tokens_by_k(self.record.estimates(up_to))
+        return max(tokens[k] / self._round_seconds(k, costs, draft) for k in range(1, up_to + 1)) / plain
 
     def _neighbour(self, best: DraftPlan, available: dict[Provenance, int]) -> DraftPlan | None:
         """Now and then draft one token more than the best k (or one fewer, in turn): the costs

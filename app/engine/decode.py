@@ -28,7 +28,7 @@ from app.engine.events import (
     TokenEvent,
 )
 from app.engine.lookup import PromptLookup
-from app.engine.policy import MAX_DRAFT, DraftPlan, DraftPolicy, PlainDecoding, RoundContext, as_plan
+from app.engine.policy import MAX_DRAFT, DraftPlan, DraftPolicy, PlainDecoding, RoundContext, as_plan, playable
 from app.engine.sampling import Sampler, SamplingParams
 from app.engine.session import ChatSession, common_prefix
 
@@ -97,8 +97,9 @@ def generate(
     # the first round's plan is chosen before prefill (it decides whether the draft reads the
     # prompt) and then played: asking twice would advance a policy's counters twice
     opening = lookup.propose(min(MAX_DRAFT, max_tokens - 1))[0] if lookup else []
-    first: DraftPlan | None = as_plan(policy.choose(RoundContext(True, max_tokens, 0, len(opening), tuple(opening))))
-    wants_draft = first is not None and first.k > 0 and first.source is Provenance.DRAFT
+    first = as_plan(policy.choose(RoundContext(True, max_tokens, 0, len(opening), tuple(opening))))
+    planned: DraftPlan | None = first
+    wants_draft = first.k > 0 and first.source is Provenance.DRAFT
     if wants_draft and session.draft_cache is not None and session.speculation_refusal:
         yield EngineError(session.speculation_refusal, kind="notice")
 
@@ -122,13 +123,8 @@ def generate(
         remaining = max_tokens - len(answer)
         candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0] if lookup else []
         context = RoundContext(session.can_speculate, remaining, len(answer), len(candidates), tuple(candidates))
-        plan, first = first or as_plan(policy.choose(context)), None
-        k = max(0, min(plan.k, MAX_DRAFT, remaining - 1))
-        if plan.source is Provenance.LOOKUP:
-            k = min(k, len(candidates))
-        elif not session.can_speculate:
-            k = 0
-        source = plan.source if k else Provenance.MAIN
+        plan, planned = planned or as_plan(policy.choose(context)), None
+        k, source = playable(plan, remaining, len(candidates), session.can_speculate)
         pending = session.pending
         history = sampler.history_window(session.tokens, pending)
 

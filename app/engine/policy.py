@@ -38,6 +38,18 @@ def as_plan(choice: int | DraftPlan) -> DraftPlan:
     return choice if isinstance(choice, DraftPlan) else DraftPlan(choice)
 
 
+def playable(plan: DraftPlan, remaining: int, lookup_len: int, can_draft: bool) -> tuple[int, Provenance]:
+    """The k a plan can play this round and who proposes (MAIN when k = 0): never past the
+    answer's end, lookup no further than its match, the draft model only where it may speculate.
+    The decode loop and the replay both play plans by this rule."""
+    k = max(0, min(plan.k, MAX_DRAFT, remaining - 1))
+    if plan.source is Provenance.LOOKUP:
+        k = min(k, lookup_len)
+    elif not can_draft:
+        k = 0
+    return k, plan.source if k else Provenance.MAIN
+
+
 class DraftPolicy(Protocol):
     def choose(self, context: RoundContext) -> int | DraftPlan: ...
 

@@ -20,12 +20,14 @@ import math
 import random
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import takewhile
 
 from app.engine.costs import cost_curve, fit_line
 from app.engine.events import Provenance, RoundEvent
 from app.engine.lookup import PromptLookup
-from app.engine.policy import MAX_DRAFT, DraftPolicy, RoundContext, as_plan
+from app.engine.policy import MAX_DRAFT, DraftPolicy, RoundContext, as_plan, playable
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,18 +118,9 @@ class ReplayResult:
                             self.accepted + other.accepted, self.plans + other.plans)
 
 
-def _lookup_accepted(candidates: list[int], answer: tuple[int, ...], t: int) -> int:
-    n = 0
-    while n < len(candidates) and t + n < len(answer) and candidates[n] == answer[t + n]:
-        n += 1
-    return n
-
-
-def _draft_run(hits: tuple[bool, ...], t: int, k: int) -> int:
-    n = 0
-    while n < k and t + n < len(hits) and hits[t + n]:
-        n += 1
-    return n
+def _leading(flags: Iterable[bool]) -> int:
+    """How many flags are true before the first false: the proposals a round accepts."""
+    return sum(1 for _ in takewhile(bool, flags))
 
 
 def replay(
@@ -156,22 +149,17 @@ def replay(
         remaining = len(answer) - t
         candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0]
         plan = as_plan(policy.choose(RoundContext(has_draft, remaining, t, len(candidates), tuple(candidates))))
-        k = max(0, min(plan.k, MAX_DRAFT, remaining - 1))
-        if plan.source is Provenance.LOOKUP:
-            k = min(k, len(candidates))
-        elif not has_draft:
-            k = 0
-        source = plan.source if k else Provenance.MAIN
+        k, source = playable(plan, remaining, len(candidates), has_draft)
         draft_s, hindsight, catch_up = 0.0, (), 0
         if source is Provenance.DRAFT:
-            accepted = _draft_run(hits, t, k)
+            accepted = _leading(hits[t : t + k])
             proposed = tuple(answer[t : t + accepted]) + (-1,) * (k - accepted)
             draft_s = timed(costs.draft_seconds(k, lag))
             catch_up = lag
             hindsight = tuple(hits[max(0, t - lag) : t]) if lag else ()
         elif source is Provenance.LOOKUP:
             proposed = tuple(candidates[:k])
-            accepted = _lookup_accepted(candidates[:k], answer, t)
+            accepted = _leading(a == b for a, b in zip(candidates[:k], answer[t:]))
         else:
             proposed, accepted = (), 0
         verify_s = timed(costs.verify_seconds(k + 1))
