@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 
@@ -25,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=3, help="noisy replays per cost model")
 
 
-def _record(args: argparse.Namespace) -> tuple[list, dict | None]:
+def _record(args: argparse.Namespace) -> tuple[list, object]:
     from app.engine.bench import load_prompts
     from app.engine.loading import load_pair
     from app.engine.replay import measure_costs, record_trace
@@ -43,16 +42,7 @@ def _record(args: argparse.Namespace) -> tuple[list, dict | None]:
         traces.append(record_trace(pair, last, args.max_tokens, label=p.id))
         hit = sum(traces[-1].draft_hits) / max(len(traces[-1].answer), 1)
         print(f"recorded {p.id}: {len(traces[-1].answer)} tokens, draft right on {hit:.0%}", file=sys.stderr, flush=True)
-    costs = measure_costs(pair, last) if "measured" in args.costs else None
-    return traces, asdict(costs) if costs else None
-
-
-def _load(path: str) -> tuple[list, dict | None]:
-    from app.engine.replay import Trace
-
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    traces = [Trace(tuple(t["prompt"]), tuple(t["answer"]), tuple(t["draft_hits"]), t.get("label", "")) for t in data["traces"]]
-    return traces, data.get("costs")
+    return traces, measure_costs(pair, last) if "measured" in args.costs else None
 
 
 def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
@@ -90,26 +80,24 @@ def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.loading import ModelLoadError
-    from app.engine.replay import CostModel, run_policies
+    from app.engine.replay import CostModel, load_traces, run_policies, save_traces
 
     try:
-        traces, measured = _load(args.traces) if args.traces else _record(args)
+        traces, measured = load_traces(Path(args.traces)) if args.traces else _record(args)
         ks = tuple(int(k) for k in str(args.k).split(","))
         models = []
         for name in args.costs.split(","):
             if name == "measured":
                 if measured is None:
                     raise ValueError("no measured costs: record with the models, or drop 'measured' from --costs")
-                models.append(CostModel(**{**measured, "verify": tuple(measured["verify"]), "name": "measured"}))
+                models.append(measured)
             else:
                 models.append(CostModel.shaped(name))
-    except (ModelLoadError, ValueError, OSError, KeyError, json.JSONDecodeError) as exc:
+    except (ModelLoadError, ValueError, TypeError, OSError, KeyError, json.JSONDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.save:
-        payload = {"traces": [{"label": t.label, "prompt": list(t.prompt), "answer": list(t.answer),
-                               "draft_hits": list(t.draft_hits)} for t in traces], "costs": measured}
-        Path(args.save).write_text(json.dumps(payload), encoding="utf-8")
+        save_traces(Path(args.save), traces, measured)
     hits = sum(sum(t.draft_hits) for t in traces) / max(sum(len(t.answer) for t in traces), 1)
     print(f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens, draft right on {hits:.0%}; "
           f"noise {args.noise}, {args.seeds} seeds; speeds relative to plain, tok/s of plain is simulated")

@@ -16,13 +16,15 @@ Recording needs the models (`record_trace`, `measure_costs`); replaying is plain
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import takewhile
+from pathlib import Path
 
 from app.engine.costs import cost_curve, fit_line
 from app.engine.events import Provenance, RoundEvent
@@ -180,6 +182,23 @@ def replay(
         result.plans[(source.value, k)] += 1
     result.tokens, result.seconds = t, clock.now - start
     return result
+
+
+def save_traces(path: Path, traces: list[Trace], costs: CostModel | None) -> None:
+    """Recorded answers (and the costs measured with them) as JSON, to replay without the models."""
+    payload = {"traces": [{"label": t.label, "prompt": list(t.prompt), "answer": list(t.answer),
+                           "draft_hits": list(t.draft_hits)} for t in traces],
+               "costs": asdict(costs) if costs else None}
+    path.write_text(json.dumps(payload), encoding="utf-8")
+
+
+def load_traces(path: Path) -> tuple[list[Trace], CostModel | None]:
+    """What `save_traces` wrote."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    traces = [Trace(tuple(t["prompt"]), tuple(t["answer"]), tuple(t["draft_hits"]), t.get("label", ""))
+              for t in data["traces"]]
+    costs = data.get("costs")
+    return traces, CostModel(**{**costs, "verify": tuple(costs["verify"])}) if costs else None
 
 
 def run_policies(

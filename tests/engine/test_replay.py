@@ -11,7 +11,7 @@ from app.engine.bench import BUILTIN_PROMPTS
 from app.engine.decode import generate
 from app.engine.events import Provenance, RoundEvent
 from app.engine.policy import FixedDraftLength, PlainDecoding
-from app.engine.replay import CostModel, SimulatedClock, Trace, record_trace, replay, run_policies
+from app.engine.replay import CostModel, SimulatedClock, Trace, load_traces, record_trace, replay, run_policies
 from app.engine.session import ChatSession
 from app.engine.templates import format_chat
 
@@ -115,11 +115,9 @@ def test_trace_needs_one_verdict_per_token():
 
 
 def _recorded(name: str) -> list[Trace]:
-    import json
     from pathlib import Path
 
-    data = json.loads((Path(__file__).parent / "data" / name).read_text())
-    return [Trace(tuple(t["prompt"]), tuple(t["answer"]), tuple(t["draft_hits"]), t["label"]) for t in data["traces"]]
+    return load_traces(Path(__file__).parent / "data" / name)[0]
 
 
 def test_on_real_answers_of_the_qwen_coder_pair_adaptive_keeps_up_and_never_loses():
