@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 
+from app.engine.confidence import ConfidenceLink
 from app.engine.costs import CostTable, RecentMedian, VerifyCosts
 from app.engine.events import Provenance, RoundEvent
 from app.engine.policy import MAX_DRAFT, DraftPlan, RoundContext
@@ -51,6 +53,24 @@ class _Acceptance:
         for i in range(min(accepted + 1, k, MAX_DRAFT)):
             self.trials[i] += weight
             self.hits[i] += weight * (i < accepted)
+
+    def add_expected(self, hits: list[float], weight: float) -> None:
+        """A round known only in expectation: `hits[i]` is the chance proposal i would pass
+        given that 0..i-1 did (a trial at position i happens with the chance all before passed)."""
+        decay = self.decay**weight
+        self.hits = [h * decay for h in self.hits]
+        self.trials = [t * decay for t in self.trials]
+        reach = 1.0
+        for i, p in enumerate(hits[:MAX_DRAFT]):
+            self.trials[i] += weight * reach
+            reach *= p
+            self.hits[i] += weight * reach
+
+    def add_at(self, position: int, p: float, weight: float) -> None:
+        """One more trial at `position` of the round just counted, known only in expectation."""
+        if position < MAX_DRAFT:
+            self.trials[position] += weight
+            self.hits[position] += weight * p
 
     def restart_from(self, record: _Acceptance, rounds: float) -> None:
         """Take `record`'s rates at the weight of `rounds` rounds (less if it has less)."""
@@ -99,6 +119,8 @@ class AdaptiveDraftLength:
         neighbour_every: int = 8,
         margin: float = 1.03,
         decay: float = 0.92,
+        predicted_weight: float = 1 / 3,
+        bonus_weight: float = 1.0,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._clock = clock  # the replay runs the controller on simulated time
@@ -112,6 +134,8 @@ class AdaptiveDraftLength:
         # decision (and its hindsight judges the whole stretch since the last one)
         self.close_call, self.close_probe_every = close_call, close_probe_every
         self._best_speedup: dict[Provenance, float] = {}
+        self.predicted_weight = predicted_weight
+        self.bonus_weight = bonus_weight
         self._record_speedup = 0.0  # the draft's best speedup by its long-run record
         self.acceptance = {s: _Acceptance(0.5, 1.0, decay) for s in self.sources}
         # the draft's long-run record over every answer: where each new answer starts from
@@ -123,6 +147,11 @@ class AdaptiveDraftLength:
         self.since_used = {s: 0 for s in self.sources}
         self.played = {s: 0 for s in self.sources}
         self.catch_up_read = RecentMedian()  # per skipped token the draft reads, in plain rounds
+        # the main's confidence while the draft sits out, read as the draft's likely hit rate
+        self.link = ConfidenceLink()
+        self.wants_confidence = DRAFT in self.acceptance
+        self._recent_confidence: deque[float] = deque(maxlen=4096)  # per emitted token
+        self._predicted: list[float] = []  # bypassed tokens' predicted draft hits, oldest first
         self._last_observed: float | None = None
         self._tokens: dict[Provenance, list[float]] = {}
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
@@ -207,9 +236,14 @@ class AdaptiveDraftLength:
         A probe after I bypassed rounds costs its own extra passes plus the draft reading the I
         skipped tokens. Where reading is cheap (a GPU) the spacing just makes the first part
         small; where every token read costs a share of a step (a CPU), that share alone can
-        exceed the budget, and then no spacing keeps probes within it. So a draft whose long-run
-        record says it pays is probed every dozen rounds or wider whatever reading costs, and any
-        other only where the budget (four times it for a close call) covers the reading too."""
+        exceed the budget, and then no spacing keeps probes within it. There the main's
+        confidence, which costs nothing to read, says when the text turns predictable again
+        (ConfidenceLink), and a draft is probed only where the budget (four times it for a close
+        call) covers the reading too. Without that signal (a link not yet learnt, or one that
+        does not tell hits from misses), a draft whose long-run record says it pays is probed
+        every dozen rounds or wider whatever reading costs: on prose the draft could not help
+        with, those blind probes cost 10% of plain in replay, but without them a draft bypassed
+        over a hard stretch would sit out the rest of the answer."""
         plain_round = self.overhead.value + costs[1]
         read = self.catch_up_read.value * plain_round if self.catch_up_read.count else 0.0
         for s in self.sources:
@@ -225,7 +259,7 @@ class AdaptiveDraftLength:
             # plain steps (then the budget decides, as for any probe)
             if self.played[s] < 3 and extra <= 2 * plain_round:
                 interval = 8
-            elif s is DRAFT and self._record_speedup >= 1.0:
+            elif s is DRAFT and self._record_speedup >= 1.0 and not self.link.informative():
                 interval = max(self.close_probe_every, math.ceil(extra / budget))
             elif budget > read:
                 interval = max(self.close_probe_every if close else 4, math.ceil(extra / (budget - read)))
@@ -270,6 +304,8 @@ class AdaptiveDraftLength:
         self._shadow = ()
         if event.hindsight and DRAFT in self.acceptance:
             self._learn_hindsight(event.hindsight)
+        if DRAFT in self.acceptance and event.confidence:
+            self._follow_confidence(event)
         if event.k == 0 or source not in self.acceptance:
             return
         self.since_used[source] = 0
@@ -284,12 +320,38 @@ class AdaptiveDraftLength:
             usual = self.drafting[source].table(event.k)[-1]
             self.catch_up_read.add(max(0.0, event.draft_seconds - usual) / event.catch_up / plain_round)
 
+    def _follow_confidence(self, event: RoundEvent) -> None:
+        """Teach the link with every draft verdict this round revealed; while the draft sits
+        out, count the tokens as the rounds it would likely have had (at a third of a round
+        each, as hindsight counts, since starts overlap)."""
+        confidence = event.confidence
+        if event.source is DRAFT:
+            for j in range(min(event.accepted + 1, event.k, len(confidence))):
+                self.link.learn(confidence[j], j < event.accepted)
+            if event.accepted == event.k < len(confidence) and self.bonus_weight and self.link.informative():
+                # every proposal passed: the main's own next token is the trial one more
+                # proposal would have had, and its confidence prices it (deep positions are
+                # otherwise seen only when played, so a short k could never learn to grow)
+                p = self.link.predict(confidence[event.k])
+                self.acceptance[DRAFT].add_at(event.k, p, self.bonus_weight)
+            self._predicted.clear()
+        elif self.link.informative():
+            self._predicted.extend(self.link.predict(c) for c in confidence)
+            while len(self._predicted) > self.max_k:
+                self.acceptance[DRAFT].add_expected(self._predicted[: self.max_k], self.predicted_weight)
+                del self._predicted[0]
+        self._recent_confidence.extend(confidence)
+
     def _learn_hindsight(self, hits: tuple[bool, ...]) -> None:
         """The draft's catch-up after a bypass says, for every skipped token, whether the draft
         would have proposed it: a round starting at token t would have had its run of hits from
         t accepted. So one probe judges the whole bypassed stretch, not just its own round, and
         a draft that became useful again is noticed at the first probe. Starts overlap (a round
         covers several tokens), so each counts as a third of a round."""
+        recent = list(self._recent_confidence)[-len(hits):] if self._recent_confidence else []
+        if len(recent) == len(hits):  # the skipped tokens are the last ones emitted
+            for c, hit in zip(recent, hits):
+                self.link.learn(c, hit)
         run = 0
         runs = []
         for hit in reversed(hits):
@@ -352,5 +414,6 @@ class AdaptiveDraftLength:
         """
         self._last_observed = None
         self._shadows = []
+        self._predicted = []
         if DRAFT in self.acceptance:
             self.acceptance[DRAFT].restart_from(self.record, rounds=6)

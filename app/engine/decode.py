@@ -17,7 +17,7 @@ import mlx.core as mx
 
 from app.engine import acceptance as rules
 from app.engine.detokenize import StreamingDetokenizer
-from app.engine.drafting import Proposal, propose, score
+from app.engine.drafting import Proposal, propose, score, top_probability
 from app.engine.events import (
     EngineError,
     GenerationFinished,
@@ -87,6 +87,8 @@ def generate(
     sampler = Sampler(sampling or SamplingParams())
     rule = rules.RULES[rules.resolve(acceptance, sampler)]
     policy = policy or PlainDecoding()
+    # the main's confidence per token costs a reduction over each scored row: only on request
+    wants_confidence = bool(getattr(policy, "wants_confidence", False))
     if hasattr(policy, "begin_answer"):
         policy.begin_answer()
     tokenizer = session.pair.tokenizer
@@ -139,7 +141,8 @@ def generate(
         else:  # a lookup proposal is certain: a point mass (built lazily, used only by residual)
             q = proposal.scores if proposal.scores is not None else rules.point_mass(ids, p.shape[-1])
         verdict, draws = rule(p, q, ids, sampler)
-        mx.eval(verdict, draws)
+        sure = top_probability(p) if wants_confidence else None
+        mx.eval(verdict, draws, *([sure] if sure is not None else []))
         t2 = time.perf_counter()
 
         proposed = ids.tolist()
@@ -174,6 +177,7 @@ def generate(
             policy=policy.snapshot(),
             catch_up=proposal.catch_up if proposal else 0,
             hindsight=_hindsight(proposal, len(answer)),
+            confidence=tuple(sure.tolist()[: len(emitted)]) if sure is not None else (),
         )
         policy.observe(event)
         now = t2 - start

@@ -69,3 +69,9 @@ def score(session: ChatSession, sampler: Sampler, fed: mx.array, history: mx.arr
         for i in range(fed.size)
     ]
     return mx.concatenate(rows, axis=0)
+
+
+def top_probability(scores: mx.array) -> mx.array:
+    """Per row of logits or log-probabilities, the largest probability: how sure the model is."""
+    scores = scores.astype(mx.float32)
+    return mx.exp(mx.max(scores, axis=-1) - mx.logsumexp(scores, axis=-1))

@@ -43,6 +43,8 @@ class RoundEvent:
     # greedy: for each of this answer's tokens the draft read while catching up, whether it
     # would have proposed that token (a draft round's position-0 verdict, seen in hindsight)
     hindsight: tuple[bool, ...] = ()
+    # the main's top probability at each emitted token's position (when the policy asked for it)
+    confidence: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,16 +34,20 @@ from app.engine.policy import MAX_DRAFT, DraftPolicy, RoundContext, as_plan, pla
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """A greedy answer and, per answer token, whether the draft's greedy pick there was it."""
+    """A greedy answer and, per answer token, whether the draft's greedy pick there was it (and,
+    where recorded, the main's top probability there)."""
 
     prompt: tuple[int, ...]
     answer: tuple[int, ...]
     draft_hits: tuple[bool, ...]
     label: str = ""
+    main_confidence: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.draft_hits) != len(self.answer):
             raise ValueError("one draft verdict per answer token")
+        if self.main_confidence and len(self.main_confidence) != len(self.answer):
+            raise ValueError("one confidence per answer token")
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +176,7 @@ def replay(
             index=result.rounds, k=k, proposed=proposed, accepted=accepted, emitted=emitted,
             draft_seconds=draft_s, verify_seconds=verify_s, source=source, policy=policy.snapshot(),
             catch_up=catch_up, hindsight=hindsight,
+            confidence=tuple(trace.main_confidence[t : t + len(emitted)]),
         ))
         # the draft holds every kept token but the last it proposed when all of them passed
         lag = (1 if accepted == k else 0) if source is Provenance.DRAFT else lag + len(emitted)
@@ -187,7 +192,8 @@ def replay(
 def save_traces(path: Path, traces: list[Trace], costs: CostModel | None) -> None:
     """Recorded answers (and the costs measured with them) as JSON, to replay without the models."""
     payload = {"traces": [{"label": t.label, "prompt": list(t.prompt), "answer": list(t.answer),
-                           "draft_hits": list(t.draft_hits)} for t in traces],
+                           "draft_hits": list(t.draft_hits), "main_confidence": list(t.main_confidence)}
+                          for t in traces],
                "costs": asdict(costs) if costs else None}
     path.write_text(json.dumps(payload), encoding="utf-8")
 
@@ -195,7 +201,8 @@ def save_traces(path: Path, traces: list[Trace], costs: CostModel | None) -> Non
 def load_traces(path: Path) -> tuple[list[Trace], CostModel | None]:
     """What `save_traces` wrote."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    traces = [Trace(tuple(t["prompt"]), tuple(t["answer"]), tuple(t["draft_hits"]), t.get("label", ""))
+    traces = [Trace(tuple(t["prompt"]), tuple(t["answer"]), tuple(t["draft_hits"]), t.get("label", ""),
+                    tuple(t.get("main_confidence", ())))
               for t in data["traces"]]
     costs = data.get("costs")
     return traces, CostModel(**{**costs, "verify": tuple(costs["verify"])}) if costs else None
@@ -229,11 +236,12 @@ def run_policies(
 
 
 def record_trace(pair, prompt: list[int], max_tokens: int, label: str = "") -> Trace:  # noqa: ANN001
-    """The main's greedy answer to `prompt`, and the draft's verdict on each of its tokens from
-    one teacher-forced pass over prompt and answer."""
+    """The main's greedy answer to `prompt`, the draft's verdict on each of its tokens from one
+    teacher-forced pass over prompt and answer, and the main's confidence in each from another."""
     import mlx.core as mx
 
     from app.engine.decode import generate
+    from app.engine.drafting import top_probability
     from app.engine.events import GenerationFinished
     from app.engine.session import ChatSession
 
@@ -244,9 +252,12 @@ def record_trace(pair, prompt: list[int], max_tokens: int, label: str = "") -> T
     if not answer:
         return Trace(tuple(prompt), (), (), label)
     assert pair.draft is not None
-    logits = pair.draft.model(mx.array(list(prompt) + list(answer[:-1]), dtype=mx.uint32)[None])[0]
+    forced = mx.array(list(prompt) + list(answer[:-1]), dtype=mx.uint32)[None]
+    logits = pair.draft.model(forced)[0]
     picks = mx.argmax(logits[len(prompt) - 1 :], axis=-1).tolist()
-    return Trace(tuple(prompt), answer, tuple(a == b for a, b in zip(picks, answer)), label)
+    confidence = top_probability(pair.main.model(forced)[0][len(prompt) - 1 :]).tolist()
+    return Trace(tuple(prompt), answer, tuple(a == b for a, b in zip(picks, answer)), label,
+                 tuple(round(c, 4) for c in confidence))
 
 
 def _median(values: list[float]) -> float:
