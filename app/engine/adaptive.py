@@ -14,8 +14,10 @@ It keeps running estimates of what this machine and this text are like, and noth
 Expected rate of (k, source) = (1 + Σ_j Π_{i<j} a_i) / (overhead + draft(k) + verify(k + 1)).
 When plain decoding (k = 0) wins, the draft is bypassed: no draft passes at all, only a probe now
 and then, spaced so that probes cost at most `probe_budget` of the plain decoding time, the draft's
-reading of the skipped tokens included (where that reading alone costs more, only a draft whose
-long-run record says it usually pays is probed). Each answer starts from that record.
+reading of the skipped tokens included. While bypassed, the main's confidence in each token it
+writes is read as the draft's likely hit there (ConfidenceLink), so the draft comes back when the
+text turns predictable without any probe; until that link is learnt, a draft whose long-run
+record says it usually pays is probed whatever reading costs. Each answer starts from that record.
 
 Prompt lookup costs nothing to consult, so it is scored every round even when not used: its
 candidates are compared with what the round emitted (for sampled tokens the chance of a match is
@@ -31,74 +33,11 @@ from collections.abc import Callable
 
 from app.engine.confidence import ConfidenceLink
 from app.engine.costs import CostTable, RecentMedian, VerifyCosts
+from app.engine.estimates import AcceptanceCounts, tokens_by_k
 from app.engine.events import Provenance, RoundEvent
 from app.engine.policy import MAX_DRAFT, DraftPlan, RoundContext
 
 DRAFT, LOOKUP, MAIN = Provenance.DRAFT, Provenance.LOOKUP, Provenance.MAIN
-
-
-class _Acceptance:
-    """Discounted accept/trial counts per draft position."""
-
-    def __init__(self, prior: float, weight: float, decay: float) -> None:
-        self.prior, self.weight, self.decay = prior, weight, decay
-        self.hits = [0.0] * MAX_DRAFT
-        self.trials = [0.0] * MAX_DRAFT
-
-    def add(self, k: int, accepted: int, weight: float = 1.0) -> None:
-        """One round (`weight` < 1: a trial worth part of a round, forgetting that much less)."""
-        decay = self.decay**weight
-        self.hits = [h * decay for h in self.hits]
-        self.trials = [t * decay for t in self.trials]
-        for i in range(min(accepted + 1, k, MAX_DRAFT)):
-            self.trials[i] += weight
-            self.hits[i] += weight * (i < accepted)
-
-    def add_expected(self, hits: list[float], weight: float) -> None:
-        """A round known only in expectation: `hits[i]` is the chance proposal i would pass
-        given that 0..i-1 did (a trial at position i happens with the chance all before passed)."""
-        decay = self.decay**weight
-        self.hits = [h * decay for h in self.hits]
-        self.trials = [t * decay for t in self.trials]
-        reach = 1.0
-        for i, p in enumerate(hits[:MAX_DRAFT]):
-            self.trials[i] += weight * reach
-            reach *= p
-            self.hits[i] += weight * reach
-
-    def add_at(self, position: int, p: float, weight: float) -> None:
-        """One more trial at `position` of the round just counted, known only in expectation."""
-        if position < MAX_DRAFT:
-            self.trials[position] += weight
-            self.hits[position] += weight * p
-
-    def restart_from(self, record: _Acceptance, rounds: float) -> None:
-        """Take `record`'s rates at the weight of `rounds` rounds (less if it has less)."""
-        scale = min(1.0, rounds / record.trials[0]) if record.trials[0] else 0.0
-        self.hits = [h * scale for h in record.hits]
-        self.trials = [t * scale for t in record.trials]
-
-    def estimates(self, k: int) -> list[float]:
-        out, prev = [], self.prior
-        for i in range(k):
-            prev = (self.hits[i] + self.weight * prev) / (self.trials[i] + self.weight)
-            out.append(prev)
-        return out
-
-
-def tokens_by_k(rates: list[float]) -> list[float]:
-    """Expected tokens of a round drafting k = 0..len(rates): 1 (the main's own token) plus the
-    expected run of accepted proposals."""
-    tokens, run = [1.0], 1.0
-    for a in rates:
-        run *= a
-        tokens.append(tokens[-1] + run)
-    return tokens
-
-
-def expected_tokens(rates: list[float]) -> float:
-    """Expected tokens of a round drafting len(rates) tokens."""
-    return tokens_by_k(rates)[-1]
 
 
 class AdaptiveDraftLength:
@@ -137,9 +76,9 @@ class AdaptiveDraftLength:
         self.predicted_weight = predicted_weight
         self.bonus_weight = bonus_weight
         self._record_speedup = 0.0  # the draft's best speedup by its long-run record
-        self.acceptance = {s: _Acceptance(0.5, 1.0, decay) for s in self.sources}
+        self.acceptance = {s: AcceptanceCounts(0.5, 1.0, decay) for s in self.sources}
         # the draft's long-run record over every answer: where each new answer starts from
-        self.record = _Acceptance(0.5, 1.0, 0.995)
+        self.record = AcceptanceCounts(0.5, 1.0, 0.995)
         self.verify = VerifyCosts()
         reference = self.verify._plain_step
         self.drafting = {DRAFT: CostTable(reference), LOOKUP: CostTable(reference)}  # proposing k tokens
@@ -282,6 +221,8 @@ class AdaptiveDraftLength:
             "overhead_s": self.overhead.value,
             "expected_speedup": round(speedup, 3),
             "speedup_by_k": rates or {},
+            # the draft's hit rate by the main's confidence band, once it is worth reading
+            "hit_by_confidence": self.link.rates() if self.link.informative() else (),
         }
         return plan
 

@@ -56,11 +56,15 @@ class ConfidenceLink:
         b = confidence_bin(confidence)
         return (self.hits[b] + self.prior * self.overall()) / (self.trials[b] + self.prior)
 
+    def rates(self) -> tuple[float, ...]:
+        """The predicted hit rate in each bin, lowest confidence first (for the telemetry)."""
+        return tuple(round(self.predict(EDGES[b - 1] if b else 0.0), 3) for b in range(len(self.trials)))
+
     def informative(self, minimum_seen: float = 24.0, spread: float = 0.2) -> bool:
         """Whether the draft's rate differs by at least `spread` between bins that each hold a
         few verdicts: otherwise predictions would only pull a bypassed draft back to its usual
         rate, which a stretch it failed on had reason to doubt."""
         if self.seen < minimum_seen:
             return False
-        rates = [self.predict(EDGES[b - 1] if b else 0.0) for b in range(len(self.trials)) if self.trials[b] >= 3]
+        rates = [rate for rate, n in zip(self.rates(), self.trials) if n >= 3]
         return len(rates) >= 2 and max(rates) - min(rates) >= spread

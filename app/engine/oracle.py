@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.engine.adaptive import expected_tokens
+from app.engine.estimates import expected_tokens
 from app.engine.costs import cost_curve, fit_line
 
 

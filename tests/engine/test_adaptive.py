@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.engine.adaptive import AdaptiveDraftLength, expected_tokens
+from app.engine.adaptive import AdaptiveDraftLength
+from app.engine.estimates import expected_tokens
 from app.engine.costs import VerifyCosts
 from app.engine.events import Provenance, RoundEvent
 from app.engine.policy import DraftPlan, PlainDecoding, RoundContext, as_plan

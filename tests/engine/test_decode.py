@@ -191,3 +191,26 @@ def test_the_policy_is_asked_once_per_round_and_its_first_plan_is_played(toy_pai
     out = drive(ChatSession(toy_pair), toy_prompt, policy, max_tokens=24)
     assert policy.asked == len(policy.played) == len(out.rounds)
     assert policy.played[0] == 5 and set(policy.played[1:-1]) == {2}
+
+
+def test_rounds_carry_the_main_confidence_in_each_token_only_when_asked(toy_pair, toy_prompt):
+    """The controller reads the main's top probability at every emitted token: it must be the
+    probability the main gives that token reading the true text, and cost nothing when no policy
+    asks for it."""
+    import mlx.core as mx
+
+    from app.engine.drafting import top_probability
+
+    class Asking(FixedDraftLength):
+        wants_confidence = True
+
+    out = drive(ChatSession(toy_pair), toy_prompt, Asking(3), max_tokens=30, stop_ids=[])
+    confidence = [c for r in out.rounds for c in r.confidence]
+    assert [len(r.confidence) for r in out.rounds] == [len(r.emitted) for r in out.rounds]
+    forced = mx.array(toy_prompt + out.ids[:-1], dtype=mx.uint32)[None]
+    logits = toy_pair.main.model(forced)[0][len(toy_prompt) - 1 :]
+    expected = top_probability(logits).tolist()
+    assert confidence == pytest.approx(expected, abs=2e-3)
+    assert mx.argmax(logits, axis=-1).tolist() == out.ids  # greedy: the token it was sure of
+    plain = drive(ChatSession(toy_pair), toy_prompt, FixedDraftLength(3), max_tokens=10)
+    assert all(r.confidence == () for r in plain.rounds)

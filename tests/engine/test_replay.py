@@ -11,7 +11,9 @@ from app.engine.bench import BUILTIN_PROMPTS
 from app.engine.decode import generate
 from app.engine.events import Provenance, RoundEvent
 from app.engine.policy import FixedDraftLength, PlainDecoding
-from app.engine.replay import CostModel, SimulatedClock, Trace, load_traces, record_trace, replay, run_policies
+from app.engine.replay import (
+    CostModel, SimulatedClock, Trace, load_traces, record_trace, replay, run_policies, save_traces,
+)
 from app.engine.session import ChatSession
 from app.engine.templates import format_chat
 
@@ -46,6 +48,7 @@ def test_replay_matches_the_real_loop_on_the_toy_pair(toy_pair):
     accept the same run in every round."""
     prompt = format_chat(toy_pair.tokenizer, [{"role": "user", "content": BUILTIN_PROMPTS[0].text}])
     trace = record_trace(toy_pair, prompt, 60)
+    assert len(trace.main_confidence) == len(trace.answer) and all(0 < c <= 1 for c in trace.main_confidence)
     real = [e.accepted for e in generate(ChatSession(toy_pair), prompt, policy=FixedDraftLength(3), max_tokens=60)
             if isinstance(e, RoundEvent)]
     replayed: list[int] = []
@@ -112,6 +115,15 @@ def test_a_useless_draft_is_not_handed_back_to_the_prior_answer_after_answer():
 def test_trace_needs_one_verdict_per_token():
     with pytest.raises(ValueError):
         Trace((1,), (5, 6), (True,))
+    with pytest.raises(ValueError):
+        Trace((1,), (5, 6), (True, False), main_confidence=(0.9,))
+
+
+def test_saved_answers_keep_the_main_confidence(tmp_path):
+    traces = [Trace((1, 2), (5, 6), (True, False), "code-1", (0.99, 0.4)), _trace("101", seed=1)]
+    save_traces(tmp_path / "t.json", traces, COMPUTE)
+    loaded, costs = load_traces(tmp_path / "t.json")
+    assert loaded == traces and costs == COMPUTE
 
 
 def _recorded(name: str) -> list[Trace]:

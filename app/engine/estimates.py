@@ -1,0 +1,72 @@
+"""The controller's acceptance estimates: per draft position, the chance a proposal passes given
+that the ones before it did, from exponentially forgetting counts; and what they make a round
+worth in tokens."""
+
+from __future__ import annotations
+
+from app.engine.policy import MAX_DRAFT
+
+
+class AcceptanceCounts:
+    """Discounted accept/trial counts per draft position."""
+
+    def __init__(self, prior: float, weight: float, decay: float) -> None:
+        self.prior, self.weight, self.decay = prior, weight, decay
+        self.hits = [0.0] * MAX_DRAFT
+        self.trials = [0.0] * MAX_DRAFT
+
+    def _forget(self, weight: float) -> None:
+        decay = self.decay**weight
+        self.hits = [h * decay for h in self.hits]
+        self.trials = [t * decay for t in self.trials]
+
+    def add(self, k: int, accepted: int, weight: float = 1.0) -> None:
+        """One round (`weight` < 1: a trial worth part of a round, forgetting that much less)."""
+        self._forget(weight)
+        for i in range(min(accepted + 1, k, MAX_DRAFT)):
+            self.trials[i] += weight
+            self.hits[i] += weight * (i < accepted)
+
+    def add_expected(self, hits: list[float], weight: float) -> None:
+        """A round known only in expectation: `hits[i]` is the chance proposal i would pass
+        given that 0..i-1 did (a trial at position i happens with the chance all before passed)."""
+        self._forget(weight)
+        reach = 1.0
+        for i, p in enumerate(hits[:MAX_DRAFT]):
+            self.trials[i] += weight * reach
+            reach *= p
+            self.hits[i] += weight * reach
+
+    def add_at(self, position: int, p: float, weight: float) -> None:
+        """One more trial at `position` of the round just counted, known only in expectation."""
+        if position < MAX_DRAFT:
+            self.trials[position] += weight
+            self.hits[position] += weight * p
+
+    def restart_from(self, record: AcceptanceCounts, rounds: float) -> None:
+        """Take `record`'s rates at the weight of `rounds` rounds (less if it has less)."""
+        scale = min(1.0, rounds / record.trials[0]) if record.trials[0] else 0.0
+        self.hits = [h * scale for h in record.hits]
+        self.trials = [t * scale for t in record.trials]
+
+    def estimates(self, k: int) -> list[float]:
+        out, prev = [], self.prior
+        for i in range(k):
+            prev = (self.hits[i] + self.weight * prev) / (self.trials[i] + self.weight)
+            out.append(prev)
+        return out
+
+
+def tokens_by_k(rates: list[float]) -> list[float]:
+    """Expected tokens of a round drafting k = 0..len(rates): 1 (the main's own token) plus the
+    expected run of accepted proposals."""
+    tokens, run = [1.0], 1.0
+    for a in rates:
+        run *= a
+        tokens.append(tokens[-1] + run)
+    return tokens
+
+
+def expected_tokens(rates: list[float]) -> float:
+    """Expected tokens of a round drafting len(rates) tokens."""
+    return tokens_by_k(rates)[-1]
