@@ -31,12 +31,17 @@ class ConfidenceLink:
     to be worth acting on.
     """
 
-    def __init__(self, decay: float = 0.998, prior: float = 2.0) -> None:
+    def __init__(self, decay: float = 0.998, prior: float = 2.0, minimum_seen: float = 24.0,
+                 spread: float = 0.2) -> None:
         self.decay, self.prior = decay, prior
+        self.minimum_seen, self.spread = minimum_seen, spread
         self.hits = [0.0] * (len(EDGES) + 1)
         self.trials = [0.0] * (len(EDGES) + 1)
+        self._rates: tuple[float, ...] | None = None  # read every round, changed only by learn
+        self._informative: bool | None = None
 
     def learn(self, confidence: float, hit: bool, weight: float = 1.0) -> None:
+        self._rates = self._informative = None
         decay = self.decay**weight
         self.hits = [h * decay for h in self.hits]
         self.trials = [t * decay for t in self.trials]
@@ -58,13 +63,16 @@ class ConfidenceLink:
 
     def rates(self) -> tuple[float, ...]:
         """The predicted hit rate in each bin, lowest confidence first (for the telemetry)."""
-        return tuple(round(self.predict(EDGES[b - 1] if b else 0.0), 3) for b in range(len(self.trials)))
+        if self._rates is None:
+            self._rates = tuple(round(self.predict(EDGES[b - 1] if b else 0.0), 3) for b in range(len(self.trials)))
+        return self._rates
 
-    def informative(self, minimum_seen: float = 24.0, spread: float = 0.2) -> bool:
-        """Whether the draft's rate differs by at least `spread` between bins that each hold a
-        few verdicts: otherwise predictions would only pull a bypassed draft back to its usual
-        rate, which a stretch it failed on had reason to doubt."""
-        if self.seen < minimum_seen:
-            return False
-        rates = [rate for rate, n in zip(self.rates(), self.trials) if n >= 3]
-        return len(rates) >= 2 and max(rates) - min(rates) >= spread
+    def informative(self) -> bool:
+        """Whether, after `minimum_seen` verdicts, the draft's rate differs by at least `spread`
+        between bins that each hold a few: otherwise predictions would only pull a bypassed
+        draft back to its usual rate, which a stretch it failed on had reason to doubt."""
+        if self._informative is None:
+            rates = [rate for rate, n in zip(self.rates(), self.trials) if n >= 3]
+            self._informative = (self.seen >= self.minimum_seen and len(rates) >= 2
+                                 and max(rates) - min(rates) >= self.spread)
+        return self._informative

@@ -236,28 +236,34 @@ def run_policies(
 
 
 def record_trace(pair, prompt: list[int], max_tokens: int, label: str = "") -> Trace:  # noqa: ANN001
-    """The main's greedy answer to `prompt`, the draft's verdict on each of its tokens from one
-    teacher-forced pass over prompt and answer, and the main's confidence in each from another."""
+    """The main's greedy answer to `prompt` with its confidence in each token (from the loop's own
+    rounds), and the draft's verdict on each token from one teacher-forced pass over prompt and
+    answer."""
     import mlx.core as mx
 
     from app.engine.decode import generate
-    from app.engine.drafting import top_probability
     from app.engine.events import GenerationFinished
+    from app.engine.policy import PlainDecoding
     from app.engine.session import ChatSession
 
+    class PlainAndSure(PlainDecoding):
+        wants_confidence = True
+
     answer: tuple[int, ...] = ()
-    for event in generate(ChatSession(pair), prompt, max_tokens=max_tokens):
-        if isinstance(event, GenerationFinished):
+    confidence: list[float] = []
+    for event in generate(ChatSession(pair), prompt, policy=PlainAndSure(), max_tokens=max_tokens):
+        if isinstance(event, RoundEvent):
+            confidence.extend(event.confidence)
+        elif isinstance(event, GenerationFinished):
             answer = event.token_ids
     if not answer:
         return Trace(tuple(prompt), (), (), label)
     assert pair.draft is not None
-    forced = mx.array(list(prompt) + list(answer[:-1]), dtype=mx.uint32)[None]
-    logits = pair.draft.model(forced)[0]
+    logits = pair.draft.model(mx.array(list(prompt) + list(answer[:-1]), dtype=mx.uint32)[None])[0]
     picks = mx.argmax(logits[len(prompt) - 1 :], axis=-1).tolist()
-    confidence = top_probability(pair.main.model(forced)[0][len(prompt) - 1 :]).tolist()
+    # a stop token the loop emitted is not part of the answer, nor is its confidence
     return Trace(tuple(prompt), answer, tuple(a == b for a, b in zip(picks, answer)), label,
-                 tuple(round(c, 4) for c in confidence))
+                 tuple(round(c, 4) for c in confidence[: len(answer)]))
 
 
 def _median(values: list[float]) -> float:
