@@ -75,7 +75,6 @@ class AdaptiveDraftLength:
         self._best_speedup: dict[Provenance, float] = {}
         self.predicted_weight = predicted_weight
         self.bonus_weight = bonus_weight
-        self._record_speedup = 0.0  # the draft's best speedup by its long-run record
         self.acceptance = {s: AcceptanceCounts(0.5, 1.0, decay) for s in self.sources}
         # the draft's long-run record over every answer: where each new answer starts from
         self.record = AcceptanceCounts(0.5, 1.0, 0.995)
@@ -142,8 +141,6 @@ class AdaptiveDraftLength:
                 rate = self._rate(s, k, costs, draft)
                 if rate > best_rate:
                     best, best_rate = DraftPlan(k, s), rate
-        if DRAFT in self.acceptance and available[DRAFT]:
-            self._record_speedup = self._speedup_by_record(available[DRAFT], costs, draft[DRAFT], plain)
         probe = self._probe(best, available, costs, draft)
         neighbour = None if probe else self._neighbour(best, available)
         plan = probe or neighbour or best
@@ -198,7 +195,8 @@ class AdaptiveDraftLength:
             # plain steps (then the budget decides, as for any probe)
             if self.played[s] < 3 and extra <= 2 * plain_round:
                 interval = 8
-            elif s is DRAFT and self._record_speedup >= 1.0 and not self.link.informative():
+            elif (s is DRAFT and not self.link.informative()
+                  and self._speedup_by_record(available[s], costs, draft[s], 1 / plain_round) >= 1.0):
                 interval = max(self.close_probe_every, math.ceil(extra / budget))
             elif budget > read:
                 interval = max(self.close_probe_every if close else 4, math.ceil(extra / (budget - read)))
