@@ -101,6 +101,8 @@ class BenchRun:
         data.pop("token_ids")
         data.pop("round_log")
         data["ks"] = [r.k for r in self.round_log]
+        # every round as the policy saw it: what a surprising ratio is explained by
+        data["round_log"] = [asdict(r) for r in self.round_log]
         return data
 
 
@@ -131,6 +133,7 @@ def _run_ours(
             timing.log.append(RoundRecord(  # type: ignore[union-attr]
                 event.k, event.accepted, event.draft_seconds, event.verify_seconds,
                 now - last if last else 0.0, event.source.value, event.catch_up,
+                str(event.policy.get("why", "")), float(event.policy.get("expected_speedup", 0.0)),  # type: ignore[arg-type]
             ))
             last = now
             timing.rounds += 1

@@ -28,6 +28,8 @@ class RoundRecord:
     wall_seconds: float  # from the previous round's event to this one's
     source: str
     catch_up: int
+    why: str = ""  # the policy's reason for this round's k (adaptive: model, probe, explore, ...)
+    expected_speedup: float = 0.0  # what the policy predicted for its best plan, against plain
 
 
 @dataclass(frozen=True, slots=True)

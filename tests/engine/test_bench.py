@@ -66,6 +66,11 @@ def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair):
     oracle = format_oracle(runs).splitlines()[1].split()
     drafted = max(x.k for r in runs for x in r.round_log if x.source == "draft")
     assert oracle[0] == "repetitive-2" and oracle[1] == "exact" and 1 <= int(oracle[2]) <= drafted
+    # the JSON keeps each adaptive round's reason and prediction, so a surprising ratio can be explained
+    adaptive_rounds = [x for r in runs if r.mode == "adaptive" for x in r.to_json()["round_log"]]
+    assert {x["why"] for x in adaptive_rounds} <= {"model", "probe", "neighbour", "explore"}
+    assert any(x["why"] == "model" and x["expected_speedup"] > 0 for x in adaptive_rounds)
+    assert all(x["why"] == "" for r in runs if r.mode == "fixed" for x in r.to_json()["round_log"])
 
 
 def test_sampling_runs_compare_exact_and_residual(toy_pair):
