@@ -179,10 +179,7 @@ class AdaptiveDraftLength:
         does not tell hits from misses), a draft whose long-run record says it pays is probed
         every dozen rounds or wider whatever reading costs: on prose the draft could not help
         with, those blind probes cost 10% of plain in replay, but without them a draft bypassed
-        over a hard stretch would sit out the rest of the answer. "Pays" means beating the
-        margin by what reading a skipped token costs, since that is the most a blind probe can
-        win back per token (seen on this CPU: a probe after 5 skipped tokens cost 3.4 plain
-        steps, for a draft its record put at about break-even)."""
+        over a hard stretch would sit out the rest of the answer."""
         plain_round = self.overhead.value + costs[1]
         read = self.catch_up_read.value * plain_round if self.catch_up_read.count else 0.0
         for s in self.sources:
@@ -199,8 +196,7 @@ class AdaptiveDraftLength:
             if self.played[s] < 3 and extra <= 2 * plain_round:
                 interval = 8
             elif (s is DRAFT and not self.link.informative()
-                  and self._speedup_by_record(available[s], costs, draft[s], 1 / plain_round)
-                  >= self.margin + read / plain_round):
+                  and self._speedup_by_record(available[s], costs, draft[s], 1 / plain_round) >= 1.0):
                 interval = max(self.close_probe_every, math.ceil(extra / budget))
             elif budget > read:
                 interval = max(self.close_probe_every if close else 4, math.ceil(extra / (budget - read)))
