@@ -99,10 +99,8 @@ class BenchRun:
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data.pop("token_ids")
-        data.pop("round_log")
         data["ks"] = [r.k for r in self.round_log]
-        # every round as the policy saw it: what a surprising ratio is explained by
-        data["round_log"] = [asdict(r) for r in self.round_log]
+        # round_log stays: every round as the policy saw it, what a surprising ratio is explained by
         return data
 
 
