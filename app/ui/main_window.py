@@ -386,7 +386,10 @@ class MainWindow(QMainWindow):
         super().changeEvent(e)
 
     def closeEvent(self, e: QCloseEvent) -> None:  # noqa: N802 - Qt override
-        """Save the partial answer, cancel the worker, and let it stop (it checks between rounds)."""
+        """Save the partial answer, cancel the worker, and let it stop (it checks between rounds);
+        let the background tasks this window started (tokenizer loads, scans) report before it
+        goes, since their handlers reach into it."""
         self.controller.stop()
         self.bridge.shutdown(wait=5.0)
+        self.pool.waitForDone(5000)
         super().closeEvent(e)
