@@ -387,8 +387,8 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, e: QCloseEvent) -> None:  # noqa: N802 - Qt override
         """Save the partial answer, cancel the worker, and let it stop (it checks between rounds);
-        let the background tasks this window started (tokenizer loads, scans) report before it
-        goes, since their handlers reach into it."""
+        let the thread pool's tasks (this window's and its dialogs' tokenizer loads and scans)
+        finish before it goes, so that none is still running while the window is torn down."""
         self.controller.stop()
         self.bridge.shutdown(wait=5.0)
         self.pool.waitForDone(5000)
