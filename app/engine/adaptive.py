@@ -53,6 +53,7 @@ class AdaptiveDraftLength:
         explore_rounds: int = 2,
         probe_k: int = 2,
         probe_budget: float = 0.02,
+        probe_read: int = 16,
         close_call: float = 0.85,
         close_probe_every: int = 12,
         neighbour_every: int = 8,
@@ -64,7 +65,7 @@ class AdaptiveDraftLength:
     ) -> None:
         self._clock = clock  # the replay runs the controller on simulated time
         self.sources = [s for s, on in ((DRAFT, use_draft), (LOOKUP, use_lookup)) if on]
-        self.max_k, self.first_k, self.probe_k = max_k, first_k, probe_k
+        self.max_k, self.first_k, self.probe_k, self.probe_read = max_k, first_k, probe_k, probe_read
         self.explore_rounds, self.neighbour_every = explore_rounds, neighbour_every
         self._rounds_at_k = 0  # rounds in a row at the model's best k, for neighbour checks
         self.probe_budget, self.margin = probe_budget, margin
@@ -92,6 +93,7 @@ class AdaptiveDraftLength:
         self._predicted: list[float] = []  # bypassed tokens' predicted draft hits, oldest first
         self._last_observed: float | None = None
         self._tokens: dict[Provenance, list[float]] = {}
+        self._estimates: dict[Provenance, list[float]] = {}
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
         self._shadows: list[tuple[tuple[int, ...], int]] = []  # (candidates, matched so far)
         self._last: dict[str, object] = {"policy": "adaptive", "k": 0, "bypassed": False}
@@ -113,8 +115,10 @@ class AdaptiveDraftLength:
 
     def _expected_tokens_by_k(self) -> dict[Provenance, list[float]]:
         """Expected tokens per round for k = 0..max_k, per source, in one pass (choose runs
-        every round, so its Python time is a cost of its own on a fast GPU)."""
-        return {s: tokens_by_k(self.acceptance[s].estimates(self.max_k)) for s in self.sources}
+        every round, so its Python time is a cost of its own on a fast GPU); the estimates
+        behind them are kept for the telemetry."""
+        self._estimates = {s: self.acceptance[s].estimates(self.max_k) for s in self.sources}
+        return {s: tokens_by_k(self._estimates[s]) for s in self.sources}
 
     def choose(self, context: RoundContext) -> DraftPlan:
         """Pure: the plan for this round from the current estimates (observe updates them)."""
@@ -135,12 +139,12 @@ class AdaptiveDraftLength:
         best, best_rate = DraftPlan(0, MAIN), plain * self.margin  # speculate only if it clearly pays
         rates: dict[str, list[float]] = {}
         for s in self.sources:
-            rates[s.value] = [round(self._rate(s, k, costs, draft) / plain, 3) for k in range(1, self.max_k + 1)]
-            self._best_speedup[s] = max(rates[s.value][: max(available[s], 1)])
+            by_k = [self._rate(s, k, costs, draft) for k in range(1, self.max_k + 1)]
+            rates[s.value] = [round(rate / plain, 3) for rate in by_k]
+            self._best_speedup[s] = max(by_k[: max(available[s], 1)]) / plain
             for k in range(1, available[s] + 1):
-                rate = self._rate(s, k, costs, draft)
-                if rate > best_rate:
-                    best, best_rate = DraftPlan(k, s), rate
+                if by_k[k - 1] > best_rate:
+                    best, best_rate = DraftPlan(k, s), by_k[k - 1]
         probe = self._probe(best, available, costs, draft)
         neighbour = None if probe else self._neighbour(best, available)
         plan = probe or neighbour or best
@@ -172,14 +176,18 @@ class AdaptiveDraftLength:
         A probe after I bypassed rounds costs its own extra passes plus the draft reading the I
         skipped tokens. Where reading is cheap (a GPU) the spacing just makes the first part
         small; where every token read costs a share of a step (a CPU), that share alone can
-        exceed the budget, and then no spacing keeps probes within it. There the main's
-        confidence, which costs nothing to read, says when the text turns predictable again
-        (ConfidenceLink), and a draft is probed only where the budget (four times it for a close
-        call) covers the reading too. Without that signal (a link not yet learnt, or one that
-        does not tell hits from misses), a draft whose long-run record says it pays is probed
-        every dozen rounds or wider whatever reading costs: on prose the draft could not help
-        with, those blind probes cost 10% of plain in replay, but without them a draft bypassed
-        over a hard stretch would sit out the rest of the answer."""
+        exceed the budget, and no spacing would keep probes within it: there the probe reads
+        only the last tokens the budget affords (at least `probe_read`) and skips the rest,
+        leaving a gap in the draft's context, so that every draft is probed now and then at a
+        bounded cost. Before, such a draft was never probed again unless the main's confidence
+        (ConfidenceLink) called it back: on the toy pair here, four costly rounds at the start of
+        the first answer kept it bypassed through all eight (0.92x plain where fixed k paid
+        1.10-1.16x).
+        Without the link's signal (not yet learnt, or one that does not tell hits from misses),
+        a draft whose long-run record says it pays is probed every dozen rounds or wider
+        whatever reading costs: on prose the draft could not help with, those blind probes cost
+        10% of plain in replay, but without them a draft bypassed over a hard stretch would sit
+        out the rest of the answer."""
         plain_round = self.overhead.value + costs[1]
         read = self.catch_up_read.value * plain_round if self.catch_up_read.count else 0.0
         for s in self.sources:
@@ -187,33 +195,58 @@ class AdaptiveDraftLength:
                 continue
             k = min(self.probe_k, available[s])
             extra = draft[s][k] + costs[k + 1] - costs[1]
-            budget = self.probe_budget / sum(s is not LOOKUP for s in self.sources) * plain_round
+            base = budget = self.probe_budget / sum(s is not LOOKUP for s in self.sources) * plain_round
             close = self._best_speedup.get(s, 0.0) >= self.close_call
             if close:
                 budget *= 4
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
             # plain steps (then the budget decides, as for any probe)
+            limit = None
             if self.played[s] < 3 and extra <= 2 * plain_round:
                 interval = 8
             elif (s is DRAFT and not self.link.informative()
                   and self._speedup_by_record(available[s], costs, draft[s], 1 / plain_round) >= 1.0):
+                # reads all it skipped: its hindsight over the whole stretch is what corrects
+                # the record (reading only a window, the record learnt too little per probe
+                # and blind probes went on through hard answers: 0.955x plain in replay)
                 interval = max(self.close_probe_every, math.ceil(extra / budget))
-            elif budget > read:
-                interval = max(self.close_probe_every if close else 4, math.ceil(extra / (budget - read)))
             else:
-                continue
+                interval = self._affordable_interval(extra, read, budget, base, self.close_probe_every if close else 4)
+                limit = self._read_limit(self.since_used[s], extra, read, budget, base)
             if self.since_used[s] >= min(interval, 512):
-                return DraftPlan(k, s)
+                return DraftPlan(k, s, limit)
         return None
 
+    def _affordable_interval(self, extra: float, read: float, budget: float, base: float, floor: int) -> int:
+        """The fewest bypassed rounds after which a probe fits the budget: its extra passes
+        plus reading the skipped tokens; where that takes more than twice as long as reading
+        only the last `probe_read` of them, the probe reads those, within the `base` budget
+        (no close-call premium: a gap costs the draft context, so such a probe undersells it;
+        on the real pair, acceptance after a 36-token gap fell from 0.76 to 0.55)."""
+        windowed = max(floor, self.probe_read, math.ceil((extra + self.probe_read * read) / base))
+        if budget > read:
+            full = max(floor, math.ceil(extra / (budget - read)))
+            if full <= max(self.probe_read, 2 * windowed):
+                return full
+        return windowed
+
+    def _read_limit(self, skipped: int, extra: float, read: float, budget: float, base: float) -> int | None:
+        """How many of the `skipped` tokens a probe reads: all (None) where `budget` affords
+        it, else as many as the `base` budget of the rounds since the draft's last use
+        affords, and at least `probe_read`."""
+        if read <= 0.0 or skipped * budget - extra >= skipped * read:
+            return None
+        return max(self.probe_read, int((skipped * base - extra) / read))
+
     def _note(self, plan: DraftPlan, why: str, rates: dict | None = None, speedup: float = 1.0) -> DraftPlan:
+        estimates = self._estimates if rates else {s: self.acceptance[s].estimates(self.max_k) for s in self.sources}
         self._last = {
             "policy": "adaptive",
             "k": plan.k,
             "source": (plan.source if plan.k else MAIN).value,
             "why": why,
             "bypassed": plan.k == 0,
-            "acceptance": {s.value: tuple(round(a, 3) for a in self.acceptance[s].estimates(self.max_k)) for s in self.sources},
+            "acceptance": {s.value: tuple(round(a, 3) for a in estimates[s]) for s in self.sources},
             "draft_s": self.drafting[DRAFT].measured(),
             "verify_s": self.verify.measured(),
             "overhead_s": self.overhead.value,

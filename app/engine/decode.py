@@ -48,14 +48,14 @@ def _finish(
 
 def _round_proposal(
     session: ChatSession, sampler: Sampler, source: Provenance, k: int,
-    candidates: list[int], history: mx.array,
+    candidates: list[int], history: mx.array, read_limit: int | None,
 ) -> Proposal | None:
     """The round's proposal, evaluated (the draft's one host sync); None for a plain step."""
     if k == 0:
         return None
     if source is Provenance.LOOKUP:
         return Proposal(ids=mx.array(candidates[:k], dtype=mx.uint32), scores=None, draft_end=None)
-    proposal = propose(session, sampler, k, history)
+    proposal = propose(session, sampler, k, history, read_limit)
     mx.eval(proposal.ids, *([proposal.hindsight] if proposal.hindsight is not None else []))
     return proposal
 
@@ -131,7 +131,7 @@ def generate(
         history = sampler.history_window(session.tokens, pending)
 
         t0 = time.perf_counter()
-        proposal = _round_proposal(session, sampler, source, k, candidates, history)
+        proposal = _round_proposal(session, sampler, source, k, candidates, history, plan.read_limit)
         t1 = time.perf_counter()
         ids = proposal.ids if proposal is not None else mx.array([], dtype=mx.uint32)
         fed = mx.concatenate([mx.array([pending], dtype=mx.uint32), ids])

@@ -19,16 +19,21 @@ class Proposal:
     ids: mx.array  # (k,) proposed tokens, lazily computed
     scores: mx.array | None  # (k, V) the draft's processed scores; None: a lookup point mass
     draft_end: int | None  # tokens the draft cache holds afterwards (None: the draft did not run)
-    catch_up: int = 0  # skipped tokens the draft had to read before proposing
+    catch_up: int = 0  # tokens the draft had to read before proposing (not those it skipped)
     # greedy only: per token read in the first step after `tail[0]`, whether the draft's argmax
     # before it was that token (what a draft round starting there would have proposed)
     hindsight: mx.array | None = None
 
 
-def propose(session: ChatSession, sampler: Sampler, k: int, history: mx.array) -> Proposal:
-    """Run the draft k steps; its backlog is read in the first step, together with `pending`."""
+def propose(
+    session: ChatSession, sampler: Sampler, k: int, history: mx.array, read_limit: int | None = None
+) -> Proposal:
+    """Run the draft k steps; its backlog (all of it, or the last `read_limit` tokens, skipping
+    the rest) is read in the first step, together with `pending`."""
     draft = session.pair.draft
     assert draft is not None and session.draft_cache is not None and session.pending is not None
+    if read_limit is not None:
+        session.skip_draft(read_limit)
     lag = len(session.tokens) - session.draft_len
     tail = session.catch_up_draft()
     y = mx.array(tail + [session.pending], dtype=mx.uint32)

@@ -28,10 +28,14 @@ class RoundContext:
 
 @dataclass(frozen=True, slots=True)
 class DraftPlan:
-    """k tokens from `source` (DRAFT or LOOKUP); k == 0 is a plain step whatever the source."""
+    """k tokens from `source` (DRAFT or LOOKUP); k == 0 is a plain step whatever the source.
+
+    `read_limit`: of the tokens a bypassed draft has not read, read only the last this many
+    and skip the rest (a probe priced where reading costs a share of a step per token)."""
 
     k: int
     source: Provenance = Provenance.DRAFT
+    read_limit: int | None = None
 
 
 def as_plan(choice: int | DraftPlan) -> DraftPlan:

@@ -1,9 +1,13 @@
 """A chat session: the main and draft KV caches kept across turns, and the tokens they hold.
 
 Invariant after every round: the main cache holds exactly `tokens`; the draft cache holds
-`tokens[:draft_len]` (it may lag: a fully accepted round leaves its last proposal unfed, and a
-bypassed draft sees nothing until it is needed). `pending` is the newest token, emitted but not
-yet fed to either model: it is the first input of the next round.
+`tokens[:draft_len]` but the spans in `draft_gaps` (it may lag: a fully accepted round leaves its
+last proposal unfed, and a bypassed draft sees nothing until it is needed). `pending` is the
+newest token, emitted but not yet fed to either model: it is the first input of the next round.
+
+A gap is a stretch the draft skipped instead of reading: where reading costs a share of a main
+step per token (a CPU), probing a draft that sat out 500 tokens would otherwise cost more than
+the probe can win. The draft is only a proposer, so a gap can cost acceptance, never correctness.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class ChatSession:
         self.draft_cache = make_prompt_cache(pair.draft.model) if pair.draft else None
         self.tokens: list[int] = []
         self.draft_len = 0
+        self.draft_gaps: list[tuple[int, int]] = []  # [start, end) spans of tokens the draft skipped
         self.pending: int | None = None
         self.main_trimmable = all(c.is_trimmable() for c in self.main_cache)
         self.draft_trimmable = self.draft_cache is not None and all(
@@ -74,6 +79,28 @@ class ChatSession:
         draft = [getattr(c, "offset", -1) for c in self.draft_cache] if self.draft_cache else []
         return main, draft
 
+    def _draft_slots(self, position: int) -> int:
+        """Entries the draft cache holds for `tokens[:position]` (a gap holds none)."""
+        return position - sum(min(end, position) - start for start, end in self.draft_gaps if start < position)
+
+    @property
+    def draft_offset(self) -> int:
+        """Entries the draft cache holds: `draft_len` less the gaps."""
+        return self._draft_slots(self.draft_len)
+
+    def skip_draft(self, read_at_most: int) -> int:
+        """Let the draft skip all but the last `read_at_most` tokens it has not read (a gap);
+        return how many it skipped."""
+        skip = len(self.tokens) - self.draft_len - max(read_at_most, 0)
+        if skip <= 0 or self.draft_cache is None:
+            return 0
+        if self.draft_gaps and self.draft_gaps[-1][1] == self.draft_len:  # nothing read since the last
+            self.draft_gaps[-1] = (self.draft_gaps[-1][0], self.draft_len + skip)
+        else:
+            self.draft_gaps.append((self.draft_len, self.draft_len + skip))
+        self.draft_len += skip
+        return skip
+
     def reset(self) -> None:
         self.truncate(0)
         self.pending = None
@@ -92,12 +119,18 @@ class ChatSession:
             self.tokens = self.tokens[:keep]
         if self.draft_cache is not None and self.draft_len > keep:
             if self.draft_trimmable:
-                for c in self.draft_cache:
-                    c.trim(self.draft_len - keep)
-                self.draft_len = keep
+                # a cut inside a gap goes back to the gap's start: nothing after it was read
+                cut = next((start for start, end in self.draft_gaps if start < keep < end), keep)
+                drop = self.draft_offset - self._draft_slots(cut)
+                if drop:
+                    for c in self.draft_cache:
+                        c.trim(drop)
+                self.draft_len = cut
+                self.draft_gaps = [g for g in self.draft_gaps if g[0] < cut]
             else:
                 self.draft_cache = make_prompt_cache(self.pair.draft.model)  # type: ignore[union-attr]
                 self.draft_len = 0
+                self.draft_gaps = []
 
     def _feed(self, model, cache, ids: list[int]) -> None:
         model(mx.array(ids, dtype=mx.uint32)[None], cache=cache)

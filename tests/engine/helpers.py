@@ -52,7 +52,7 @@ def drive(
             out.rounds.append(event)
             main, draft = session.cache_offsets()
             out.offsets_ok &= all(o == len(session.tokens) for o in main)
-            out.offsets_ok &= all(o == session.draft_len for o in draft)
+            out.offsets_ok &= all(o == session.draft_offset for o in draft)
             out.offsets_ok &= session.draft_len <= len(session.tokens)
         elif isinstance(event, PrefillProgress):
             out.progress.append(event)

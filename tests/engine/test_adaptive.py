@@ -335,3 +335,56 @@ def test_a_policy_can_ask_for_the_draft_to_read_the_prompt_while_starting_plain(
     drive(ready, toy_prompt, PlainButReady(), max_tokens=2, stop_ids=[])
     drive(plain, toy_prompt, PlainDecoding(), max_tokens=2, stop_ids=[])
     assert ready.draft_len == len(toy_prompt) - 1 and plain.draft_len == 0
+
+
+def _run_reading(policy: AdaptiveDraftLength, rounds: int, hit: bool, verify, step: float, read: float,
+                 lag: int = 0) -> tuple[list[DraftPlan], float, int]:
+    """Simulate rounds on a machine where the draft pays `read` seconds per skipped token it reads
+    (a CPU): every proposal passes (`hit`) or none does; a draft round reports its catch-up and,
+    for the tokens read, its hindsight. Returns the plans, the seconds beyond plain decoding that
+    draft rounds cost, and the draft's lag at the end."""
+    plans, wasted = [], 0.0
+    for _ in range(rounds):
+        plan = as_plan(policy.choose(CONTEXT))
+        if plan.k:
+            if plan.read_limit is not None:
+                lag = min(lag, plan.read_limit)
+            draft_s = step * plan.k + read * lag
+            accepted = plan.k if hit else 0
+            event = replace(_event(plan.k, accepted, verify(plan.k + 1), step), draft_seconds=draft_s,
+                            catch_up=lag, hindsight=(hit,) * lag)
+            wasted += draft_s + verify(plan.k + 1) - verify(1)
+            lag = 1 if hit else 0
+        else:
+            event = _event(0, 0, verify(1))
+            lag += 1
+        policy.observe(event)
+        plans.append(plan)
+    return plans, wasted, lag
+
+
+def test_where_reading_costs_a_share_of_a_step_a_bypassed_draft_is_still_probed_at_a_bounded_cost():
+    """On a CPU a skipped token costs the draft a fifth of a main step to read, so probing after
+    a long bypass would cost more than the 2% budget however far apart the probes were: a probe
+    reads only the last tokens it can afford and skips the rest. The draft keeps being probed,
+    within the budget, and comes back when the text turns predictable."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.010 + 0.006 * (n - 1)  # noqa: E731
+    plans, _, lag = _run_reading(policy, 80, hit=False, verify=verify, step=0.001, read=0.002)
+    assert policy.snapshot()["bypassed"] is True and policy.catch_up_read.value >= 0.15
+    plans, wasted, lag = _run_reading(policy, 1500, hit=False, verify=verify, step=0.001, read=0.002, lag=lag)
+    probes = [p for p in plans if p.k]
+    assert len(probes) >= 3, "a draft that reads at a cost must still be probed now and then"
+    assert all(p.read_limit is not None and p.read_limit >= policy.probe_read for p in probes)
+    assert wasted / (len(plans) * verify(1)) <= 0.03  # within the budget, reading included
+    plans, _, _ = _run_reading(policy, 600, hit=True, verify=verify, step=0.001, read=0.002, lag=lag)
+    assert sum(p.k > 0 for p in plans[-50:]) >= 45, "predictable text brings the draft back"
+
+
+def test_where_reading_is_cheap_a_probe_reads_everything_it_skipped():
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.010 + 0.0005 * (n - 1)  # noqa: E731
+    plans, _, lag = _run_reading(policy, 80, hit=False, verify=verify, step=0.004, read=0.00001)
+    plans, _, _ = _run_reading(policy, 600, hit=False, verify=verify, step=0.004, read=0.00001, lag=lag)
+    probes = [p for p in plans if p.k]
+    assert probes and all(p.read_limit is None for p in probes)
