@@ -132,6 +132,7 @@ def _run_ours(
                 event.k, event.accepted, event.draft_seconds, event.verify_seconds,
                 now - last if last else 0.0, event.source.value, event.catch_up,
                 str(event.policy.get("why", "")), float(event.policy.get("expected_speedup", 0.0)),  # type: ignore[arg-type]
+                tuple(event.policy.get("speedup_by_k", {}).get("draft", ())),  # type: ignore[union-attr]
             ))
             last = now
             timing.rounds += 1

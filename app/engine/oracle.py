@@ -30,6 +30,8 @@ class RoundRecord:
     catch_up: int
     why: str = ""  # the policy's reason for this round's k (adaptive: model, probe, explore, ...)
     expected_speedup: float = 0.0  # what the policy predicted for its best plan, against plain
+    # what it predicted for the draft model at k = 1, 2, ... (why a k was not chosen)
+    draft_speedup_by_k: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
