@@ -181,8 +181,8 @@ class AdaptiveDraftLength:
         leaving a gap in the draft's context, so that every draft is probed now and then at a
         bounded cost. Before, such a draft was never probed again unless the main's confidence
         (ConfidenceLink) called it back: on the toy pair here, four costly rounds at the start of
-        the first answer kept it bypassed through all eight (0.92x plain where fixed k paid
-        1.10-1.16x).
+        the first answer kept it bypassed through all eight (0.92x plain where fixed k = 2, 4
+        and 8 paid 1.05x, 1.10x and 1.16x).
         Without the link's signal (not yet learnt, or one that does not tell hits from misses),
         a draft whose long-run record says it pays is probed every dozen rounds or wider
         whatever reading costs: on prose the draft could not help with, those blind probes cost

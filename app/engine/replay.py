@@ -158,7 +158,7 @@ def replay(
         k, source = playable(plan, remaining, len(candidates), has_draft)
         draft_s, hindsight, catch_up = 0.0, (), 0
         if source is Provenance.DRAFT:
-            if plan.read_limit is not None:  # the draft skips the rest (its hits are not replayed worse)
+            if plan.read_limit is not None:  # skips the rest; the acceptance a gap costs is not replayed
                 lag = min(lag, plan.read_limit)
             accepted = _leading(hits[t : t + k])
             proposed = tuple(answer[t : t + accepted]) + (-1,) * (k - accepted)
