@@ -88,18 +88,16 @@ class ChatSession:
         """Entries the draft cache holds: `draft_len` less the gaps."""
         return self._draft_slots(self.draft_len)
 
-    def skip_draft(self, read_at_most: int) -> int:
-        """Let the draft skip all but the last `read_at_most` tokens it has not read (a gap);
-        return how many it skipped."""
+    def skip_draft(self, read_at_most: int) -> None:
+        """Let the draft skip all but the last `read_at_most` tokens it has not read (a gap)."""
         skip = len(self.tokens) - self.draft_len - max(read_at_most, 0)
         if skip <= 0 or self.draft_cache is None:
-            return 0
+            return
         if self.draft_gaps and self.draft_gaps[-1][1] == self.draft_len:  # nothing read since the last
             self.draft_gaps[-1] = (self.draft_gaps[-1][0], self.draft_len + skip)
         else:
             self.draft_gaps.append((self.draft_len, self.draft_len + skip))
         self.draft_len += skip
-        return skip
 
     def reset(self) -> None:
         self.truncate(0)
