@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import-gguf": ("gguf_import", "import a GGUF model file into an MLX model folder"),
     "fetch-models": ("fetch_models", "fetch the real-model GGUF fixtures and import them"),
     "replay": ("replay", "replay plain, fixed k and adaptive over recorded answers under a cost model, without timing noise"),
+    "agreement": ("agreement", "exact-match against residual acceptance when sampling, computed from both models' distributions"),
     "compat": ("compat", "check whether a draft model may speculate for a main model, and why"),
     "ui-bench": ("ui_bench", "stream a synthetic 2,000 tok/s answer through the chat window and report"),
 }
