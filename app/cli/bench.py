@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--k", default="4", help="draft length(s) for fixed, comma-separated (mlx_lm uses the first)")
     parser.add_argument(
-        "--modes", default="plain,mlx_lm,fixed", help="comma-separated: plain, mlx_lm, fixed, adaptive, lookup"
+        "--modes", default="plain,mlx_lm,fixed",
+        help="comma-separated: plain, plain2 (plain again: the machine's noise), mlx_lm, fixed, adaptive, lookup",
     )
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--acceptance", help="exact,residual (default: both when temperature > 0)")
@@ -62,6 +63,31 @@ def format_table(runs: list) -> str:
                 f"{a['acceptance']:>8.0%}{a['per_round']:>9.2f}  {same}"
             )
         lines.append("")
+    return "\n".join(lines)
+
+
+def format_paired(runs: list) -> str:
+    """Per prompt, over the repeats: each mode's speed over plain's in the same repeat (the two ran
+    back to back), as the median ratio and its range, then each mode's worst prompt. On a shared
+    machine one run's ratio moves by more than the 3% a target is about; with `plain2` in the
+    modes, its row shows how far plain moves against itself."""
+    from statistics import median
+
+    lines = [f"{'prompt':<14}{'mode':<15}{'median×plain':>13}{'min':>7}{'max':>7}{'runs':>6}"]
+    worst: dict[str, tuple[float, str]] = {}
+    for pid in dict.fromkeys(r.prompt_id for r in runs):
+        mine = [r for r in runs if r.prompt_id == pid]
+        plain = {r.repeat: r.tok_per_s for r in mine if r.mode == "plain" and r.tok_per_s}
+        for label in dict.fromkeys(r.label for r in mine if r.mode != "plain"):
+            ratios = [r.tok_per_s / plain[r.repeat] for r in mine if r.label == label and r.repeat in plain]
+            if not ratios:
+                continue
+            middle = median(ratios)
+            lines.append(f"{pid:<14}{label:<15}{middle:>13.3f}{min(ratios):>7.2f}{max(ratios):>7.2f}{len(ratios):>6}")
+            if label not in worst or middle < worst[label][0]:
+                worst[label] = (middle, pid)
+    lines.append("")
+    lines += [f"{'worst prompt':<14}{label:<15}{value:>13.3f}  {pid}" for label, (value, pid) in worst.items()]
     return "\n".join(lines)
 
 
@@ -124,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(f"main={args.main} draft={args.draft} k={args.k} max_tokens={args.max_tokens} temperature={args.temperature}")
     print(format_table(runs))
+    if args.repeats > 1 and any(r.mode == "plain" for r in runs):
+        print("per prompt, paired: each repeat's speed over plain's in the same repeat")
+        print(format_paired(runs))
+        print()
     if any(r.mode == "fixed" for r in runs):
         print("oracle: best fixed k predicted from the measured acceptance by position and costs")
         print(format_oracle(runs))

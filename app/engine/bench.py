@@ -23,7 +23,9 @@ from app.engine.sampling import SamplingParams
 from app.engine.session import ChatSession
 from app.engine.templates import format_chat
 
-MODES = ("plain", "mlx_lm", "fixed", "adaptive", "lookup")
+# plain2 is plain decoding run a second time: its ratio to plain is this machine's own noise
+# (on the shared CPU here the same answer took 0.65-1.75 s), the yardstick for any other ratio
+MODES = ("plain", "plain2", "mlx_lm", "fixed", "adaptive", "lookup")
 OURS_SPECULATIVE = ("fixed", "adaptive", "lookup")
 PROMPT_CLASSES = ("code", "prose", "repetitive", "creative")
 
@@ -91,6 +93,7 @@ class BenchRun:
     token_ids: tuple[int, ...]
     acceptance: str = ""  # exact or residual for our speculative modes
     round_log: tuple[RoundRecord, ...] = ()
+    repeat: int = 0  # runs of one repeat ran back to back: a ratio between them is paired
 
     @property
     def label(self) -> str:
@@ -181,18 +184,18 @@ def _run_mlx_lm(pair: ModelPair, prompt: list[int], k: int, sampling: SamplingPa
 
 def _to_run(
     p: BenchPrompt, mode: str, k: int, sampling: SamplingParams, t: _Timing, plain: list[int] | None,
-    acceptance: str = "",
+    acceptance: str = "", repeat: int = 0,
 ) -> BenchRun:
     n = len(t.ids)
     span = t.stamps[-1] - t.stamps[0] if n > 1 else 0.0
     return BenchRun(
-        prompt_id=p.id, prompt_class=p.prompt_class, mode=mode, k=k if mode != "plain" else 0,
+        prompt_id=p.id, prompt_class=p.prompt_class, mode=mode, k=k if mode not in ("plain", "plain2") else 0,
         temperature=sampling.temperature, tokens=n, seconds=span,
         tok_per_s=(n - 1) / span if span > 0 else 0.0,
         ttft=(t.stamps[0] - t.start) if n else 0.0,
         proposed=t.proposed, accepted=t.accepted, rounds=t.rounds,
         identical_to_plain=None if plain is None else t.ids == plain,
-        token_ids=tuple(t.ids), acceptance=acceptance, round_log=tuple(t.log or ()),
+        token_ids=tuple(t.ids), acceptance=acceptance, round_log=tuple(t.log or ()), repeat=repeat,
     )
 
 
@@ -239,7 +242,7 @@ def run_benchmark(
         if mode == "mlx_lm":
             return _run_mlx_lm(pair, prompt, kk, sampling, tokens)
         policy: DraftPolicy
-        if mode == "plain":
+        if mode in ("plain", "plain2"):
             policy = PlainDecoding()
         elif mode == "fixed":
             policy = FixedDraftLength(kk)
@@ -263,7 +266,7 @@ def run_benchmark(
             plain_ids = timings[variants[0]].ids if variants[0][0] == "plain" else None
             for mode, kk, rule in variants:
                 reference = plain_ids if mode != "plain" and sampling.greedy else None
-                run = _to_run(p, mode, kk, sampling, timings[(mode, kk, rule)], reference, rule)
+                run = _to_run(p, mode, kk, sampling, timings[(mode, kk, rule)], reference, rule, r)
                 yield _replace_identical(run, True) if mode == "plain" else run
 
 

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from app.engine.bench import BUILTIN_PROMPTS, PROMPT_CLASSES, run_benchmark
 
 REQUIRED = {
@@ -83,3 +85,25 @@ def test_sampling_runs_compare_exact_and_residual(toy_pair):
                               sampling=SamplingParams(temperature=0.7, seed=0)))
     assert [r.label for r in runs] == ["plain", "fixed2/exact", "fixed2/resid"]
     assert all(r.identical_to_plain is None for r in runs[1:])
+
+
+def test_repeats_are_paired_with_plain_and_plain2_shows_the_noise(toy_useless_pair):
+    from app.cli.bench import format_paired
+
+    prompts = [p for p in BUILTIN_PROMPTS if p.id in ("code-1", "prose-1")]
+    runs = list(run_benchmark(toy_useless_pair, prompts, modes=("plain", "plain2", "adaptive"), max_tokens=12,
+                              warmup_tokens=2, repeats=3))
+    assert [(r.prompt_id, r.repeat, r.label) for r in runs[:3]] == [("code-1", 0, "plain"), ("code-1", 0, "plain2"),
+                                                                    ("code-1", 0, "adaptive")]
+    assert [r.repeat for r in runs] == [0, 0, 0, 1, 1, 1, 2, 2, 2] * 2
+    # plain2 is plain decoding again: the same answer, a different timing
+    assert all(r.identical_to_plain and r.k == 0 for r in runs if r.mode == "plain2")
+    table = format_paired(runs).splitlines()
+    row = next(line.split() for line in table if line.startswith("prose-1") and "adaptive" in line)
+    ratios = sorted(a.tok_per_s / p.tok_per_s for a, p in zip(
+        [r for r in runs if r.prompt_id == "prose-1" and r.mode == "adaptive"],
+        [r for r in runs if r.prompt_id == "prose-1" and r.mode == "plain"]))
+    assert float(row[2]) == pytest.approx(ratios[1], abs=1e-3)  # the median of three paired ratios
+    assert (float(row[3]), float(row[4]), int(row[5])) == (round(ratios[0], 2), round(ratios[2], 2), 3)
+    worst = {line.split()[2]: line.split() for line in table if line.startswith("worst prompt")}
+    assert set(worst) == {"plain2", "adaptive"} and worst["adaptive"][4] in ("code-1", "prose-1")
