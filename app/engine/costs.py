@@ -98,7 +98,9 @@ class CostTable:
         self.optimistic = optimistic  # interpolate, and price unmeasured larger sizes low
         self._reference = reference
         self._pending: list[tuple[int, float]] = []  # taken before any reference existed
-        self._tables: dict[tuple[int, float], list[float]] = {}
+        # curves in multiples of the reference, per size: a new reference (every plain step
+        # while the draft is bypassed) rescales them without recomputing them
+        self._tables: dict[int, list[float]] = {}
 
     def _ref(self) -> float | None:
         return self._reference() if self._reference is not None else 1.0
@@ -134,16 +136,16 @@ class CostTable:
         self._flush(ref)
         if not self.by_n or not ref:
             return [0.0] * up_to
-        if (up_to, ref) in self._tables:
-            return list(self._tables[(up_to, ref)])
-        measured = {n: m.value for n, m in self.by_n.items()}
-        if self.optimistic:
-            out = interpolated_curve(measured, up_to, scale=ref)
-        else:
-            base, slope = fit_line([(n, m.value, min(m.count, 8)) for n, m in self.by_n.items()])
-            out = cost_curve(measured, (max(0.0, base), slope), up_to, scale=ref)
-        self._tables[(up_to, ref)] = out
-        return list(out)
+        unit = self._tables.get(up_to)
+        if unit is None:
+            measured = {n: m.value for n, m in self.by_n.items()}
+            if self.optimistic:
+                unit = interpolated_curve(measured, up_to)
+            else:
+                base, slope = fit_line([(n, m.value, min(m.count, 8)) for n, m in self.by_n.items()])
+                unit = cost_curve(measured, (max(0.0, base), slope), up_to)
+            self._tables[up_to] = unit
+        return [price * ref for price in unit]
 
 
 class VerifyCosts(CostTable):
@@ -162,6 +164,7 @@ class VerifyCosts(CostTable):
             one = self.by_n.setdefault(1, RecentMedian())
             one.samples, one.value, one.count = [1.0], 1.0, self.plain.count
             self._flush(self.plain.value)
-            self._tables.clear()
+            if one.count == 1:  # a new size; later plain steps only move the reference
+                self._tables.clear()
             return
         super().add(n, seconds)

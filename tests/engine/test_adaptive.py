@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from app.engine.adaptive import AdaptiveDraftLength
 from app.engine.estimates import expected_tokens
 from app.engine.costs import VerifyCosts
@@ -61,6 +63,11 @@ def test_verify_costs_interpolate_between_sizes_and_are_optimistic_beyond():
     assert abs(table[7] - 0.056) < 1e-9 and abs(table[5] - 0.052) < 1e-9
     costs.add(3, 0.060)  # a noisy size: costs never decrease with n
     assert costs.table(8) == sorted(costs.table(8))
+    # a slower plain step moves every size with it, the table read again or not
+    before = costs.table(8)
+    for _ in range(6):
+        costs.add(1, 0.020)
+    assert costs.table(8) == pytest.approx([2 * x for x in before])
 
 
 def test_cheap_verify_and_good_draft_drafts_long():
