@@ -26,6 +26,7 @@ from app.engine.templates import format_chat
 # plain2 is plain decoding run a second time: its ratio to plain is this machine's own noise
 # (on the shared CPU here the same answer took 0.65-1.75 s), the yardstick for any other ratio
 MODES = ("plain", "plain2", "mlx_lm", "fixed", "adaptive", "lookup")
+PLAIN_MODES = ("plain", "plain2")
 OURS_SPECULATIVE = ("fixed", "adaptive", "lookup")
 PROMPT_CLASSES = ("code", "prose", "repetitive", "creative")
 
@@ -189,7 +190,7 @@ def _to_run(
     n = len(t.ids)
     span = t.stamps[-1] - t.stamps[0] if n > 1 else 0.0
     return BenchRun(
-        prompt_id=p.id, prompt_class=p.prompt_class, mode=mode, k=k if mode not in ("plain", "plain2") else 0,
+        prompt_id=p.id, prompt_class=p.prompt_class, mode=mode, k=k if mode not in PLAIN_MODES else 0,
         temperature=sampling.temperature, tokens=n, seconds=span,
         tok_per_s=(n - 1) / span if span > 0 else 0.0,
         ttft=(t.stamps[0] - t.start) if n else 0.0,
@@ -242,7 +243,7 @@ def run_benchmark(
         if mode == "mlx_lm":
             return _run_mlx_lm(pair, prompt, kk, sampling, tokens)
         policy: DraftPolicy
-        if mode in ("plain", "plain2"):
+        if mode in PLAIN_MODES:
             policy = PlainDecoding()
         elif mode == "fixed":
             policy = FixedDraftLength(kk)
