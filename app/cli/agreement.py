@@ -45,7 +45,6 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.decode import generate
     from app.engine.events import GenerationFinished
     from app.engine.loading import ModelLoadError, load_pair
-    from app.engine.policy import PlainDecoding
     from app.engine.sampling import Sampler, SamplingParams
     from app.engine.session import ChatSession
     from app.engine.templates import format_chat
@@ -58,9 +57,7 @@ def run(args: argparse.Namespace) -> int:
                                   min_p=args.min_p, seed=args.seed)
         if sampling.greedy:
             raise ValueError("greedy decoding has no distributions to compare: give --temperature above 0")
-        prompts = load_prompts(args.prompts)
-        if args.classes:
-            prompts = [p for p in prompts if p.prompt_class in set(args.classes.split(","))]
+        prompts = load_prompts(args.prompts, args.classes)
         if not args.draft:
             raise ValueError("agreement needs --draft")
         pair = load_pair(args.main, args.draft)

@@ -130,10 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
         mx.set_default_device(mx.cpu if args.device == "cpu" else mx.gpu)
     try:
-        prompts = load_prompts(args.prompts)
-        if args.classes:
-            wanted = set(args.classes.split(","))
-            prompts = [p for p in prompts if p.prompt_class in wanted]
+        prompts = load_prompts(args.prompts, args.classes)
         pair = load_pair(args.main, args.draft)
         sampling = SamplingParams(temperature=args.temperature, seed=args.seed)
         ks = tuple(int(k) for k in str(args.k).split(","))

@@ -32,9 +32,7 @@ def _record(args: argparse.Namespace) -> tuple[list, object]:
 
     if not args.main or not args.draft:
         raise ValueError("recording needs --main and --draft (or replay saved answers with --traces)")
-    prompts = load_prompts(args.prompts)
-    if args.classes:
-        prompts = [p for p in prompts if p.prompt_class in set(args.classes.split(","))]
+    prompts = load_prompts(args.prompts, args.classes)
     pair = load_pair(args.main, args.draft)
     traces, last = [], []
     for p in prompts:

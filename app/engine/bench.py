@@ -59,8 +59,17 @@ BUILTIN_PROMPTS: tuple[BenchPrompt, ...] = (
 )
 
 
-def load_prompts(spec: str) -> list[BenchPrompt]:
-    """`builtin`, or a JSON file: a list of {"id", "class", "prompt"} objects."""
+def load_prompts(spec: str, classes: str | None = None) -> list[BenchPrompt]:
+    """`builtin`, or a JSON file: a list of {"id", "class", "prompt"} objects; with `classes`
+    (comma-separated), only the prompts of those classes."""
+    prompts = _read_prompts(spec)
+    if classes:
+        wanted = set(classes.split(","))
+        prompts = [p for p in prompts if p.prompt_class in wanted]
+    return prompts
+
+
+def _read_prompts(spec: str) -> list[BenchPrompt]:
     if spec == "builtin":
         return list(BUILTIN_PROMPTS)
     data = json.loads(Path(spec).read_text(encoding="utf-8"))
