@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 from app.engine.confidence import ConfidenceLink
 from app.engine.costs import CostTable, RecentMedian, VerifyCosts
-from app.engine.estimates import AcceptanceCounts, tokens_by_k
+from app.engine.estimates import AcceptanceCounts
 from app.engine.events import Provenance, RoundEvent
 from app.engine.policy import MAX_DRAFT, DraftPlan, RoundContext
 
@@ -92,8 +92,6 @@ class AdaptiveDraftLength:
         self._recent_confidence: deque[float] = deque(maxlen=4096)  # per emitted token
         self._predicted: list[float] = []  # bypassed tokens' predicted draft hits, oldest first
         self._last_observed: float | None = None
-        self._tokens: dict[Provenance, list[float]] = {}
-        self._estimates: dict[Provenance, list[float]] = {}
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
         self._shadows: list[tuple[tuple[int, ...], int]] = []  # (candidates, matched so far)
         self._last: dict[str, object] = {"policy": "adaptive", "k": 0, "bypassed": False}
@@ -109,19 +107,12 @@ class AdaptiveDraftLength:
     def _round_seconds(self, k: int, costs: list[float], drafting: list[float]) -> float:
         return self.overhead.value + (drafting[k] if k else 0.0) + costs[k + 1]
 
-    def _rate(self, source: Provenance, k: int, costs: list[float], draft: dict[Provenance, list[float]]) -> float:
-        tokens = self._tokens[source][k] if k else 1.0
-        return tokens / self._round_seconds(k, costs, draft[source] if k else [])
-
-    def _expected_tokens_by_k(self) -> dict[Provenance, list[float]]:
-        """Expected tokens per round for k = 0..max_k, per source, in one pass (choose runs
-        every round, so its Python time is a cost of its own on a fast GPU); the estimates
-        behind them are kept for the telemetry."""
-        self._estimates = {s: self.acceptance[s].estimates(self.max_k) for s in self.sources}
-        return {s: tokens_by_k(self._estimates[s]) for s in self.sources}
-
     def choose(self, context: RoundContext) -> DraftPlan:
-        """Pure: the plan for this round from the current estimates (observe updates them)."""
+        """Pure: the plan for this round from the current estimates (observe updates them).
+
+        It runs every round between the main's passes, so its Python time is a cost of its own
+        (on a fast GPU step, a share of it): the estimates are recomputed only when their counts
+        changed, and the telemetry keeps raw numbers."""
         available = {s: self._available(context, s) for s in self.sources}
         self._shadow = context.lookup if LOOKUP in self.acceptance else ()
         for s in self.sources:  # explore: each usable model source a few rounds, then one plain step
@@ -131,30 +122,31 @@ class AdaptiveDraftLength:
                 return self._note(DraftPlan(min(k, available[s]), s), "explore")
         if not self.verify.known():  # costs wait for a plain step, the reference they are kept against
             return self._note(DraftPlan(0, MAIN), "explore")
-        costs = self.verify.table(self.max_k + 1)
-        costs = [0.0] + costs  # costs[n] for a pass over n tokens
-        draft = {s: [0.0] + self.drafting[s].table(self.max_k) for s in self.sources}
-        self._tokens = self._expected_tokens_by_k()
-        plain = self._rate(MAIN, 0, costs, draft)
-        best, best_rate = DraftPlan(0, MAIN), plain * self.margin  # speculate only if it clearly pays
-        rates: dict[str, list[float]] = {}
+        max_k, overhead = self.max_k, self.overhead.value
+        costs = [0.0] + self.verify.table(max_k + 1)  # costs[n] for a pass over n tokens
+        draft = {s: [0.0] + self.drafting[s].table(max_k) for s in self.sources}
+        plain_seconds = overhead + costs[1]
+        best, best_speedup = DraftPlan(0, MAIN), self.margin  # speculate only if it clearly pays
+        rates: dict[str, tuple[float, ...]] = {}
         for s in self.sources:
-            by_k = [self._rate(s, k, costs, draft) for k in range(1, self.max_k + 1)]
-            rates[s.value] = [round(rate / plain, 3) for rate in by_k]
-            self._best_speedup[s] = max(by_k[: max(available[s], 1)]) / plain
+            tokens, drafting = self.acceptance[s].tokens(max_k), draft[s]
+            # speedup over plain per k = 1..max_k: tokens per second times the plain step
+            by_k = [tokens[k] * plain_seconds / (overhead + drafting[k] + costs[k + 1]) for k in range(1, max_k + 1)]
+            rates[s.value] = tuple(by_k)
+            self._best_speedup[s] = max(by_k[: max(available[s], 1)])
             for k in range(1, available[s] + 1):
-                if by_k[k - 1] > best_rate:
-                    best, best_rate = DraftPlan(k, s), by_k[k - 1]
+                if by_k[k - 1] > best_speedup:
+                    best, best_speedup = DraftPlan(k, s), by_k[k - 1]
         probe = self._probe(best, available, costs, draft)
         neighbour = None if probe else self._neighbour(best, available)
         plan = probe or neighbour or best
-        speedup = self._rate(best.source, best.k, costs, draft) / plain if best.k else 1.0
+        speedup = rates[best.source.value][best.k - 1] if best.k else 1.0
         return self._note(plan, "probe" if probe else "neighbour" if neighbour else "model", rates, speedup)
 
     def _speedup_by_record(self, up_to: int, costs: list[float], draft: list[float], plain: float) -> float:
         """The draft's best speedup if the text were as its long-run record: whether probing a
         bypassed draft is worth reading what it skipped."""
-        tokens = tokens_by_k(self.record.estimates(up_to))
+        tokens = self.record.tokens(up_to)
         return max(tokens[k] / self._round_seconds(k, costs, draft) for k in range(1, up_to + 1)) / plain
 
     def _neighbour(self, best: DraftPlan, available: dict[Provenance, int]) -> DraftPlan | None:
@@ -239,18 +231,18 @@ class AdaptiveDraftLength:
         return max(self.probe_read, int((skipped * base - extra) / read))
 
     def _note(self, plan: DraftPlan, why: str, rates: dict | None = None, speedup: float = 1.0) -> DraftPlan:
-        estimates = self._estimates if rates else {s: self.acceptance[s].estimates(self.max_k) for s in self.sources}
         self._last = {
             "policy": "adaptive",
             "k": plan.k,
             "source": (plan.source if plan.k else MAIN).value,
             "why": why,
             "bypassed": plan.k == 0,
-            "acceptance": {s.value: tuple(round(a, 3) for a in estimates[s]) for s in self.sources},
+            # the estimates' own tuples, replaced (never changed) when the counts move
+            "acceptance": {s.value: self.acceptance[s].estimates(self.max_k) for s in self.sources},
             "draft_s": self.drafting[DRAFT].measured(),
             "verify_s": self.verify.measured(),
             "overhead_s": self.overhead.value,
-            "expected_speedup": round(speedup, 3),
+            "expected_speedup": speedup,
             "speedup_by_k": rates or {},
             # the draft's hit rate by the main's confidence band, once it is worth reading
             "hit_by_confidence": self.link.rates() if self.link.informative() else (),

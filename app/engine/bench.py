@@ -144,8 +144,9 @@ def _run_ours(
             timing.log.append(RoundRecord(  # type: ignore[union-attr]
                 event.k, event.accepted, event.draft_seconds, event.verify_seconds,
                 now - last if last else 0.0, event.source.value, event.catch_up,
-                str(event.policy.get("why", "")), float(event.policy.get("expected_speedup", 0.0)),  # type: ignore[arg-type]
-                tuple(event.policy.get("speedup_by_k", {}).get("draft", ())),  # type: ignore[union-attr]
+                str(event.policy.get("why", "")),
+                round(float(event.policy.get("expected_speedup", 0.0)), 3),  # type: ignore[arg-type]
+                tuple(round(x, 3) for x in event.policy.get("speedup_by_k", {}).get("draft", ())),  # type: ignore[union-attr]
             ))
             last = now
             timing.rounds += 1

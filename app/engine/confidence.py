@@ -39,9 +39,10 @@ class ConfidenceLink:
         self.trials = [0.0] * (len(EDGES) + 1)
         self._rates: tuple[float, ...] | None = None  # read every round, changed only by learn
         self._informative: bool | None = None
+        self._overall: float | None = None
 
     def learn(self, confidence: float, hit: bool, weight: float = 1.0) -> None:
-        self._rates = self._informative = None
+        self._rates = self._informative = self._overall = None
         decay = self.decay**weight
         self.hits = [h * decay for h in self.hits]
         self.trials = [t * decay for t in self.trials]
@@ -54,7 +55,9 @@ class ConfidenceLink:
         return sum(self.trials)
 
     def overall(self) -> float:
-        return (sum(self.hits) + 0.5) / (self.seen + 1.0)
+        if self._overall is None:
+            self._overall = (sum(self.hits) + 0.5) / (self.seen + 1.0)
+        return self._overall
 
     def predict(self, confidence: float) -> float:
         """The draft's chance of proposing the token the main was this sure of."""

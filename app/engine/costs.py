@@ -68,15 +68,19 @@ def interpolated_curve(measured: dict[int, float], up_to: int, scale: float = 1.
     controller from ever trying the far sizes; this optimism prices a size never measured so
     that it is tried once where it could win, and then its measurement decides."""
     sizes = sorted(measured)
-    prices = []
+    prices, i = [], 0  # sizes[i] is the smallest measured size >= n, while there is one
     for n in range(1, up_to + 1):
-        below = [m for m in sizes if m <= n]
-        above = [m for m in sizes if m >= n]
-        if below and above:
-            a, b = below[-1], above[0]
-            value = measured[a] if a == b else measured[a] + (measured[b] - measured[a]) * (n - a) / (b - a)
+        while i < len(sizes) and sizes[i] < n:
+            i += 1
+        if i == len(sizes):  # above every measured size
+            value = measured[sizes[-1]]
+        elif sizes[i] == n:
+            value = measured[n]
+        elif i == 0:  # below every measured size
+            value = measured[sizes[0]] * n / sizes[0]
         else:
-            value = measured[below[-1]] if below else measured[above[0]] * n / above[0]
+            a, b = sizes[i - 1], sizes[i]
+            value = measured[a] + (measured[b] - measured[a]) * (n - a) / (b - a)
         prices.append(value)
     return _rising(prices, scale)
 

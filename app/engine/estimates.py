@@ -14,8 +14,13 @@ class AcceptanceCounts:
         self.prior, self.weight, self.decay = prior, weight, decay
         self.hits = [0.0] * MAX_DRAFT
         self.trials = [0.0] * MAX_DRAFT
+        # bumped by every change: the controller reads the estimates every round and recomputes
+        # them only when this moved (a bypassed draft's counts may sit still for many rounds)
+        self.version = 0
+        self._estimates: tuple[tuple[int, int], tuple[float, ...], tuple[float, ...]] = ((-1, 0), (), ())
 
     def _forget(self, weight: float) -> None:
+        self.version += 1
         decay = self.decay**weight
         self.hits = [h * decay for h in self.hits]
         self.trials = [t * decay for t in self.trials]
@@ -40,21 +45,31 @@ class AcceptanceCounts:
     def add_at(self, position: int, p: float, weight: float) -> None:
         """One more trial at `position` of the round just counted, known only in expectation."""
         if position < MAX_DRAFT:
+            self.version += 1
             self.trials[position] += weight
             self.hits[position] += weight * p
 
     def restart_from(self, record: AcceptanceCounts, rounds: float) -> None:
         """Take `record`'s rates at the weight of `rounds` rounds (less if it has less)."""
+        self.version += 1
         scale = min(1.0, rounds / record.trials[0]) if record.trials[0] else 0.0
         self.hits = [h * scale for h in record.hits]
         self.trials = [t * scale for t in record.trials]
 
-    def estimates(self, k: int) -> list[float]:
-        out, prev = [], self.prior
-        for i in range(k):
-            prev = (self.hits[i] + self.weight * prev) / (self.trials[i] + self.weight)
-            out.append(prev)
-        return out
+    def estimates(self, k: int) -> tuple[float, ...]:
+        key = (self.version, k)
+        if self._estimates[0] != key:
+            out, prev = [], self.prior
+            for i in range(k):
+                prev = (self.hits[i] + self.weight * prev) / (self.trials[i] + self.weight)
+                out.append(prev)
+            self._estimates = (key, tuple(out), tuple(tokens_by_k(out)))
+        return self._estimates[1]
+
+    def tokens(self, k: int) -> tuple[float, ...]:
+        """`tokens_by_k` of the estimates up to k."""
+        self.estimates(k)
+        return self._estimates[2]
 
 
 def tokens_by_k(rates: list[float]) -> list[float]:

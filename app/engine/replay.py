@@ -113,6 +113,9 @@ class ReplayResult:
     rounds: int
     accepted: int = 0
     plans: Counter = field(default_factory=Counter)  # (source, k) -> rounds
+    # real seconds the policy's own choose and observe took: its Python time per round, which
+    # the decode loop pays between the main's passes
+    policy_seconds: float = 0.0
 
     @property
     def tokens_per_second(self) -> float:
@@ -121,7 +124,8 @@ class ReplayResult:
     def plus(self, other: ReplayResult) -> ReplayResult:
         """Both replays as one (the same answer under another seed)."""
         return ReplayResult(self.tokens + other.tokens, self.seconds + other.seconds, self.rounds + other.rounds,
-                            self.accepted + other.accepted, self.plans + other.plans)
+                            self.accepted + other.accepted, self.plans + other.plans,
+                            self.policy_seconds + other.policy_seconds)
 
 
 def _leading(flags: Iterable[bool]) -> int:
@@ -154,7 +158,9 @@ def replay(
     while t < len(answer):
         remaining = len(answer) - t
         candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0]
+        tick = time.perf_counter()
         plan = as_plan(policy.choose(RoundContext(has_draft, remaining, t, len(candidates), tuple(candidates))))
+        result.policy_seconds += time.perf_counter() - tick
         k, source = playable(plan, remaining, len(candidates), has_draft)
         draft_s, hindsight, catch_up = 0.0, (), 0
         if source is Provenance.DRAFT:
@@ -174,12 +180,18 @@ def replay(
         overhead = timed(costs.overhead) if costs.overhead else 0.0
         clock.now += draft_s + verify_s + overhead
         emitted = answer[t : t + min(accepted + 1, remaining)]
-        policy.observe(RoundEvent(
+        tick = time.perf_counter()
+        snapshot = policy.snapshot()
+        result.policy_seconds += time.perf_counter() - tick
+        event = RoundEvent(
             index=result.rounds, k=k, proposed=proposed, accepted=accepted, emitted=emitted,
-            draft_seconds=draft_s, verify_seconds=verify_s, source=source, policy=policy.snapshot(),
+            draft_seconds=draft_s, verify_seconds=verify_s, source=source, policy=snapshot,
             catch_up=catch_up, hindsight=hindsight,
             confidence=tuple(trace.main_confidence[t : t + len(emitted)]),
-        ))
+        )
+        tick = time.perf_counter()
+        policy.observe(event)
+        result.policy_seconds += time.perf_counter() - tick
         # the draft holds every kept token but the last it proposed when all of them passed
         lag = (1 if accepted == k else 0) if source is Provenance.DRAFT else lag + len(emitted)
         lookup.extend(emitted)
