@@ -36,6 +36,7 @@ from app.engine.costs import CostTable, RecentMedian, VerifyCosts
 from app.engine.estimates import AcceptanceCounts
 from app.engine.events import Provenance, RoundEvent
 from app.engine.policy import MAX_DRAFT, DraftPlan, RoundContext
+from app.engine.probing import affordable_interval, read_limit
 
 DRAFT, LOOKUP, MAIN = Provenance.DRAFT, Provenance.LOOKUP, Provenance.MAIN
 
@@ -58,6 +59,7 @@ class AdaptiveDraftLength:
         close_probe_every: int = 12,
         neighbour_every: int = 8,
         margin: float = 1.03,
+        coast_rounds: int = 3,
         decay: float = 0.92,
         predicted_weight: float = 1 / 3,
         bonus_weight: float = 1.0,
@@ -88,8 +90,12 @@ class AdaptiveDraftLength:
         self.catch_up_read = RecentMedian()  # per skipped token the draft reads, in plain rounds
         # the main's confidence while the draft sits out, read as the draft's likely hit rate
         self.link = ConfidenceLink()
-        self.wants_confidence = DRAFT in self.acceptance
-        self._recent_confidence: deque[float] = deque(maxlen=4096)  # per emitted token
+        # per emitted token; None where the round did not compute it (see wants_confidence)
+        self._recent_confidence: deque[float | None] = deque(maxlen=4096)
+        self._plan = DraftPlan(0, MAIN)  # this round's
+        # while the draft clearly does not pay, the full choice is made only every
+        # `coast_rounds + 1` rounds (its estimates move slowly while it sits out)
+        self.coast_rounds, self._coast, self._probe_due = coast_rounds, 0, 0
         self._predicted: list[float] = []  # bypassed tokens' predicted draft hits, oldest first
         self._last_observed: float | None = None
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
@@ -97,6 +103,19 @@ class AdaptiveDraftLength:
         self._last: dict[str, object] = {"policy": "adaptive", "k": 0, "bypassed": False}
 
     # -- choosing -----------------------------------------------------------------------------
+
+    @property
+    def wants_confidence(self) -> bool:
+        """Whether the loop computes the main's confidence in this round's tokens: a reduction
+        over every scored row, which cost 6% of a 1.1 ms step on a GPU (toy pair, H200). Draft
+        rounds need it (their verdicts teach the link), bypassed rounds only while the link
+        predicts or is still learning (from hindsight): a draft whose hits the main's confidence
+        does not tell apart stops paying for it."""
+        if DRAFT not in self.acceptance:
+            return False
+        if self._plan.k and self._plan.source is DRAFT:
+            return True
+        return self.link.informative() or self.link.seen < 2 * self.link.minimum_seen
 
     def _available(self, context: RoundContext, source: Provenance) -> int:
         cap = min(self.max_k, context.remaining - 1)
@@ -112,7 +131,13 @@ class AdaptiveDraftLength:
 
         It runs every round between the main's passes, so its Python time is a cost of its own
         (on a fast GPU step, a share of it): the estimates are recomputed only when their counts
-        changed, and the telemetry keeps raw numbers."""
+        changed, the telemetry keeps raw numbers, and a draft that clearly does not pay is
+        reconsidered every few rounds (or when lookup has a candidate, or a probe is due)."""
+        if self._coast and not context.lookup_len and self.since_used.get(DRAFT, 0) < self._probe_due:
+            self._coast -= 1
+            self._shadow = ()
+            self._last["why"] = "coasting"  # the rest is the last full choice's (snapshot copies it)
+            return self._plan
         available = {s: self._available(context, s) for s in self.sources}
         self._shadow = context.lookup if LOOKUP in self.acceptance else ()
         for s in self.sources:  # explore: each usable model source a few rounds, then one plain step
@@ -137,9 +162,12 @@ class AdaptiveDraftLength:
             for k in range(1, available[s] + 1):
                 if by_k[k - 1] > best_speedup:
                     best, best_speedup = DraftPlan(k, s), by_k[k - 1]
+        self._probe_due = 1 << 30
         probe = self._probe(best, available, costs, draft)
         neighbour = None if probe else self._neighbour(best, available)
         plan = probe or neighbour or best
+        clear_loss = self._best_speedup.get(DRAFT, 0.0) < 0.9 * self.margin  # lookup: its candidates wake it
+        self._coast = self.coast_rounds if not plan.k and clear_loss else 0
         speedup = rates[best.source.value][best.k - 1] if best.k else 1.0
         return self._note(plan, "probe" if probe else "neighbour" if neighbour else "model", rates, speedup)
 
@@ -203,34 +231,16 @@ class AdaptiveDraftLength:
                 # and blind probes went on through hard answers: 0.955x plain in replay)
                 interval = max(self.close_probe_every, math.ceil(extra / budget))
             else:
-                interval = self._affordable_interval(extra, read, budget, base, self.close_probe_every if close else 4)
-                limit = self._read_limit(self.since_used[s], extra, read, budget, base)
+                interval = affordable_interval(extra, read, budget, base, self.close_probe_every if close else 4,
+                                               self.probe_read)
+                limit = read_limit(self.since_used[s], extra, read, budget, base, self.probe_read)
+            self._probe_due = min(self._probe_due, interval, 512)
             if self.since_used[s] >= min(interval, 512):
                 return DraftPlan(k, s, limit)
         return None
 
-    def _affordable_interval(self, extra: float, read: float, budget: float, base: float, floor: int) -> int:
-        """The fewest bypassed rounds after which a probe fits the budget: its extra passes
-        plus reading the skipped tokens; where that takes more than twice as long as reading
-        only the last `probe_read` of them, the probe reads those, within the `base` budget
-        (no close-call premium: a gap costs the draft context, so such a probe undersells it;
-        on the real pair, acceptance after a 36-token gap fell from 0.76 to 0.55)."""
-        windowed = max(floor, self.probe_read, math.ceil((extra + self.probe_read * read) / base))
-        if budget > read:
-            full = max(floor, math.ceil(extra / (budget - read)))
-            if full <= max(self.probe_read, 2 * windowed):
-                return full
-        return windowed
-
-    def _read_limit(self, skipped: int, extra: float, read: float, budget: float, base: float) -> int | None:
-        """How many of the `skipped` tokens a probe reads: all (None) where `budget` affords
-        it, else as many as the `base` budget of the rounds since the draft's last use
-        affords, and at least `probe_read`."""
-        if read <= 0.0 or skipped * budget - extra >= skipped * read:
-            return None
-        return max(self.probe_read, int((skipped * base - extra) / read))
-
     def _note(self, plan: DraftPlan, why: str, rates: dict | None = None, speedup: float = 1.0) -> DraftPlan:
+        self._plan = plan
         self._last = {
             "policy": "adaptive",
             "k": plan.k,
@@ -268,8 +278,11 @@ class AdaptiveDraftLength:
         self._shadow = ()
         if event.hindsight and DRAFT in self.acceptance:
             self._learn_hindsight(event.hindsight)
-        if DRAFT in self.acceptance and event.confidence:
-            self._follow_confidence(event)
+        if DRAFT in self.acceptance:
+            if event.confidence:
+                self._follow_confidence(event)
+            else:  # not computed this round: keeps hindsight aligned with the tokens
+                self._recent_confidence.extend([None] * len(event.emitted))
         if event.k == 0 or source not in self.acceptance:
             return
         self.since_used[source] = 0
@@ -315,7 +328,8 @@ class AdaptiveDraftLength:
         recent = list(self._recent_confidence)[-len(hits):] if self._recent_confidence else []
         if len(recent) == len(hits):  # the skipped tokens are the last ones emitted
             for c, hit in zip(recent, hits):
-                self.link.learn(c, hit)
+                if c is not None:
+                    self.link.learn(c, hit)
         run = 0
         runs = []
         for hit in reversed(hits):
@@ -377,6 +391,7 @@ class AdaptiveDraftLength:
         instead handed a useless draft back to the prior after a few answers.
         """
         self._last_observed = None
+        self._coast = 0
         self._shadows = []
         self._predicted = []
         if DRAFT in self.acceptance:

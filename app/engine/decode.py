@@ -87,8 +87,6 @@ def generate(
     sampler = Sampler(sampling or SamplingParams())
     rule = rules.RULES[rules.resolve(acceptance, sampler)]
     policy = policy or PlainDecoding()
-    # the main's confidence per token costs a reduction over each scored row: only on request
-    wants_confidence = bool(getattr(policy, "wants_confidence", False))
     if hasattr(policy, "begin_answer"):
         policy.begin_answer()
     tokenizer = session.pair.tokenizer
@@ -141,7 +139,8 @@ def generate(
         else:  # a lookup proposal is certain: a point mass (built lazily, used only by residual)
             q = proposal.scores if proposal.scores is not None else rules.point_mass(ids, p.shape[-1])
         verdict, draws = rule(p, q, ids, sampler)
-        sure = top_probability(p) if wants_confidence else None
+        # the main's confidence per token costs a reduction over each scored row: only on request
+        sure = top_probability(p) if getattr(policy, "wants_confidence", False) else None
         mx.eval(verdict, draws, *([sure] if sure is not None else []))
         t2 = time.perf_counter()
 

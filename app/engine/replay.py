@@ -187,7 +187,8 @@ def replay(
             index=result.rounds, k=k, proposed=proposed, accepted=accepted, emitted=emitted,
             draft_seconds=draft_s, verify_seconds=verify_s, source=source, policy=snapshot,
             catch_up=catch_up, hindsight=hindsight,
-            confidence=tuple(trace.main_confidence[t : t + len(emitted)]),
+            confidence=(tuple(trace.main_confidence[t : t + len(emitted)])
+                        if getattr(policy, "wants_confidence", False) else ()),
         )
         tick = time.perf_counter()
         policy.observe(event)

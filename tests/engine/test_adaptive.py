@@ -395,3 +395,53 @@ def test_where_reading_is_cheap_a_probe_reads_everything_it_skipped():
     plans, _, _ = _run_reading(policy, 600, hit=False, verify=verify, step=0.004, read=0.00001, lag=lag)
     probes = [p for p in plans if p.k]
     assert probes and all(p.read_limit is None for p in probes)
+
+
+def test_hindsight_teaches_the_link_only_where_the_confidence_was_computed():
+    """Rounds that skipped the main's confidence still hold their tokens' places, so a probe's
+    hindsight pairs each skipped token's verdict with that token's own confidence."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    sure = [0.99, 0.2, 0.99, 0.2]
+    for c in sure:  # bypassed rounds that computed the confidence
+        policy.observe(replace(_event(0, 0, 0.01), confidence=(c,)))
+    for _ in range(3):  # and three that did not
+        policy.observe(_event(0, 0, 0.01))
+    # the draft would have hit where the main was sure, missed elsewhere, and on the last three
+    hits = tuple(c > 0.5 for c in sure) + (False,) * 3
+    policy.observe(replace(_event(1, 0, 0.01, catch_up=len(hits)), hindsight=hits))
+    link = policy.link
+    assert link.seen == pytest.approx(len(sure), rel=0.01)  # only the tokens with a known confidence
+    assert link.predict(0.99) > 0.6 > 0.4 > link.predict(0.2)
+
+
+def test_a_draft_that_clearly_does_not_pay_is_reconsidered_every_few_rounds_and_still_probed():
+    """While bypassed with the draft predicted well short of paying, the full choice is made
+    every fourth round (its estimates barely move between); probes come as before, and a lookup
+    candidate is weighed at once."""
+    policy = AdaptiveDraftLength()
+    verify = lambda n: 0.020 + 0.010 * (n - 1)  # noqa: E731
+    whys = []
+    for _ in range(300):
+        plan = as_plan(policy.choose(CONTEXT))
+        whys.append(policy.snapshot()["why"])
+        policy.observe(_event(plan.k, 0, verify(plan.k + 1), 0.002, plan.source))
+    settled = whys[20:]
+    assert 0.6 <= settled.count("coasting") / len(settled) <= 0.8, whys
+    assert "probe" in settled
+    policy.choose(replace(CONTEXT, lookup_len=3, lookup=(7, 8, 9)))
+    assert policy.snapshot()["why"] != "coasting"
+
+
+def test_confidence_is_asked_for_in_draft_rounds_and_while_the_link_can_use_it():
+    policy = AdaptiveDraftLength(use_lookup=False)
+    plan = as_plan(policy.choose(CONTEXT))
+    assert plan.k and policy.wants_confidence  # a draft round: its verdicts teach the link
+    policy.observe(replace(_event(plan.k, 0, 0.03), confidence=(0.9,)))
+    for c, hit in [(0.95, False), (0.3, False)] * 30:  # misses whatever the main's confidence
+        policy.link.learn(c, hit)
+    policy._plan = DraftPlan(0, Provenance.MAIN)
+    assert not policy.link.informative() and not policy.wants_confidence  # bypassed: nothing to learn
+    for c, hit in [(0.99, True), (0.3, False)] * 30:  # now the confidence tells hits from misses
+        policy.link.learn(c, hit)
+    assert policy.link.informative() and policy.wants_confidence
+    assert not AdaptiveDraftLength(use_draft=False).wants_confidence  # lookup alone: never

@@ -214,3 +214,22 @@ def test_rounds_carry_the_main_confidence_in_each_token_only_when_asked(toy_pair
     assert mx.argmax(logits, axis=-1).tolist() == out.ids  # greedy: the token it was sure of
     plain = drive(ChatSession(toy_pair), toy_prompt, FixedDraftLength(3), max_tokens=10)
     assert all(r.confidence == () for r in plain.rounds)
+
+
+def test_the_loop_asks_for_the_confidence_round_by_round(toy_pair, toy_prompt):
+    """A policy may want the main's confidence in some rounds only (the adaptive controller
+    skips it while a useless draft sits out): the loop computes it exactly in those rounds."""
+
+    class EveryOther(FixedDraftLength):
+        rounds = 0
+
+        @property
+        def wants_confidence(self) -> bool:
+            return self.rounds % 2 == 0
+
+        def observe(self, event):  # noqa: ANN001
+            self.rounds += 1
+
+    out = drive(ChatSession(toy_pair), toy_prompt, EveryOther(2), max_tokens=24, stop_ids=[])
+    assert [bool(r.confidence) for r in out.rounds] == [i % 2 == 0 for i in range(len(out.rounds))]
+    assert all(len(r.confidence) == len(r.emitted) for r in out.rounds[::2])
