@@ -30,12 +30,6 @@ class Agreement:
     exact: tuple[float, ...]
     residual: tuple[float, ...]
 
-    def per_token(self, rule: str) -> float:
-        return per_token([self], rule)
-
-    def accepted_per_round(self, rule: str, k: int) -> float:
-        return accepted_per_round([self], rule, k)
-
     def round_totals(self, rule: str, k: int) -> tuple[float, int]:
         """Expected proposals accepted summed over every start with k positions after it, and
         how many such starts there are."""

@@ -19,14 +19,14 @@ WARM = SamplingParams(temperature=0.7, seed=3)
 def test_expected_accepted_tokens_per_round_follow_runs_of_acceptance() -> None:
     found = Agreement(exact=(0.5, 1.0, 0.5), residual=(1.0, 1.0, 1.0))
     # k = 2 starts at 0 (0.5 + 0.5·1.0) and at 1 (1.0 + 1.0·0.5): 1.0 and 1.5
-    assert found.accepted_per_round("exact", 2) == pytest.approx(1.25)
-    assert found.accepted_per_round("residual", 3) == pytest.approx(3.0)
-    assert found.per_token("exact") == pytest.approx(2 / 3)
+    assert accepted_per_round([found], "exact", 2) == pytest.approx(1.25)
+    assert accepted_per_round([found], "residual", 3) == pytest.approx(3.0)
+    assert per_token([found], "exact") == pytest.approx(2 / 3)
     # two answers: runs never cross the seam, so each keeps its own starts
     assert accepted_per_round([found, Agreement((0.0, 0.0), (0.0, 0.0))], "exact", 2) == pytest.approx(2.5 / 3)
-    assert found.accepted_per_round("exact", 4) == 0.0  # no start has 4 positions after it
+    assert accepted_per_round([found], "exact", 4) == 0.0  # no start has 4 positions after it
     with pytest.raises(ValueError, match="exact or residual"):
-        found.per_token("greedy")
+        per_token([found], "greedy")
 
 
 def test_a_draft_equal_to_the_main_always_stands_under_residual_sampling_but_not_exact_matching(toy_models, toy_prompt) -> None:
