@@ -69,8 +69,9 @@ def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair):
     drafted = max(x.k for r in runs for x in r.round_log if x.source == "draft")
     assert oracle[0] == "repetitive-2" and oracle[1] == "exact" and 1 <= int(oracle[2]) <= drafted
     # the JSON keeps each adaptive round's reason and prediction, so a surprising ratio can be explained
+    # (whether the policy coasts depends on this machine's timings, so it is allowed, not required)
     adaptive_rounds = [x for r in runs if r.mode == "adaptive" for x in r.to_json()["round_log"]]
-    assert {x["why"] for x in adaptive_rounds} <= {"model", "probe", "neighbour", "explore"}
+    assert {x["why"] for x in adaptive_rounds} <= {"model", "probe", "neighbour", "explore", "coasting"}
     assert any(x["why"] == "model" and x["expected_speedup"] > 0 for x in adaptive_rounds)
     # and what each k was predicted to give, so a k not chosen can be explained
     assert any(len(x["draft_speedup_by_k"]) == 8 for x in adaptive_rounds)
