@@ -70,6 +70,36 @@ def test_verify_costs_interpolate_between_sizes_and_are_optimistic_beyond():
     assert costs.table(8) == pytest.approx([2 * x for x in before])
 
 
+def test_a_first_pass_with_one_time_costs_is_held_until_a_second_confirms_it():
+    costs = VerifyCosts()
+    for _ in range(3):
+        costs.add(1, 0.010)
+        costs.add(2, 0.012)
+    costs.add(4, 0.080)  # a new shape's first pass, with its kernels compiled (a GPU): 5x its cost
+    assert costs.table(8)[3] == pytest.approx(0.016)  # priced on the other sizes' line meanwhile
+    costs.add(4, 0.017)  # the second pass replaces it, where a median would keep half of it
+    assert costs.table(8)[3] == pytest.approx(0.017)
+    costs.add(4, 0.019)
+    assert costs.table(8)[3] == pytest.approx(0.018)  # from then on the median of what was measured
+    costs.add(6, 0.030)  # within twice the line: a real cost, taken as measured
+    assert costs.table(8)[5] == pytest.approx(0.030)
+
+
+def test_a_costly_first_pass_does_not_keep_a_good_draft_short():
+    """The first answer's exploration at k = 3 paid one-time costs six times a pass; the draft,
+    accepted throughout, must still grow to long drafts."""
+    seen: set[int] = set()
+
+    def verify(n: int) -> float:
+        first = n not in seen
+        seen.add(n)
+        return (0.010 + 0.0005 * n) * (6 if first and n == 4 else 1)
+
+    policy = AdaptiveDraftLength(use_lookup=False)
+    ks = _run(policy, 40, accept_rate=1.0, verify=verify)
+    assert ks[0] == 3 and min(ks[-10:]) >= 6, ks
+
+
 def test_cheap_verify_and_good_draft_drafts_long():
     policy = AdaptiveDraftLength(use_lookup=False)
     ks = _run(policy, 40, accept_rate=0.95, verify=lambda n: 0.020 + 0.0005 * n)
