@@ -475,3 +475,20 @@ def test_confidence_is_asked_for_in_draft_rounds_and_while_the_link_can_use_it()
         policy.link.learn(c, hit)
     assert policy.link.informative() and policy.wants_confidence
     assert not AdaptiveDraftLength(use_draft=False).wants_confidence  # lookup alone: never
+
+
+def test_a_learning_link_asks_for_the_confidence_only_where_a_coming_probe_will_judge_it():
+    """A useless draft sits out for hundreds of rounds between probes; its link learns only from
+    a probe's hindsight, so only the rounds shortly before a probe need the main's confidence."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.020 + 0.050 * (n - 1)  # noqa: E731  (probes so costly that they come rarely)
+    asked = []
+    for _ in range(1200):
+        plan = as_plan(policy.choose(CONTEXT))
+        asked.append((plan.k, policy.wants_confidence, policy.since_used[Provenance.DRAFT], policy._probe_due))
+        policy.observe(_event(plan.k, 0, verify(plan.k + 1), 0.002, plan.source))
+    bypassed = [(want, due - since) for k, want, since, due in asked[20:] if not k]
+    assert not policy.link.informative() and policy.link.seen < 2 * policy.link.minimum_seen
+    assert all(want == (left <= policy.confidence_lead) for want, left in bypassed)
+    assert 0 < sum(want for want, _ in bypassed) < len(bypassed) / 4  # the probes' run-ups only
+    assert all(want for k, want, _, _ in asked if k)  # draft rounds always
