@@ -19,7 +19,9 @@ class RecentMedian:
     def __init__(self, window: int = 15) -> None:
         self.window, self.samples, self.count, self.value = window, [], 0, 0.0
 
-    def add(self, x: float) -> None:
+    def add(self, x: float) -> bool:
+        """Take a sample; whether the median moved."""
+        before = self.value
         if self.count == 1 and self.samples[0] > x:
             # the first pass at a new size can carry one-time costs (a kernel compiled for the
             # new shape, on MLX's CUDA backend 2-10x the pass): the second, cheaper one replaces
@@ -32,21 +34,44 @@ class RecentMedian:
         mid = len(ordered) // 2
         self.value = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
         self.count += 1
+        return self.value != before or self.count == 1
+
+
+class LineSums:
+    """Sums of a weighted least-squares line's points, so that one point can be taken out again
+    (the check of each single-sample size against the others) without refitting from scratch."""
+
+    __slots__ = ("points", "w", "wn", "wv", "wnn", "wnv")
+
+    def __init__(self, points: list[tuple[int, float, float]] = ()) -> None:  # type: ignore[assignment]
+        self.points, self.w, self.wn, self.wv, self.wnn, self.wnv = 0, 0.0, 0.0, 0.0, 0.0, 0.0
+        for n, v, c in points:
+            self.add(n, v, c)
+
+    def add(self, n: int, v: float, c: float, sign: int = 1) -> None:
+        self.points += sign
+        c *= sign
+        self.w += c
+        self.wn += c * n
+        self.wv += c * v
+        self.wnn += c * n * n
+        self.wnv += c * n * v
+
+    def line(self) -> tuple[float, float]:
+        """(intercept, slope >= 0); proportional to n while only one size is in."""
+        if self.points == 1:
+            return 0.0, self.wv / self.wn
+        mean_n, mean_v = self.wn / self.w, self.wv / self.w
+        var = self.wnn - self.w * mean_n * mean_n
+        slope = (self.wnv - self.w * mean_n * mean_v) / var if var > 1e-9 * self.wnn else 0.0
+        slope = max(slope, 0.0)
+        return mean_v - slope * mean_n, slope
 
 
 def fit_line(points: list[tuple[int, float, float]]) -> tuple[float, float]:
     """(intercept, slope >= 0) of the weighted least-squares line through (n, cost, weight);
     proportional to n while only one size is measured."""
-    if len(points) == 1:
-        (n, v, _), = points
-        return 0.0, v / n
-    w = sum(c for _, _, c in points)
-    mean_n = sum(c * n for n, _, c in points) / w
-    mean_v = sum(c * v for _, v, c in points) / w
-    var = sum(c * (n - mean_n) ** 2 for n, _, c in points)
-    slope = sum(c * (n - mean_n) * (v - mean_v) for n, v, c in points) / var if var else 0.0
-    slope = max(slope, 0.0)
-    return mean_v - slope * mean_n, slope
+    return LineSums(points).line()
 
 
 def _rising(prices: list[float], scale: float) -> list[float]:
@@ -128,8 +153,9 @@ class CostTable:
         if not ref:
             self._pending.append((n, seconds))
             return
-        self.by_n.setdefault(n, RecentMedian()).add(seconds / ref)
-        self._tables.clear()
+        cost = self.by_n.setdefault(n, RecentMedian())
+        if cost.add(seconds / ref) or cost.count <= 8:  # a new price, or a new weight in the fit
+            self._tables.clear()
 
     def known(self) -> bool:
         self._flush(self._ref())
@@ -148,26 +174,33 @@ class CostTable:
             return [0.0] * up_to
         unit = self._tables.get(up_to)
         if unit is None:
-            measured = {n: m.value for n, m in self.by_n.items()}
-            for n, m in self.by_n.items():
-                if m.count == 1 and len(self.by_n) > 1:
-                    # one pass far above what the other sizes say may be a first pass's one-time
-                    # cost: held at their line until a second pass confirms it. Taken at face
-                    # value, one such pass at k = 3 in the first answer priced every k >= 3 at
-                    # 0.3-0.5x plain on a GPU, where k = 8 paid 2.2x, and k was never raised
-                    line = fit_line([(size, o.value, min(o.count, 8)) for size, o in self.by_n.items() if size != n])
-                    expected = max(0.0, line[0]) + line[1] * n
-                    if measured[n] > self.one_time_factor * expected:
-                        measured[n] = expected
-            unit = self._curve(self.by_n, up_to, measured)
+            unit = self._curve(up_to)
             self._tables[up_to] = unit
         return [price * ref for price in unit]
 
-    def _curve(self, sizes: dict[int, RecentMedian], up_to: int, measured: dict[int, float]) -> list[float]:
-        """Unit prices for n = 1..up_to from the measured sizes' prices."""
+    def _curve(self, up_to: int) -> list[float]:
+        """Unit prices for n = 1..up_to from the sizes measured."""
+        measured = {n: m.value for n, m in self.by_n.items()}
+        single = [n for n, m in self.by_n.items() if m.count == 1] if len(measured) > 1 else []
+        if self.optimistic and not single:
+            return interpolated_curve(measured, up_to)
+        weights = {n: min(m.count, 8) for n, m in self.by_n.items()}
+        sums = LineSums([(n, measured[n], weights[n]) for n in measured])
+        for n in single:
+            # one pass far above what the other sizes say may be a first pass's one-time cost:
+            # held at their line until a second pass confirms it. Taken at face value, one such
+            # pass at k = 3 in the first answer priced every k >= 3 at 0.3-0.5x plain on a GPU,
+            # where k = 8 paid 2.2x, and k was never raised
+            value, weight = measured[n], weights[n]
+            sums.add(n, value, weight, -1)
+            base, slope = sums.line()
+            expected = max(0.0, base) + slope * n
+            if value > self.one_time_factor * expected:
+                measured[n] = value = expected
+            sums.add(n, value, weight)
         if self.optimistic:
             return interpolated_curve(measured, up_to)
-        base, slope = fit_line([(n, measured[n], min(m.count, 8)) for n, m in sizes.items()])
+        base, slope = sums.line()
         return cost_curve(measured, (max(0.0, base), slope), up_to)
 
 
@@ -187,7 +220,7 @@ class VerifyCosts(CostTable):
             one = self.by_n.setdefault(1, RecentMedian())
             one.samples, one.value, one.count = [1.0], 1.0, self.plain.count
             self._flush(self.plain.value)
-            if one.count == 1:  # a new size; later plain steps only move the reference
+            if one.count <= 8:  # a new size, or its weight in the fit; later plain steps only move the reference
                 self._tables.clear()
             return
         super().add(n, seconds)

@@ -51,8 +51,9 @@ def test_expected_tokens_counts_the_run_of_accepted_proposals():
 
 def test_verify_costs_interpolate_between_sizes_and_are_optimistic_beyond():
     costs = VerifyCosts()
-    for _ in range(3):
+    for _ in range(8):
         costs.add(1, 0.010)
+    for _ in range(3):
         costs.add(5, 0.050)
     table = costs.table(8)
     assert abs(table[0] - 0.010) < 1e-9 and abs(table[4] - 0.050) < 1e-9
@@ -65,7 +66,7 @@ def test_verify_costs_interpolate_between_sizes_and_are_optimistic_beyond():
     assert costs.table(8) == sorted(costs.table(8))
     # a slower plain step moves every size with it, the table read again or not
     before = costs.table(8)
-    for _ in range(6):
+    for _ in range(9):
         costs.add(1, 0.020)
     assert costs.table(8) == pytest.approx([2 * x for x in before])
 
