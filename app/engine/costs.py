@@ -217,7 +217,7 @@ class VerifyCosts(CostTable):
     def add(self, n: int, seconds: float) -> None:
         if n == 1:  # the reference itself: exactly 1x, weighted by how often it was measured
             self.plain.add(seconds)
-            one = self.by_n.setdefault(1, RecentMedian())
+            one = self.by_n.get(1) or self.by_n.setdefault(1, RecentMedian())
             one.samples, one.value, one.count = [1.0], 1.0, self.plain.count
             self._flush(self.plain.value)
             if one.count <= 8:  # a new size, or its weight in the fit; later plain steps only move the reference
