@@ -114,6 +114,9 @@ class BenchRun:
         data.pop("token_ids")
         data["ks"] = [r.k for r in self.round_log]
         # round_log stays: every round as the policy saw it, what a surprising ratio is explained by
+        for row in data["round_log"]:  # type: ignore[attr-defined]
+            row["expected_speedup"] = round(float(row["expected_speedup"]), 3)
+            row["draft_speedup_by_k"] = [round(x, 3) for x in row["draft_speedup_by_k"]]
         return data
 
 
@@ -144,9 +147,11 @@ def _run_ours(
             timing.log.append(RoundRecord(  # type: ignore[union-attr]
                 event.k, event.accepted, event.draft_seconds, event.verify_seconds,
                 now - last if last else 0.0, event.source.value, event.catch_up,
-                str(event.policy.get("why", "")),
-                round(float(event.policy.get("expected_speedup", 0.0)), 3),  # type: ignore[arg-type]
-                tuple(round(x, 3) for x in event.policy.get("speedup_by_k", {}).get("draft", ())),  # type: ignore[union-attr]
+                # kept as the policy gave them (rounded when written): this runs between rounds,
+                # inside the timed answer
+                event.policy.get("why", ""),  # type: ignore[arg-type]
+                event.policy.get("expected_speedup", 0.0),  # type: ignore[arg-type]
+                event.policy.get("speedup_by_k", {}).get("draft", ()),  # type: ignore[union-attr]
             ))
             last = now
             timing.rounds += 1
