@@ -99,6 +99,12 @@ class EngineWorker:
         self._queue: queue.Queue[tuple[int, Command] | object] = queue.Queue()
         self._ids = itertools.count(1)
         self._cancel = threading.Event()
+        # which request runs, and those cancelled before they started (the GUI thread cancels,
+        # this one starts commands: the lock orders the two)
+        self._lock = threading.Lock()
+        self._running: int | None = None
+        self._last_started = 0
+        self._cancelled_early: set[int] = set()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._pair: ModelPair | None = None
         self._session: ChatSession | None = None
@@ -112,9 +118,17 @@ class EngineWorker:
         self._queue.put((request, command))
         return request
 
-    def cancel(self) -> None:
-        """Stop the running command at its next safe point (between rounds or chunks)."""
-        self._cancel.set()
+    def cancel(self, request: int | None = None) -> None:
+        """Stop a command at its next safe point (between rounds or chunks): `request`, or
+        whatever runs when None. A request cancelled before it started starts cancelled and
+        ends at its first safe point with its usual cancelled result: the flag used to be
+        cleared when a command started, so a Stop pressed while the worker was still busy let
+        the answer run to its end and kept the next one waiting."""
+        with self._lock:
+            if request is None or request == self._running:
+                self._cancel.set()
+            elif request > self._last_started:
+                self._cancelled_early.add(request)
 
     def shutdown(self, timeout: float = 10.0) -> bool:
         self._cancel.set()
@@ -138,12 +152,21 @@ class EngineWorker:
             if item is _STOP:
                 return
             request, command = item  # type: ignore[misc]
-            self._cancel.clear()
+            with self._lock:
+                self._running = self._last_started = request
+                if request in self._cancelled_early:
+                    self._cancelled_early.discard(request)
+                    self._cancel.set()
+                else:
+                    self._cancel.clear()
             try:
                 self._handle(request, command)
             except Exception as exc:  # noqa: BLE001 - reported, never raised across threads
                 detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
                 self._emit(WorkerMessage(request, EngineError(detail, kind="crash")))
+            finally:
+                with self._lock:
+                    self._running = None
 
     def _policy_for(self, speculation: SpeculationSettings) -> DraftPolicy:
         """Adaptive controllers live as long as the loaded pair: costs are the machine's."""

@@ -311,7 +311,7 @@ class ArenaDialog(QDialog):
     def cancel(self) -> None:
         if self.running:
             self.cancelling = True
-            self.bridge.cancel()
+            self.bridge.cancel(self.request)
             self.state.setText("Cancelling after the current run…")
             self.cancel_button.setEnabled(False)
 
@@ -321,8 +321,7 @@ class ArenaDialog(QDialog):
                 continue
             event = message.event
             if isinstance(event, ArenaProgress):
-                if self.cancelling:  # a cancel sent before the worker took the arena was cleared: repeat it
-                    self.bridge.cancel()
+                if self.cancelling:
                     continue
                 self.last_progress = event
                 self.bar.setRange(0, event.total)

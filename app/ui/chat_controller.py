@@ -205,7 +205,7 @@ class ChatController(QObject):
         """Cancel and save what was shown; the worker's late events for it are ignored."""
         if self.live is None:
             return
-        self.bridge.cancel()
+        self.bridge.cancel(self.live.request)
         self._finish(self.live, "cancelled")
 
     # -- engine messages ------------------------------------------------------------------------

@@ -25,7 +25,7 @@ DRAIN_MS = 40
 class Engine(Protocol):
     def start(self) -> None: ...
     def submit(self, command: Command) -> int: ...
-    def cancel(self) -> None: ...
+    def cancel(self, request: int | None = None) -> None: ...
     def shutdown(self, timeout: float = 10.0) -> bool: ...
 
 
@@ -51,8 +51,9 @@ class EngineBridge(QObject):
     def submit(self, command: Command) -> int:
         return self.engine.submit(command)
 
-    def cancel(self) -> None:
-        self.engine.cancel()
+    def cancel(self, request: int | None = None) -> None:
+        """Cancel `request` (queued or running), or whatever runs when None."""
+        self.engine.cancel(request)
 
     def drain(self) -> None:
         """Emit everything that arrived since the last tick as one batch."""

@@ -119,7 +119,7 @@ class LosslessChecker(QObject):
     def cancel(self) -> None:
         if self.running is None:
             return
-        self.controller.bridge.cancel()
+        self.controller.bridge.cancel(self.running[0])
         self._done(self.running[1], None, "Losslessness check cancelled.")
 
     def on_batch(self, batch: tuple[WorkerMessage, ...]) -> None:

@@ -90,7 +90,7 @@ class PlainBaselines(QObject):
         """
         self.target = None
         if self.request is not None:
-            self.bridge.cancel()
+            self.bridge.cancel(self.request)
 
     def on_batch(self, batch: tuple[WorkerMessage, ...]) -> None:
         for message in batch:

@@ -66,3 +66,31 @@ def test_worker_loads_generates_cancels_and_shuts_down(toy_models):
     finally:
         assert worker.shutdown(timeout=30)
     assert threads == {"specchat-engine"}
+
+
+def test_a_request_cancelled_before_it_starts_ends_at_once_and_spares_the_running_one(toy_models):
+    """Stop pressed while the worker is still busy: that answer must not run to its end (and
+    keep the next one waiting), and the command that runs must not be the one stopped."""
+    inbox: queue.Queue = queue.Queue()
+    worker = EngineWorker(inbox.put)
+    worker.start()
+    try:
+        [loaded] = _collect(inbox, worker.submit(LoadPair(str(toy_models.main), str(toy_models.draft))), _is_final)
+        assert isinstance(loaded, PairLoaded)
+        running = worker.submit(Generate(({"role": "user", "content": "Tell a long story"},), max_tokens=5000))
+        waiting = worker.submit(Generate(({"role": "user", "content": "Write a haiku"},), max_tokens=2000))
+        first = inbox.get(timeout=120)
+        while not isinstance(first.event, TokenEvent):
+            first = inbox.get(timeout=120)
+        worker.cancel(waiting)
+        seen = 0
+        while seen < 20:  # the running answer goes on
+            message = inbox.get(timeout=120)
+            assert message.request == running and not isinstance(message.event, GenerationFinished)
+            seen += isinstance(message.event, TokenEvent)
+        worker.cancel(running)
+        assert _collect(inbox, running, _is_final)[-1].reason == "cancelled"
+        done = _collect(inbox, waiting, _is_final)[-1]
+        assert isinstance(done, GenerationFinished) and done.reason == "cancelled" and done.stats.tokens == 0
+    finally:
+        assert worker.shutdown(timeout=30)

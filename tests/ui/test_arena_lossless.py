@@ -97,7 +97,7 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
     dialog.add_prompt("def add(a, b):")  # user prompts join the built-ins and persist
     assert dialog.prompt_list()[-1][0].prompt_class == "user"
     assert dialog.run() and window.engine_taken() is not None
-    dialog.cancel()  # before the worker even starts: the dialog repeats the cancel until it lands
+    dialog.cancel()  # before the worker even starts: the request starts cancelled
     qtbot.waitUntil(lambda: not dialog.running, timeout=SLOW)
     assert "Cancelled" in dialog.state.text() and dialog.run_button.isEnabled() and load_results(main) == []
     ask(qtbot, window, "Still usable?", max_tokens=4)
