@@ -50,6 +50,11 @@ class ConfidenceLink:
         self.trials[b] += weight
         self.hits[b] += weight * hit
 
+    def restore(self, hits: list[float], trials: list[float]) -> None:
+        """Take these counts instead (a saved state)."""
+        self.hits, self.trials = list(hits), list(trials)
+        self._rates = self._informative = self._overall = None
+
     @property
     def seen(self) -> float:
         return sum(self.trials)

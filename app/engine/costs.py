@@ -30,11 +30,18 @@ class RecentMedian:
         self.samples.append(x)
         if len(self.samples) > self.window:
             del self.samples[0]
+        self.count += 1
+        self.refresh()
+        return self.value != before or self.count == 1
+
+    def refresh(self) -> None:
+        """The median of the samples kept (after they were set from a saved state)."""
         ordered = sorted(self.samples)
         mid = len(ordered) // 2
-        self.value = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
-        self.count += 1
-        return self.value != before or self.count == 1
+        if not ordered:
+            self.value = 0.0
+        else:
+            self.value = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
 
 
 class LineSums:
@@ -156,6 +163,11 @@ class CostTable:
         cost = self.by_n.setdefault(n, RecentMedian())
         if cost.add(seconds / ref) or cost.count <= 8:  # a new price, or a new weight in the fit
             self._tables.clear()
+
+    def replace(self, by_n: dict[int, RecentMedian]) -> None:
+        """Take these measurements instead (a saved state)."""
+        self.by_n, self._pending = by_n, []
+        self._tables.clear()
 
     def known(self) -> bool:
         self._flush(self._ref())

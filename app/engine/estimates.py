@@ -56,6 +56,11 @@ class AcceptanceCounts:
         self.hits = [h * scale for h in record.hits]
         self.trials = [t * scale for t in record.trials]
 
+    def restore(self, hits: list[float], trials: list[float]) -> None:
+        """Take these counts instead (a saved state)."""
+        self.version += 1
+        self.hits, self.trials = list(hits), list(trials)
+
     def estimates(self, k: int) -> tuple[float, ...]:
         key = (self.version, k)
         if self._estimates[0] != key:

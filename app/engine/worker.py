@@ -19,9 +19,11 @@ import mlx.core as mx
 
 from app.engine.adaptive import AdaptiveDraftLength
 from app.engine.baselines import BaselineMeasured, GenerationContext, MeasureBaseline, Preemptible, measure_plain
+from app.engine.controller_state import export_state, restore_state, state_key
 from app.engine.decode import generate
 from app.engine.events import EngineError, Event
 from app.engine.jobs import CheckLossless, JobEvent, RunArena, run_arena_job, run_check
+from app.engine.library.store import Store
 from app.engine.loading import ModelLoadError, ModelPair, load_pair
 from app.engine.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.sampling import SamplingParams
@@ -94,8 +96,12 @@ _STOP = object()
 class EngineWorker:
     """Runs commands one at a time on a daemon thread; `cancel` interrupts the current one."""
 
-    def __init__(self, emit: Callable[[WorkerMessage], None], *, name: str = "specchat-engine") -> None:
+    def __init__(self, emit: Callable[[WorkerMessage], None], *, name: str = "specchat-engine",
+                 memory: Store | None = None) -> None:
         self._emit = emit
+        # where adaptive controllers keep what they learnt about a pair across sessions (None: nowhere)
+        self._memory = memory
+        self._loaded: tuple[str, str | None] = ("", None)
         self._queue: queue.Queue[tuple[int, Command] | object] = queue.Queue()
         self._ids = itertools.count(1)
         self._cancel = threading.Event()
@@ -169,10 +175,24 @@ class EngineWorker:
                     self._running = None
 
     def _policy_for(self, speculation: SpeculationSettings) -> DraftPolicy:
-        """Adaptive controllers live as long as the loaded pair: costs are the machine's."""
+        """Adaptive controllers live as long as the loaded pair (costs are the machine's), and
+        start from what the last session learnt about it."""
         if speculation.mode not in ("adaptive", "lookup"):
             return speculation.policy()
-        return self._policies.setdefault(speculation.mode, speculation.policy())
+        policy = self._policies.get(speculation.mode)
+        if policy is None:
+            policy = self._policies[speculation.mode] = speculation.policy()
+            if self._memory is not None and isinstance(policy, AdaptiveDraftLength):
+                restore_state(policy, self._memory.get("controller", self._memory_key(speculation.mode)))
+        return policy
+
+    def _memory_key(self, mode: str) -> str:
+        return state_key(*self._loaded, str(mx.default_device()), mode)
+
+    def _remember(self, speculation: SpeculationSettings) -> None:
+        policy = self._policies.get(speculation.mode)
+        if self._memory is not None and isinstance(policy, AdaptiveDraftLength):
+            self._memory.put("controller", self._memory_key(speculation.mode), export_state(policy))
 
     def _handle(self, request: int, command: Command) -> None:
         if isinstance(command, LoadPair):
@@ -184,6 +204,7 @@ class EngineWorker:
                 self._emit(WorkerMessage(request, EngineError(str(exc), kind="load")))
                 return
             self._pair, self._session = pair, ChatSession(pair)
+            self._loaded = (command.main, command.draft)
             refusal = self._session.speculation_refusal
             self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, refusal)))
         elif isinstance(command, ResetSession):
@@ -220,3 +241,9 @@ class EngineWorker:
             )
             for event in events:
                 self._emit(WorkerMessage(request, event))
+            self._remember(command.speculation)
+
+
+def remembering_worker(emit: Callable[[WorkerMessage], None]) -> EngineWorker:
+    """The app's worker: its adaptive controllers keep what they learnt in the library store."""
+    return EngineWorker(emit, memory=Store())

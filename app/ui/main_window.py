@@ -18,7 +18,7 @@ from app import PRODUCT_NAME
 from app.engine.conversations import ConversationStore
 from app.engine.library.discovery import Sources, default_sources, scan_library
 from app.engine.library.recommended import RecommendedPair
-from app.engine.worker import EngineWorker
+from app.engine.worker import remembering_worker
 from app.ui.arena import ArenaDialog
 from app.ui.chat_controller import ChatController
 from app.ui.chat_view import ChatView
@@ -37,7 +37,7 @@ from app.ui.welcome import WelcomePanel
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, *, engine_factory: EngineFactory = EngineWorker, store: ConversationStore | None = None,
+    def __init__(self, *, engine_factory: EngineFactory = remembering_worker, store: ConversationStore | None = None,
                  settings: QSettings | None = None, sources: Sources | None = None,
                  decoder: Callable[[str], Callable[[list[int]], str]] = tokenizer_decoder,
                  restore_pair: bool = True) -> None:
