@@ -313,11 +313,12 @@ def render_chat(
         return tracer
 
     previous = sys.gettrace()
+    rendering = compiled.generate(**variables)
     sys.settrace(tracer)
     try:
         chunks: list[str] = []
         size = 0
-        for chunk in compiled.generate(**variables):
+        for chunk in rendering:
             size += len(chunk)
             if size > MAX_TEXT:
                 raise jinja2.exceptions.SecurityError("the template output is too large")
@@ -337,6 +338,9 @@ def render_chat(
         raise TemplateError(f"the chat template failed: {type(error).__name__}: {error}") from None
     finally:
         sys.settrace(previous)
+        # closed here, with the tracer gone: left to the garbage collector, a stopped
+        # rendering's close ran under the tracer, which raised again where nothing could catch it
+        rendering.close()
 
 
 def _hf_tokenizer(tokenizer: Any) -> Any:
