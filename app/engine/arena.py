@@ -38,7 +38,7 @@ class ArenaResult:
 
     candidate: str  # a draft's path, or LOOKUP
     speedup: float  # geometric mean over prompts of tok/s over plain tok/s
-    acceptance: float  # accepted over proposed
+    acceptance: float | None  # accepted over proposed; None when nothing was proposed (lookup found no match)
     best_k: int | None  # the oracle's best fixed k, from the measured rounds
     tok_s: float
     plain_tok_s: float
@@ -126,7 +126,7 @@ def run_arena(
             log += t.log or []
         oracle = best_fixed(plain_log + log)
         results.append(ArenaResult(
-            candidate, _geomean(ratios), accepted / proposed if proposed else 0.0,
+            candidate, _geomean(ratios), accepted / proposed if proposed else None,
             oracle.best_k if oracle else None, _mean(rates), _mean(plain),
             tuple((c, _geomean(v)) for c, v in classes.items()),
             best_k_speedup=oracle.predicted_speedup if oracle else None,

@@ -56,7 +56,8 @@ def arena_note(result: ArenaResult) -> str:
     if result.error:
         return "arena: could not run"
     k = f", best k {best_k_text(result)}" if result.best_k else ""
-    return f"arena: {result.speedup:.2f}× vs plain, {result.acceptance:.0%} accepted{k}"
+    accepted = "nothing proposed" if result.acceptance is None else f"{result.acceptance:.0%} accepted"
+    return f"arena: {result.speedup:.2f}× vs plain, {accepted}{k}"
 
 
 def load_prompts(settings: QSettings) -> list[tuple[BenchPrompt, bool]]:
@@ -355,7 +356,7 @@ class ArenaDialog(QDialog):
         self.table.setRowCount(len(results))
         for row, r in enumerate(results):
             cells = (str(row + 1), candidate_name(r.candidate), f"{r.speedup:.2f}×" if not r.error else "—",
-                     f"{r.acceptance:.0%}" if not r.error else "—", best_k_text(r),
+                     f"{r.acceptance:.0%}" if not r.error and r.acceptance is not None else "—", best_k_text(r),
                      r.error or " · ".join(f"{c} {s:.2f}×" for c, s in r.by_class))
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)

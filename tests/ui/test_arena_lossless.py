@@ -128,3 +128,12 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
     expected = (main, None if winner.candidate == LOOKUP else winner.candidate)
     qtbot.waitUntil(lambda: window.controller.pair == expected, timeout=SLOW)
     assert window.settings.value("pair/mode") == ("lookup" if winner.candidate == LOOKUP else "model")
+
+
+def test_a_candidate_that_proposed_nothing_is_not_shown_as_rejected():
+    from app.engine.arena import ArenaResult
+    from app.ui.arena import arena_note
+
+    silent = ArenaResult(LOOKUP, 1.0, None, None, 50.0, 50.0)  # lookup found no match to propose
+    assert arena_note(silent) == "arena: 1.00× vs plain, nothing proposed"
+    assert "0% accepted" in arena_note(ArenaResult(LOOKUP, 0.9, 0.0, 2, 45.0, 50.0))  # proposed, all rejected
