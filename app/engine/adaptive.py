@@ -111,8 +111,8 @@ class AdaptiveDraftLength:
         over every scored row, which cost 6% of a 1.1 ms step on a GPU (toy pair, H200). Draft
         rounds need it (their verdicts teach the link), bypassed rounds while the link predicts,
         or while it is still learning and a probe is near enough that its hindsight will judge
-        these tokens: a useless draft, probed rarely, paid it on every plain step (4% on that
-        GPU), and a draft whose hits the main's confidence does not tell apart stops paying."""
+        these tokens (a useless draft, probed every few hundred rounds, paid it on every plain
+        step), and a draft whose hits the main's confidence does not tell apart stops paying."""
         if DRAFT not in self.acceptance:
             return False
         if self._plan.k and self._plan.source is DRAFT:

@@ -11,7 +11,8 @@ What is kept: the draft's long-run acceptance record (each answer starts from it
 lookup's estimates, the measured costs (verify passes by size, drafting by k, the round's
 overhead, reading a skipped token), the link from the main's confidence to the draft's hits, and
 how many rounds each source has played (which ends exploring). Costs are kept as multiples of the
-plain step, so a machine that is faster or slower today rescales them at its first step.
+plain step, so a machine that is faster or slower today rescales them all as today's plain steps
+take over the reference's median (within eight of them).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def restore_state(policy: AdaptiveDraftLength, state: Any) -> bool:
         if len(record[0]) != len(policy.record.hits) or any(len(c[0]) != len(record[0]) for c in acceptance.values()):
             return False
         played = {Provenance(s): int(n) for s, n in state["played"].items()}
-        if set(played) != set(policy.sources) or any(s not in policy.drafting for s in drafting):
+        if (set(played) != set(policy.sources) or any(n < 0 for n in played.values())
+                or any(s not in policy.drafting for s in drafting)):
             return False
     except (AttributeError, KeyError, TypeError, ValueError):
         return False

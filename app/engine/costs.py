@@ -22,7 +22,7 @@ class RecentMedian:
     def add(self, x: float) -> bool:
         """Take a sample; whether the median moved."""
         before = self.value
-        if self.count == 1 and self.samples[0] > x:
+        if self.count == 1 and self.samples and self.samples[0] > x:
             # the first pass at a new size can carry one-time costs (a kernel compiled for the
             # new shape, on MLX's CUDA backend 2-10x the pass): the second, cheaper one replaces
             # it, where a median of the two would keep half of that cost
@@ -229,7 +229,9 @@ class VerifyCosts(CostTable):
     def add(self, n: int, seconds: float) -> None:
         if n == 1:  # the reference itself: exactly 1x, weighted by how often it was measured
             self.plain.add(seconds)
-            one = self.by_n.get(1) or self.by_n.setdefault(1, RecentMedian())
+            one = self.by_n.get(1)
+            if one is None:
+                one = self.by_n[1] = RecentMedian()
             one.samples, one.value, one.count = [1.0], 1.0, self.plain.count
             self._flush(self.plain.value)
             if one.count <= 8:  # a new size, or its weight in the fit; later plain steps only move the reference
