@@ -388,7 +388,9 @@ class MainWindow(QMainWindow):
     def closeEvent(self, e: QCloseEvent) -> None:  # noqa: N802 - Qt override
         """Save the partial answer, cancel the worker, and let it stop (it checks between rounds);
         let the thread pool's tasks (this window's and its dialogs' tokenizer loads and scans)
-        finish before it goes, so that none is still running while the window is torn down."""
+        finish before it goes, so that none is still running while the window is torn down. The
+        window is hidden first: those waits (up to 5 s each) are the app's, not the user's."""
+        self.hide()
         self.controller.stop()
         self.bridge.shutdown(wait=5.0)
         self.pool.waitForDone(5000)

@@ -145,3 +145,17 @@ def test_welcome_panel_on_first_run(qtbot, specchat_home):
     qtbot.waitUntil(lambda: w.stack.currentWidget() is w.welcome, timeout=10_000)
     assert len(w.welcome.buttons) >= 1 and "Download" in w.welcome.buttons[0].text()
     w.close()
+
+
+def test_closing_hides_the_window_before_waiting_for_background_work(qtbot, window):
+    seen = []
+
+    class SlowPool:  # stands in for a pool whose last scan takes a while
+        def waitForDone(self, ms: int) -> bool:  # noqa: N802 - Qt's name
+            seen.append(window.isVisible())
+            return True
+
+    window.pool = SlowPool()  # type: ignore[assignment]
+    assert window.isVisible()
+    window.close()
+    assert seen == [False]
