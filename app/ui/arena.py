@@ -322,7 +322,7 @@ class ArenaDialog(QDialog):
                 continue
             event = message.event
             if isinstance(event, ArenaProgress):
-                if self.cancelling:
+                if self.cancelling:  # the state line says it is cancelling: no more "Run n of m"
                     continue
                 self.last_progress = event
                 self.bar.setRange(0, event.total)
