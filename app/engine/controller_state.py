@@ -73,10 +73,7 @@ def restore_state(policy: AdaptiveDraftLength, state: Any) -> bool:
         if source in policy.acceptance:
             policy.acceptance[source].restore(*counts)
     _set_median(policy.verify.plain, plain)
-    _set_table(policy.verify, verify)
-    if 1 in policy.verify.by_n:  # a plain step is the reference itself, 1x (VerifyCosts.add)
-        one = policy.verify.by_n[1]
-        one.samples, one.value, one.count = [1.0], 1.0, policy.verify.plain.count
+    _set_table(policy.verify, verify)  # after the plain step it keeps size 1 against
     for source, table in drafting.items():
         _set_table(policy.drafting[source], table)
     _set_median(policy.overhead, overhead)

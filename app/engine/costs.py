@@ -227,14 +227,24 @@ class VerifyCosts(CostTable):
         return self.plain.value if self.plain.count else None
 
     def add(self, n: int, seconds: float) -> None:
-        if n == 1:  # the reference itself: exactly 1x, weighted by how often it was measured
+        if n == 1:  # the reference itself
             self.plain.add(seconds)
-            one = self.by_n.get(1)
-            if one is None:
-                one = self.by_n[1] = RecentMedian()
-            one.samples, one.value, one.count = [1.0], 1.0, self.plain.count
+            one = self._one_from_plain()
             self._flush(self.plain.value)
             if one.count <= 8:  # a new size, or its weight in the fit; later plain steps only move the reference
                 self._tables.clear()
             return
         super().add(n, seconds)
+
+    def replace(self, by_n: dict[int, RecentMedian]) -> None:
+        super().replace(by_n)
+        if 1 in self.by_n:
+            self._one_from_plain()
+
+    def _one_from_plain(self) -> RecentMedian:
+        """Size 1 is exactly 1x the reference, weighted by how many plain steps were measured."""
+        one = self.by_n.get(1)
+        if one is None:
+            one = self.by_n[1] = RecentMedian()
+        one.samples, one.value, one.count = [1.0], 1.0, self.plain.count
+        return one
