@@ -122,6 +122,24 @@ class AdaptiveDraftLength:
         learning = self.link.seen < 2 * self.link.minimum_seen
         return learning and self._probe_due - self.since_used[DRAFT] <= self.confidence_lead
 
+    def _lookup_waits(self, context: RoundContext) -> bool:
+        """Whether prompt lookup, a source of this controller's, has a match to be weighed."""
+        return bool(context.lookup_len) and LOOKUP in self.acceptance
+
+    def choose_ahead(self, context: RoundContext) -> bool:
+        """The next round's choice, made before this plain round's token is read (`context` is
+        the next round's as far as it is known: lookup's match is this round's). Only a choice
+        that token cannot change is made here: coasting, with no probe due and no lookup match.
+        True commits the next round to a plain step, whose pass the loop then queues under this
+        one, hiding the loop's Python (that Python is what a bypassed draft cost on a fast GPU)."""
+        if self._plan.k or not self._coast or self._lookup_waits(context):
+            return False
+        if self.since_used.get(DRAFT, 0) + 1 >= self._probe_due:  # observe has not counted this round
+            return False
+        self._coast -= 1
+        self._last["why"] = "coasting"
+        return True
+
     def _available(self, context: RoundContext, source: Provenance) -> int:
         cap = min(self.max_k, context.remaining - 1)
         if source is DRAFT:
@@ -138,7 +156,7 @@ class AdaptiveDraftLength:
         (on a fast GPU step, a share of it): the estimates are recomputed only when their counts
         changed, the telemetry keeps raw numbers, and a draft that clearly does not pay is
         reconsidered every few rounds (or when lookup has a candidate, or a probe is due)."""
-        if self._coast and not context.lookup_len and self.since_used.get(DRAFT, 0) < self._probe_due:
+        if self._coast and not self._lookup_waits(context) and self.since_used.get(DRAFT, 0) < self._probe_due:
             self._coast -= 1
             self._shadow = ()
             self._last["why"] = "coasting"  # the rest is the last full choice's (snapshot copies it)
@@ -268,11 +286,12 @@ class AdaptiveDraftLength:
 
     def observe(self, event: RoundEvent) -> None:
         now = self._clock()
-        if self._last_observed is not None:
-            wall = now - self._last_observed
-            self.overhead.add(max(0.0, wall - event.draft_seconds - event.verify_seconds))
+        if not event.overlapped:  # an overlapped round's seconds are not a pass's cost
+            if self._last_observed is not None:
+                wall = now - self._last_observed
+                self.overhead.add(max(0.0, wall - event.draft_seconds - event.verify_seconds))
+            self.verify.add(event.k + 1, event.verify_seconds)
         self._last_observed = now
-        self.verify.add(event.k + 1, event.verify_seconds)
         for s in self.sources:
             self.since_used[s] += 1
         source = event.source

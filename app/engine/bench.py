@@ -152,6 +152,7 @@ def _run_ours(
                 event.policy.get("why", ""),  # type: ignore[arg-type]
                 event.policy.get("expected_speedup", 0.0),  # type: ignore[arg-type]
                 event.policy.get("speedup_by_k", {}).get("draft", ()),  # type: ignore[union-attr]
+                event.overlapped,
             ))
             last = now
             timing.rounds += 1

@@ -45,6 +45,9 @@ class RoundEvent:
     hindsight: tuple[bool, ...] = ()
     # the main's top probability at each emitted token's position (when the policy asked for it)
     confidence: tuple[float, ...] = ()
+    # a plain step queued during the previous round, its Python hidden under that round's pass:
+    # its seconds are the time between the two rounds' reads, not a pass's own cost
+    overlapped: bool = False
 
 
 @dataclass(frozen=True, slots=True)

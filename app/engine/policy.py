@@ -64,6 +64,10 @@ class DraftPolicy(Protocol):
     def begin_answer(self) -> None:
         """A new answer starts: a policy kept across answers forgets the time in between."""
 
+    # optional: `choose_ahead(context) -> bool`, asked during a plain round before its token is
+    # read; True commits the next round to plain (its choose is then not called), so the loop
+    # can queue that round's pass under this one
+
 
 class FixedDraftLength:
     """Always drafts k tokens when the source can propose them (lookup: up to k)."""
@@ -97,6 +101,10 @@ class PlainDecoding:
 
     def observe(self, event: RoundEvent) -> None:
         pass
+
+    def choose_ahead(self, context: RoundContext) -> bool:
+        """Every round is plain: the loop may always queue the next one (see decode)."""
+        return True
 
     def snapshot(self) -> dict[str, object]:
         return {"policy": "plain"}

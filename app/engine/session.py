@@ -45,6 +45,8 @@ class ChatSession:
         self.draft_len = 0
         self.draft_gaps: list[tuple[int, int]] = []  # [start, end) spans of tokens the draft skipped
         self.pending: int | None = None
+        # tokens the main's cache holds beyond `tokens`: a queued plain step's (only mid-answer)
+        self.main_ahead = 0
         self.main_trimmable = all(c.is_trimmable() for c in self.main_cache)
         self.draft_trimmable = self.draft_cache is not None and all(
             c.is_trimmable() for c in self.draft_cache

@@ -96,6 +96,7 @@ class Telemetry:
         ))
         self._records.append(RoundRecord(
             event.k, event.accepted, event.draft_seconds, event.verify_seconds, wall, event.source.value, event.catch_up,
+            overlapped=event.overlapped,
         ))
         self.k_series.append((event.index, event.k))
         if event.k:

@@ -51,7 +51,7 @@ def drive(
         elif isinstance(event, RoundEvent):
             out.rounds.append(event)
             main, draft = session.cache_offsets()
-            out.offsets_ok &= all(o == len(session.tokens) for o in main)
+            out.offsets_ok &= all(o == len(session.tokens) + session.main_ahead for o in main)
             out.offsets_ok &= all(o == session.draft_offset for o in draft)
             out.offsets_ok &= session.draft_len <= len(session.tokens)
         elif isinstance(event, PrefillProgress):
@@ -60,4 +60,7 @@ def drive(
             out.notices.append(event)
         elif isinstance(event, GenerationFinished):
             out.finished = event
+            # a queued plain step the answer did not use must have been taken back out
+            out.offsets_ok &= session.main_ahead == 0
+            out.offsets_ok &= all(o == len(session.tokens) for o in session.cache_offsets()[0])
     return out

@@ -1,0 +1,87 @@
+"""Plain steps queued one round ahead (the loop's Python hidden under the device's work) must
+give exactly what one step at a time gives, and leave the caches exact however the answer ends."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.adaptive import AdaptiveDraftLength
+from app.engine.oracle import RoundRecord, best_fixed
+from app.engine.policy import PlainDecoding
+from app.engine.sampling import SamplingParams
+from app.engine.session import ChatSession
+from tests.engine.helpers import drive
+
+SAMPLINGS = {
+    "greedy": SamplingParams(),
+    "sampled": SamplingParams(temperature=0.8, top_p=0.95, seed=11),
+    "penalty": SamplingParams(temperature=0.7, repetition_penalty=1.5, repetition_context=16, seed=5),
+}
+
+
+class OneAtATime(PlainDecoding):
+    """Plain decoding that never commits ahead: each step waits for the one before."""
+
+    choose_ahead = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLINGS))
+def test_queued_plain_steps_give_the_same_tokens_as_one_at_a_time(toy_pair, toy_prompt, name):
+    sampling = SAMPLINGS[name]
+    queued = drive(ChatSession(toy_pair), toy_prompt, PlainDecoding(), max_tokens=40, sampling=sampling, stop_ids=[])
+    single = drive(ChatSession(toy_pair), toy_prompt, OneAtATime(), max_tokens=40, sampling=sampling, stop_ids=[])
+    assert queued.ids == single.ids and len(queued.ids) == 40
+    assert queued.offsets_ok and single.offsets_ok
+    # every round after the first ran queued under the one before; none did one at a time
+    assert [r.overlapped for r in queued.rounds] == [False] + [True] * 39
+    assert not any(r.overlapped for r in single.rounds)
+
+
+def _next_turn(session: ChatSession, history: list[int], pair) -> list[int]:
+    prompt = history + pair.tokenizer.encode("\n# and now the next one\n")
+    return drive(session, prompt, PlainDecoding(), max_tokens=12, stop_ids=[]).ids
+
+
+@pytest.mark.parametrize("how", ["stop", "cancel"])
+def test_an_answer_ended_under_a_queued_step_leaves_the_session_exact(toy_pair, toy_prompt, how):
+    """A stop token or a cancel arrives while the next step is already queued: that step's token
+    must come back out of the cache, or the next turn would read a token that is not there."""
+    full = drive(ChatSession(toy_pair), toy_prompt, PlainDecoding(), max_tokens=40, stop_ids=[]).ids
+    session = ChatSession(toy_pair)
+    if how == "stop":
+        stop = full[10]
+        out = drive(session, toy_prompt, PlainDecoding(), max_tokens=40, stop_ids=[stop])
+        assert out.finished.reason == "stop" and out.ids == full[: full.index(stop)]
+        kept = out.ids + [stop]
+    else:
+        out = drive(session, toy_prompt, PlainDecoding(), max_tokens=40, stop_ids=[], cancel_after=10)
+        assert out.finished.reason == "cancelled" and out.ids == full[: len(out.ids)]
+        kept = out.ids
+    assert out.offsets_ok and session.main_ahead == 0
+    history = toy_prompt + kept
+    assert _next_turn(session, history, toy_pair) == _next_turn(ChatSession(toy_pair), history, toy_pair)
+
+
+def test_a_bypassed_useless_draft_coasts_on_queued_steps_that_do_not_price_a_pass(toy_useless_pair, toy_prompt):
+    policy = AdaptiveDraftLength(use_lookup=False)
+    plain = drive(ChatSession(toy_useless_pair), toy_prompt, OneAtATime(), max_tokens=64, stop_ids=[])
+    answers = [drive(ChatSession(toy_useless_pair), toy_prompt, policy, max_tokens=64, stop_ids=[])
+               for _ in range(2)]  # the first answer explores
+    out = answers[-1]
+    assert out.ids == plain.ids and out.offsets_ok
+    coasting = [r for r in out.rounds if r.policy.get("why") == "coasting"]
+    assert coasting and all(r.overlapped and r.k == 0 for r in coasting)
+    assert sum(r.overlapped for r in out.rounds) >= len(out.rounds) // 2
+    # a queued step's seconds are the time between reads, not a pass: only the others price one
+    priced = sum(r.k == 0 and not r.overlapped for a in answers for r in a.rounds)
+    assert policy.verify.plain.count == priced
+
+def test_the_oracle_prices_plain_by_its_queued_steps():
+    spec = [RoundRecord(4, 2, 0.004, 0.006, 0.0105, "draft", 1) for _ in range(5)]
+    single = [RoundRecord(0, 0, 0.0, 0.005, 0.0055, "main", 0) for _ in range(5)]
+    queued = [RoundRecord(0, 0, 0.0, 0.004, 0.004, "main", 0, overlapped=True) for _ in range(5)]
+    one_at_a_time = best_fixed(spec + single)
+    with_queued = best_fixed(spec + single + queued)
+    assert one_at_a_time is not None and with_queued is not None
+    # plain at 4 ms a token instead of 5.5: the same speculative rounds are worth less against it
+    assert with_queued.predicted_speedup == pytest.approx(one_at_a_time.predicted_speedup * 4.0 / 5.5, rel=1e-6)
