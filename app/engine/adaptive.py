@@ -190,7 +190,10 @@ class AdaptiveDraftLength:
         neighbour = None if probe else self._neighbour(best, available)
         plan = probe or neighbour or best
         clear_loss = self._best_speedup.get(DRAFT, 0.0) < 0.9 * self.margin  # lookup: its candidates wake it
-        self._coast = self.coast_rounds if not plan.k and clear_loss else 0
+        # until a probe is due, nothing but the link's predictions moves the draft's estimates:
+        # without them it coasts to the probe (queued plain steps all the way, see choose_ahead)
+        coast = self.coast_rounds if self.link.informative() else 1 << 30
+        self._coast = coast if not plan.k and clear_loss else 0
         speedup = rates[best.source.value][best.k - 1] if best.k else 1.0
         return self._note(plan, "probe" if probe else "neighbour" if neighbour else "model", rates, speedup)
 

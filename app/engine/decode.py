@@ -212,6 +212,9 @@ def generate(
         if overlapped:  # its pass ran under the last round's Python: its cost is the time between reads
             t0 = t1 = last_read
         last_read = t2
+        # a round that queued the next one timed part of that one too (MLX's CPU backend runs
+        # most of a queued graph inside async_eval): neither is a clean measure of one pass
+        overlapped = overlapped or queued is not None
         sure = judged.sure
         proposed = proposal.ids.tolist() if proposal is not None else []
         passed, choices = judged.accept.tolist(), judged.draws.tolist()

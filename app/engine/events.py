@@ -45,8 +45,9 @@ class RoundEvent:
     hindsight: tuple[bool, ...] = ()
     # the main's top probability at each emitted token's position (when the policy asked for it)
     confidence: tuple[float, ...] = ()
-    # a plain step queued during the previous round, its Python hidden under that round's pass:
-    # its seconds are the time between the two rounds' reads, not a pass's own cost
+    # a plain step whose pass overlapped another round's (queued under the previous round, or
+    # queueing the next): its seconds are not one pass's own cost. A queued round's seconds are
+    # the time between the two rounds' reads, so over a run they add up to plain's real time
     overlapped: bool = False
 
 
