@@ -96,6 +96,10 @@ class AdaptiveDraftLength:
         # while the draft clearly does not pay, the full choice is made only every
         # `coast_rounds + 1` rounds (its estimates move slowly while it sits out)
         self.coast_rounds, self._coast, self._probe_due = coast_rounds, 0, 0
+        self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
+        # per token, plain steps queued under the round before (see choose_ahead)
+        self.queued_plain = RecentMedian()
+        self.clean_every, self._since_clean = 64, 0  # rounds between plain steps timed alone
         self.confidence_lead = 64  # rounds before a due probe in which a learning link wants the confidence
         self._predicted: list[float] = []  # bypassed tokens' predicted draft hits, oldest first
         self._last_observed: float | None = None
@@ -127,17 +131,20 @@ class AdaptiveDraftLength:
         return bool(context.lookup_len) and LOOKUP in self.acceptance
 
     def choose_ahead(self, context: RoundContext) -> bool:
-        """The next round's choice, made before this plain round's token is read (`context` is
-        the next round's as far as it is known: lookup's match is this round's). Only a choice
-        that token cannot change is made here: coasting, with no probe due and no lookup match.
-        True commits the next round to a plain step, whose pass the loop then queues under this
-        one, hiding the loop's Python (that Python is what a bypassed draft cost on a fast GPU)."""
-        if self._plan.k or not self._coast or self._lookup_waits(context):
+        """Make the next round's choice now, before this plain round's token is read (`context`
+        is the next round's as far as it is known: lookup's match is this round's, and this
+        round is not observed yet). A plain choice commits that round, and the loop queues its
+        pass under this one; a speculative one is kept and played next round. So a bypassed
+        draft costs what plain decoding costs: the loop's Python, once a quarter of a step on a
+        fast GPU, runs while the device works. Not while the costs wait for a plain step timed
+        alone (a queued one is not), nor for one in `clean_every` rounds, which keeps the
+        reference every cost is kept against current."""
+        if self._plan.k or not self.verify.known() or self._since_clean >= self.clean_every:
             return False
-        if self.since_used.get(DRAFT, 0) + 1 >= self._probe_due:  # observe has not counted this round
+        plan = self.choose(context)
+        if plan.k:
+            self._ahead = plan
             return False
-        self._coast -= 1
-        self._last["why"] = "coasting"
         return True
 
     def _available(self, context: RoundContext, source: Provenance) -> int:
@@ -156,6 +163,9 @@ class AdaptiveDraftLength:
         (on a fast GPU step, a share of it): the estimates are recomputed only when their counts
         changed, the telemetry keeps raw numbers, and a draft that clearly does not pay is
         reconsidered every few rounds (or when lookup has a candidate, or a probe is due)."""
+        if self._ahead is not None:  # chosen a round early (choose_ahead)
+            plan, self._ahead = self._ahead, None
+            return plan
         if self._coast and not self._lookup_waits(context) and self.since_used.get(DRAFT, 0) < self._probe_due:
             self._coast -= 1
             self._shadow = ()
@@ -173,7 +183,8 @@ class AdaptiveDraftLength:
         max_k, overhead = self.max_k, self.overhead.value
         costs = [0.0] + self.verify.table(max_k + 1)  # costs[n] for a pass over n tokens
         draft = {s: [0.0] + self.drafting[s].table(max_k) for s in self.sources}
-        plain_seconds = overhead + costs[1]
+        # plain decoding as a bypass plays it: queued steps where they were seen
+        plain_seconds = self.queued_plain.value if self.queued_plain.count >= 3 else overhead + costs[1]
         best, best_speedup = DraftPlan(0, MAIN), self.margin  # speculate only if it clearly pays
         rates: dict[str, tuple[float, ...]] = {}
         for s in self.sources:
@@ -289,11 +300,15 @@ class AdaptiveDraftLength:
 
     def observe(self, event: RoundEvent) -> None:
         now = self._clock()
-        if not event.overlapped:  # an overlapped round's seconds are not a pass's cost
+        if event.overlapped:  # not a pass's own cost: the time between reads, per token
+            self.queued_plain.add(event.verify_seconds)
+            self._since_clean += 1
+        else:
             if self._last_observed is not None:
                 wall = now - self._last_observed
                 self.overhead.add(max(0.0, wall - event.draft_seconds - event.verify_seconds))
             self.verify.add(event.k + 1, event.verify_seconds)
+            self._since_clean = 0 if event.k == 0 else self._since_clean
         self._last_observed = now
         for s in self.sources:
             self.since_used[s] += 1
@@ -419,6 +434,7 @@ class AdaptiveDraftLength:
         """
         self._last_observed = None
         self._coast = 0
+        self._ahead = None
         self._shadows = []
         self._predicted = []
         if DRAFT in self.acceptance:

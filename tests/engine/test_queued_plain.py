@@ -63,16 +63,17 @@ def test_an_answer_ended_under_a_queued_step_leaves_the_session_exact(toy_pair, 
     assert _next_turn(session, history, toy_pair) == _next_turn(ChatSession(toy_pair), history, toy_pair)
 
 
-def test_a_bypassed_useless_draft_coasts_on_queued_steps_that_do_not_price_a_pass(toy_useless_pair, toy_prompt):
+def test_a_bypassed_useless_draft_decodes_on_queued_steps_that_do_not_price_a_pass(toy_useless_pair, toy_prompt):
     policy = AdaptiveDraftLength(use_lookup=False)
     plain = drive(ChatSession(toy_useless_pair), toy_prompt, OneAtATime(), max_tokens=64, stop_ids=[])
     answers = [drive(ChatSession(toy_useless_pair), toy_prompt, policy, max_tokens=64, stop_ids=[])
                for _ in range(2)]  # the first answer explores
     out = answers[-1]
     assert out.ids == plain.ids and out.offsets_ok
-    coasting = [r for r in out.rounds if r.policy.get("why") == "coasting"]
-    assert coasting and all(r.overlapped and r.k == 0 for r in coasting)
-    assert sum(r.overlapped for r in out.rounds) >= len(out.rounds) // 2
+    assert all(r.k == 0 for r in out.rounds if r.policy.get("why") != "probe")
+    # bypassed, it decodes as plain decoding does: queued, but for a probe and a plain step
+    # timed alone now and then (the reference every cost is kept against)
+    assert sum(r.overlapped for r in out.rounds) >= 0.9 * len(out.rounds)
     # a queued step's seconds are the time between reads, not a pass: only the others price one
     priced = sum(r.k == 0 and not r.overlapped for a in answers for r in a.rounds)
     assert policy.verify.plain.count == priced
