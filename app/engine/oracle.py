@@ -56,7 +56,7 @@ def _costs(by_n: dict[int, list[float]], up_to: int) -> list[float]:
 
 
 def best_fixed(rounds: Iterable[RoundRecord], max_k: int = 8) -> Oracle | None:
-    """None when the rounds cannot tell (no draft-model rounds, or no plain pass measured)."""
+    """None when the rounds cannot tell (no draft-model rounds, or no plain step measured, alone or queued)."""
     hits, trials = [0] * max_k, [0] * max_k
     drafting: dict[int, list[float]] = defaultdict(list)
     verify: dict[int, list[float]] = defaultdict(list)
@@ -76,7 +76,7 @@ def best_fixed(rounds: Iterable[RoundRecord], max_k: int = 8) -> Oracle | None:
                 hits[i] += i < r.accepted
             if r.catch_up <= 1:
                 drafting[r.k].append(r.draft_seconds)
-    if not trials[0] or 1 not in verify or not drafting:
+    if not trials[0] or (1 not in verify and not queued) or not drafting:
         return None
     rates, prev = [], 0.0
     for h, t in zip(hits, trials):

@@ -87,3 +87,6 @@ def test_the_oracle_prices_plain_by_its_queued_steps():
     assert one_at_a_time is not None and with_queued is not None
     # plain at 4 ms a token instead of 5.5: the same speculative rounds are worth less against it
     assert with_queued.predicted_speedup == pytest.approx(one_at_a_time.predicted_speedup * 4.0 / 5.5, rel=1e-6)
+    # a plain run whose every step was queued (the arena's baseline) is enough to price plain
+    queued_only = best_fixed(spec + queued)
+    assert queued_only is not None and queued_only.predicted_speedup == pytest.approx(with_queued.predicted_speedup)
