@@ -55,6 +55,18 @@ def test_bench_refuses_draft_modes_without_a_draft(toy_models):
     assert result.returncode == 2 and "need a draft model" in result.stderr
 
 
+def test_without_a_draft_mlx_lm_is_its_plain_loop_and_ours_keeps_up(toy_pair):
+    """Our plain decoding against mlx-lm's plain loop, same prompts: the same tokens, and no
+    round of ours reported as speculation."""
+    import dataclasses
+
+    plain_pair = dataclasses.replace(toy_pair, draft=None)
+    prompts = [p for p in BUILTIN_PROMPTS if p.id == "code-1"]
+    runs = list(run_benchmark(plain_pair, prompts, modes=("plain", "mlx_lm"), max_tokens=24, warmup_tokens=2))
+    assert [r.mode for r in runs] == ["plain", "mlx_lm"]
+    assert all(r.identical_to_plain and r.tokens > 1 for r in runs) and all(r.proposed == 0 for r in runs)
+
+
 def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair):
     from app.cli.bench import format_oracle, format_table
 
