@@ -97,8 +97,11 @@ class AdaptiveDraftLength:
         # `coast_rounds + 1` rounds (its estimates move slowly while it sits out)
         self.coast_rounds, self._coast, self._probe_due = coast_rounds, 0, 0
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
-        # per token, plain steps queued under the round before (see choose_ahead)
+        # per token, plain steps queued under the round before (see choose_ahead), in multiples
+        # of a plain step timed alone (the reference), so that they follow the machine's speed
         self.queued_plain = RecentMedian()
+        self.queue_trials = 4  # queued plain steps explored, where the loop can queue them
+        self._queues, self._queue_tried = False, 0
         self.clean_every, self._since_clean = 64, 0  # rounds between plain steps timed alone
         self.confidence_lead = 64  # rounds before a due probe in which a learning link wants the confidence
         self._predicted: list[float] = []  # bypassed tokens' predicted draft hits, oldest first
@@ -139,6 +142,7 @@ class AdaptiveDraftLength:
         fast GPU, runs while the device works. Not while the costs wait for a plain step timed
         alone (a queued one is not), nor for one in `clean_every` rounds, which keeps the
         reference every cost is kept against current."""
+        self._queues = True  # this loop queues plain steps: their speed is worth exploring
         if self._plan.k or not self.verify.known() or self._since_clean >= self.clean_every:
             return False
         plan = self.choose(context)
@@ -180,11 +184,17 @@ class AdaptiveDraftLength:
                 return self._note(DraftPlan(min(k, available[s]), s), "explore")
         if not self.verify.known():  # costs wait for a plain step, the reference they are kept against
             return self._note(DraftPlan(0, MAIN), "explore")
+        if self._queues and self.queued_plain.count < 3 and self._queue_tried < self.queue_trials:
+            # plain decoding as a bypass plays it (queued) is what speculation must beat: a
+            # plain round timed alone costs 10-20% more on a CPU, and pricing plain by it kept
+            # the draft at k = 1 where it lost 10% to plain
+            self._queue_tried += 1
+            return self._note(DraftPlan(0, MAIN), "explore")
         max_k, overhead = self.max_k, self.overhead.value
         costs = [0.0] + self.verify.table(max_k + 1)  # costs[n] for a pass over n tokens
         draft = {s: [0.0] + self.drafting[s].table(max_k) for s in self.sources}
         # plain decoding as a bypass plays it: queued steps where they were seen
-        plain_seconds = self.queued_plain.value if self.queued_plain.count >= 3 else overhead + costs[1]
+        plain_seconds = self.queued_plain.value * costs[1] if self.queued_plain.count >= 3 else overhead + costs[1]
         best, best_speedup = DraftPlan(0, MAIN), self.margin  # speculate only if it clearly pays
         rates: dict[str, tuple[float, ...]] = {}
         for s in self.sources:
@@ -301,10 +311,14 @@ class AdaptiveDraftLength:
     def observe(self, event: RoundEvent) -> None:
         now = self._clock()
         if event.overlapped:  # not a pass's own cost: the time between reads, per token
-            self.queued_plain.add(event.verify_seconds)
+            if self.verify.known():
+                self.queued_plain.add(event.verify_seconds / self.verify.table(1)[0])
             self._since_clean += 1
         else:
-            if self._last_observed is not None:
+            if self._last_observed is not None and (event.k or not self.overhead.count):
+                # what a speculative round spends outside its passes (its policy work, the
+                # confidence, the events): plain steps spend less, and mixed in they made
+                # speculation look 1-2% cheaper than it was; plain is priced by its queued steps
                 wall = now - self._last_observed
                 self.overhead.add(max(0.0, wall - event.draft_seconds - event.verify_seconds))
             self.verify.add(event.k + 1, event.verify_seconds)

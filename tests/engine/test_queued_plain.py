@@ -90,3 +90,29 @@ def test_the_oracle_prices_plain_by_its_queued_steps():
     # a plain run whose every step was queued (the arena's baseline) is enough to price plain
     queued_only = best_fixed(spec + queued)
     assert queued_only is not None and queued_only.best_k in (1, 2, 3) and queued_only.predicted_speedup > 0
+
+
+def test_the_controller_prices_plain_by_its_queued_steps():
+    """Speculation must beat plain decoding as a bypass plays it: with queued plain steps at 80%
+    of a step timed alone, every draft length's predicted speedup is 80% of what it was."""
+    from app.engine.events import Provenance, RoundEvent
+    from app.engine.policy import RoundContext, as_plan
+
+    def predicted(queued_ratio: float | None) -> tuple[float, ...]:
+        now = [0.0]
+        policy = AdaptiveDraftLength(use_lookup=False, clock=lambda: now[0])
+        context = RoundContext(True, 10_000, 0)
+        for i in range(30):
+            plan = as_plan(policy.choose(context))
+            k = plan.k if i < 20 else 0  # then plain: queued, or each step timed alone
+            overlapped = queued_ratio is not None and i >= 20
+            verify = 0.010 * (queued_ratio if overlapped else 1.0) + 0.004 * k
+            draft = 0.002 * k
+            now[0] += draft + verify  # no time outside the passes
+            policy.observe(RoundEvent(i, k, (1,) * k, k, (1,) * (k + 1), draft, verify,
+                                      Provenance.DRAFT if k else Provenance.MAIN, overlapped=overlapped))
+        policy.choose(context)
+        return policy.snapshot()["speedup_by_k"]["draft"]  # type: ignore[index]
+
+    alone, queued = predicted(None), predicted(0.8)
+    assert alone and queued == pytest.approx(tuple(0.8 * x for x in alone), rel=1e-3)
