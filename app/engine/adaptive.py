@@ -35,6 +35,7 @@ from app.engine.confidence import ConfidenceLink
 from app.engine.costs import CostTable, RecentMedian, VerifyCosts
 from app.engine.estimates import AcceptanceCounts
 from app.engine.events import Provenance, RoundEvent
+from app.engine.lookup import ShadowTrials
 from app.engine.policy import MAX_DRAFT, DraftPlan, RoundContext
 from app.engine.probing import affordable_interval, read_limit
 
@@ -107,7 +108,7 @@ class AdaptiveDraftLength:
         self._predicted: list[float] = []  # bypassed tokens' predicted draft hits, oldest first
         self._last_observed: float | None = None
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
-        self._shadows: list[tuple[tuple[int, ...], int]] = []  # (candidates, matched so far)
+        self._shadows = ShadowTrials(2 * MAX_DRAFT)  # unused lookup proposals, scored as text comes
         self._last: dict[str, object] = {"policy": "adaptive", "k": 0, "bypassed": False}
 
     # -- choosing -----------------------------------------------------------------------------
@@ -328,9 +329,10 @@ class AdaptiveDraftLength:
             self.since_used[s] += 1
         source = event.source
         if LOOKUP in self.acceptance:
-            if self._shadow and source is not LOOKUP:
-                self._shadows.append((self._shadow, 0))
-            self._follow_shadows(event.emitted)
+            if source is not LOOKUP:
+                self._shadows.offer(self._shadow)
+            for length, matched in self._shadows.follow(event.emitted):
+                self.acceptance[LOOKUP].add(length, matched)
         self._shadow = ()
         if event.hindsight and DRAFT in self.acceptance:
             self._learn_hindsight(event.hindsight)
@@ -401,28 +403,6 @@ class AdaptiveDraftLength:
         if source is DRAFT:
             self.record.add(k, accepted, weight)
 
-    def _follow_shadows(self, emitted: tuple[int, ...]) -> None:
-        """Score unused lookup proposals against the text as it is written: a proposal is a
-        trial once its first miss (or its last token) is known, which may take several rounds.
-        Judging only what one plain round emitted would see position 0 alone and credit deep
-        positions with position 0's rate: long lookup drafts would look better than they are."""
-        pending = []
-        for candidates, matched in self._shadows:
-            done = False
-            for token in emitted:
-                if candidates[matched] != token:
-                    done = True
-                    break
-                matched += 1
-                if matched == len(candidates):
-                    done = True
-                    break
-            if done:
-                self.acceptance[LOOKUP].add(len(candidates), matched)
-            else:
-                pending.append((candidates, matched))
-        self._shadows = pending[-2 * MAX_DRAFT :]
-
     def snapshot(self) -> dict[str, object]:
         return dict(self._last)
 
@@ -449,7 +429,7 @@ class AdaptiveDraftLength:
         self._last_observed = None
         self._coast = 0
         self._ahead = None
-        self._shadows = []
+        self._shadows.clear()
         self._predicted = []
         if DRAFT in self.acceptance:
             self.acceptance[DRAFT].restart_from(self.record, rounds=6)

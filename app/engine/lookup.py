@@ -48,3 +48,43 @@ class PromptLookup:
             if at is not None:
                 return self.tokens[at : at + limit], n
         return [], 0
+
+
+class ShadowTrials:
+    """Unused lookup proposals scored against the text as it is written, so that lookup's
+    acceptance is learnt while it is not played. A proposal is a trial once its first miss (or
+    its last token) is known, which may take several rounds: judging only what one plain round
+    emitted would see position 0 alone and credit deep positions with position 0's rate, and
+    long lookup drafts would look better than they are."""
+
+    def __init__(self, keep: int = 32) -> None:
+        self.keep = keep
+        self._open: list[tuple[tuple[int, ...], int]] = []  # (candidates, matched so far)
+
+    def offer(self, candidates: tuple[int, ...]) -> None:
+        if candidates:
+            self._open.append((candidates, 0))
+
+    def follow(self, emitted: Iterable[int]) -> list[tuple[int, int]]:
+        """Advance every open proposal over `emitted`; the (length, matched) of those decided."""
+        emitted = tuple(emitted)
+        decided, still_open = [], []
+        for candidates, matched in self._open:
+            done = False
+            for token in emitted:
+                if candidates[matched] != token:
+                    done = True
+                    break
+                matched += 1
+                if matched == len(candidates):
+                    done = True
+                    break
+            if done:
+                decided.append((len(candidates), matched))
+            else:
+                still_open.append((candidates, matched))
+        self._open = still_open[-self.keep :]
+        return decided
+
+    def clear(self) -> None:
+        self._open = []

@@ -58,3 +58,16 @@ def test_lookup_and_draft_mix_in_one_answer_with_consistent_caches(toy_pair, toy
     out = drive(ChatSession(toy_pair), prompt, Alternate(), max_tokens=40, stop_ids=[])
     assert out.ids == plain.ids and out.offsets_ok
     assert {r.source for r in out.rounds} >= {Provenance.LOOKUP, Provenance.DRAFT}
+
+
+def test_shadow_trials_are_decided_at_the_first_miss_or_the_last_token_across_rounds():
+    from app.engine.lookup import ShadowTrials
+
+    shadows = ShadowTrials(keep=4)
+    shadows.offer((1, 2, 3))
+    shadows.offer(())  # nothing proposed: no trial
+    assert shadows.follow([1]) == []  # one match so far: undecided, deep positions not judged yet
+    shadows.offer((9, 9))
+    assert shadows.follow([2, 3]) == [(3, 3), (2, 0)]  # the first ran out whole, the second missed
+    shadows.offer((5, 6))
+    assert shadows.follow([5, 7]) == [(2, 1)]
