@@ -167,7 +167,8 @@ class AdaptiveDraftLength:
         It runs every round between the main's passes, so its Python time is a cost of its own
         (on a fast GPU step, a share of it): the estimates are recomputed only when their counts
         changed, the telemetry keeps raw numbers, and a draft that clearly does not pay is
-        reconsidered every few rounds (or when lookup has a candidate, or a probe is due)."""
+        reconsidered every few rounds while the main's confidence predicts its hits, else once
+        a probe has been (and at once when lookup has a candidate)."""
         if self._ahead is not None:  # chosen a round early (choose_ahead)
             plan, self._ahead = self._ahead, None
             return plan
@@ -323,7 +324,8 @@ class AdaptiveDraftLength:
                 wall = now - self._last_observed
                 self.overhead.add(max(0.0, wall - event.draft_seconds - event.verify_seconds))
             self.verify.add(event.k + 1, event.verify_seconds)
-            self._since_clean = 0 if event.k == 0 else self._since_clean
+            if event.k == 0:
+                self._since_clean = 0
         self._last_observed = now
         for s in self.sources:
             self.since_used[s] += 1
