@@ -313,8 +313,8 @@ class AdaptiveDraftLength:
     def observe(self, event: RoundEvent) -> None:
         now = self._clock()
         if event.overlapped:  # not a pass's own cost: the time between reads, per token
-            if self.verify.known():
-                self.queued_plain.add(event.verify_seconds / self.verify.table(1)[0])
+            if self.verify.known():  # the reference: size 1 is exactly one plain step
+                self.queued_plain.add(event.verify_seconds / self.verify.plain.value)
             self._since_clean += 1
         else:
             if self._last_observed is not None and (event.k or not self.overhead.count):
