@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 
 from app.engine.confidence import ConfidenceLink
-from app.engine.costs import CostTable, RecentMedian, VerifyCosts
+from app.engine.costs import CostTable, QueuedSteps, RecentMedian, VerifyCosts
 from app.engine.estimates import AcceptanceCounts
 from app.engine.events import Provenance, RoundEvent
 from app.engine.lookup import ShadowTrials
@@ -96,11 +96,11 @@ class AdaptiveDraftLength:
         self._plan = DraftPlan(0, MAIN)  # this round's
         # while the draft clearly does not pay, the full choice is made only every
         # `coast_rounds + 1` rounds (its estimates move slowly while it sits out)
-        self.coast_rounds, self._coast, self._probe_due = coast_rounds, 0, 0
+        self.coast_rounds, self._coast, self._probe_due, self._coast_plain = coast_rounds, 0, 0, 0.0
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
         # per token, plain steps queued under the round before (see choose_ahead), in multiples
         # of a plain step timed alone (the reference), so that they follow the machine's speed
-        self.queued_plain = RecentMedian()
+        self.queued_plain = QueuedSteps()
         self.queue_trials = 4  # queued plain steps explored, where the loop can queue them
         self._queues, self._queue_tried = False, 0
         self.clean_every, self._since_clean = 64, 0  # rounds between plain steps timed alone
@@ -172,7 +172,8 @@ class AdaptiveDraftLength:
         if self._ahead is not None:  # chosen a round early (choose_ahead)
             plan, self._ahead = self._ahead, None
             return plan
-        if self._coast and not self._lookup_waits(context) and self.since_used.get(DRAFT, 0) < self._probe_due:
+        if self._coast and not self._lookup_waits(context) and self.since_used.get(DRAFT, 0) < self._probe_due \
+                and abs(self.queued_plain.value - self._coast_plain) <= 0.05 * self._coast_plain:
             self._coast -= 1
             self._shadow = ()
             self._last["why"] = "coasting"  # the rest is the last full choice's (snapshot copies it)
@@ -186,7 +187,7 @@ class AdaptiveDraftLength:
                 return self._note(DraftPlan(min(k, available[s]), s), "explore")
         if not self.verify.known():  # costs wait for a plain step, the reference they are kept against
             return self._note(DraftPlan(0, MAIN), "explore")
-        if self._queues and self.queued_plain.count < 3 and self._queue_tried < self.queue_trials:
+        if self._queues and self.queued_plain.rounds < 3 and self._queue_tried < self.queue_trials:
             # plain decoding as a bypass plays it (queued) is what speculation must beat: a
             # plain round timed alone costs 10-20% more on a CPU, and pricing plain by it kept
             # the draft at k = 1 where it lost 10% to plain
@@ -196,7 +197,7 @@ class AdaptiveDraftLength:
         costs = [0.0] + self.verify.table(max_k + 1)  # costs[n] for a pass over n tokens
         draft = {s: [0.0] + self.drafting[s].table(max_k) for s in self.sources}
         # plain decoding as a bypass plays it: queued steps where they were seen
-        plain_seconds = self.queued_plain.value * costs[1] if self.queued_plain.count >= 3 else overhead + costs[1]
+        plain_seconds = self.queued_plain.value * costs[1] if self.queued_plain.rounds >= 3 else overhead + costs[1]
         best, best_speedup = DraftPlan(0, MAIN), self.margin  # speculate only if it clearly pays
         rates: dict[str, tuple[float, ...]] = {}
         for s in self.sources:
@@ -217,6 +218,9 @@ class AdaptiveDraftLength:
         # without them it coasts to the probe (queued plain steps all the way, see choose_ahead)
         coast = self.coast_rounds if self.link.informative() else 1 << 30
         self._coast = coast if not plan.k and clear_loss else 0
+        # plain's own price moves while the draft sits out (the machine slows, the context grows):
+        # coasting ends when it does, or a draft priced against a faster moment stays out
+        self._coast_plain = self.queued_plain.value
         speedup = rates[best.source.value][best.k - 1] if best.k else 1.0
         return self._note(plan, "probe" if probe else "neighbour" if neighbour else "model", rates, speedup)
 
@@ -317,6 +321,7 @@ class AdaptiveDraftLength:
                 self.queued_plain.add(event.verify_seconds / self.verify.plain.value)
             self._since_clean += 1
         else:
+            self.queued_plain.close()
             if self._last_observed is not None and (event.k or not self.overhead.count):
                 # what a speculative round spends outside its passes (its policy work, the
                 # confidence, the events): plain steps spend less, and mixed in they made

@@ -44,6 +44,43 @@ class RecentMedian:
             self.value = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
 
 
+class QueuedSteps:
+    """Per-token time of queued plain steps, as the median of the means of stretches of
+    consecutive ones. A queued round's time is the time between two reads, and one read can
+    wait for two passes: on MLX's CUDA backend the first read of a stretch waited for the pass
+    queued behind it (2.2 ms, then 0.1 ms for the next). One round says nothing; a stretch's
+    mean is the speed, and a median of single rounds picked either end of such pairs (with
+    it, a draft that paid 2x on the H200 was priced at 1.05x and bypassed)."""
+
+    def __init__(self, stretch: int = 8, window: int = 5) -> None:
+        # a stretch's mean already smooths a burst: five of them follow a machine that slowed
+        # within three stretches (24 rounds), where fifteen took sixty
+        self.stretch = stretch  # a stretch this long is closed as one sample
+        self.means = RecentMedian(window)
+        self.rounds = 0  # every queued round seen
+        self._sum, self._n = 0.0, 0
+
+    def add(self, x: float) -> None:
+        self.rounds += 1
+        self._sum += x
+        self._n += 1
+        if self._n >= self.stretch:
+            self.close()
+
+    def close(self) -> None:
+        """The stretch ended (a round that was not queued came)."""
+        if self._n:
+            self.means.add(self._sum / self._n)
+            self._sum, self._n = 0.0, 0
+
+    @property
+    def value(self) -> float:
+        """Closed stretches' median; before any, the open stretch's mean."""
+        if self.means.count:
+            return self.means.value
+        return self._sum / self._n if self._n else 0.0
+
+
 class LineSums:
     """Sums of a weighted least-squares line's points, so that one point can be taken out again
     (the check of each single-sample size against the others) without refitting from scratch."""

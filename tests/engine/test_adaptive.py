@@ -499,3 +499,27 @@ def test_a_learning_link_asks_for_the_confidence_only_where_a_coming_probe_will_
     assert all(want == (left <= policy.confidence_lead) for want, left in bypassed)
     assert 0 < sum(want for want, _ in bypassed) < len(bypassed) / 4  # the probes' run-ups only
     assert all(want for k, want, _, _ in asked if k)  # draft rounds always
+
+
+def test_coasting_ends_when_plain_decoding_gets_dearer():
+    """A bypassed draft is priced against plain steps as the loop plays them (queued). When those
+    slow down (the machine, a longer context), a draft that lost may pay: the full choice is made
+    again as soon as the price of plain moves, not at the next probe."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.020 + 0.030 * (n - 1)  # noqa: E731  every draft token read costs 1.5 steps
+    queued, whys, ks = 0.020, [], []
+    for i in range(400):
+        if i == 200:
+            queued = 0.040  # plain decoding now costs twice what it did
+        plan = as_plan(policy.choose(CONTEXT))
+        whys.append(policy.snapshot()["why"])
+        ks.append(plan.k)
+        if plan.k:  # the draft is always right: only the costs keep it out
+            policy.observe(_event(plan.k, plan.k, verify(plan.k + 1), 0.0005, plan.source))
+        else:  # queued after the first rounds, but one step in 64 timed alone
+            alone = i < 40 or i % 64 == 0
+            policy.observe(replace(_event(0, 0, verify(1) if alone else queued), overlapped=not alone))
+    assert whys[100:200].count("coasting") >= 90 and sum(k > 0 for k in ks[100:200]) <= 2  # a probe
+    first = next(i for i in range(200, 400) if ks[i])  # the first draft round after the change
+    assert first - 200 <= 40 and whys[first] == "model", whys[200:first + 1]
+    assert sum(ks[300:]) >= 50  # and speculation pays from then on
