@@ -484,6 +484,23 @@ def test_confidence_is_asked_for_in_draft_rounds_and_while_the_link_can_use_it()
     assert not AdaptiveDraftLength(use_draft=False).wants_confidence  # lookup alone: never
 
 
+def test_a_draft_played_at_its_longest_teaches_a_settled_link_one_round_in_four():
+    """The confidence is a reduction over every scored row, paid in every round that asks for it:
+    once the link has seen enough, rounds at the longest draft ask in one round of four, while
+    shorter drafts still ask every round (their last token prices the position beyond)."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    asked = {}
+    for i in range(200):
+        plan = as_plan(policy.choose(CONTEXT))
+        asked.setdefault(plan.k, []).append(policy.wants_confidence)
+        sure = (0.99,) * (plan.k + 1)
+        policy.observe(replace(_event(plan.k, plan.k, 0.010 + 0.0002 * plan.k, 0.0002), confidence=sure))
+    settled = asked[policy.max_k][-100:]
+    assert policy.link.seen >= 2 * policy.link.minimum_seen
+    assert 0.2 <= sum(settled) / len(settled) <= 0.32  # a quarter (neighbour rounds shift the count)
+    assert all(want for k, wants in asked.items() if 0 < k < policy.max_k for want in wants)
+
+
 def test_a_learning_link_asks_for_the_confidence_only_where_a_coming_probe_will_judge_it():
     """A useless draft sits out for hundreds of rounds between probes; its link learns only from
     a probe's hindsight, so only the rounds shortly before a probe need the main's confidence."""
