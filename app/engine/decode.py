@@ -40,6 +40,9 @@ from app.engine.sampling import Sampler, SamplingParams
 from app.engine.session import ChatSession, common_prefix
 
 
+_NOTHING_PROPOSED = mx.array([], dtype=mx.bool_)  # a plain step's verdict: no proposal to judge
+
+
 @dataclass(frozen=True, slots=True)
 class _Verdict:
     """A round's main pass and acceptance, lazily built: what the round's one sync evaluates."""
@@ -55,13 +58,18 @@ class _Verdict:
 
 def _judge(session: ChatSession, sampler: Sampler, rule: rules.Rule, pending: mx.array,
            proposal: Proposal | None, history: mx.array, want_sure: bool) -> _Verdict:
-    """Score `pending` and the proposals in one main pass and apply the acceptance rule."""
-    ids = proposal.ids if proposal is not None else mx.array([], dtype=mx.uint32)
+    """Score `pending` and the proposals in one main pass and apply the acceptance rule.
+
+    A plain step is only the pass and a draw: on a GPU a step is about a millisecond and every
+    small kernel (a concatenation, a comparison over nothing) is a share of it."""
+    if proposal is None:  # what every rule does with no proposals
+        p = score(session, sampler, pending, history)
+        accept, draws = _NOTHING_PROPOSED, sampler.draw(p)
+        return _Verdict(accept, draws, top_probability(p) if want_sure else None, history)
+    ids = proposal.ids
     p = score(session, sampler, mx.concatenate([pending, ids]), history)
-    if proposal is None:
-        q = p[:0]
-    else:  # a lookup proposal is certain: a point mass (built lazily, used only by residual)
-        q = proposal.scores if proposal.scores is not None else rules.point_mass(ids, p.shape[-1])
+    # a lookup proposal is certain: a point mass (built lazily, used only by residual)
+    q = proposal.scores if proposal.scores is not None else rules.point_mass(ids, p.shape[-1])
     accept, draws = rule(p, q, ids, sampler)
     # the main's confidence per token costs a reduction over each scored row: only on request
     return _Verdict(accept, draws, top_probability(p) if want_sure else None, history)
@@ -75,7 +83,7 @@ def _queue_next(session: ChatSession, sampler: Sampler, rule: rules.Rule, now: _
     so that is invisible until the answer ends early (a stop token, a cancel), where the loop
     takes it back (`_drop_queued`)."""
     mx.async_eval(*now.arrays())
-    token = now.draws[:1].astype(mx.uint32)
+    token = now.draws  # a plain round draws one token
     history = now.history
     if sampler.uses_history:
         history = mx.concatenate([history, token])[-sampler.params.repetition_context :]

@@ -82,10 +82,12 @@ class Sampler:
         log-probabilities after temperature, top-k, top-p and min-p, so that residual acceptance
         can compare draft and main distributions directly.
         """
+        p = self.params
+        if p.greedy and not (self.uses_history and history is not None):
+            return logits  # the argmax of half-precision logits is the argmax of their float32 cast
         logits = logits.astype(mx.float32)
         if self.uses_history and history is not None:
             logits = self._penalize(logits, history)
-        p = self.params
         if p.greedy:
             return logits
         logprobs = logits / p.temperature
