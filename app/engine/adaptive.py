@@ -172,7 +172,7 @@ class AdaptiveDraftLength:
         (on a fast GPU step, a share of it): the estimates are recomputed only when their counts
         changed, the telemetry keeps raw numbers, and a draft that clearly does not pay is
         reconsidered every few rounds while the main's confidence predicts its hits, else once
-        a probe has been (and at once when lookup has a candidate)."""
+        a probe has been (and at once when lookup has a candidate or plain's price moved)."""
         if self._ahead is not None:  # chosen a round early (choose_ahead)
             plan, self._ahead = self._ahead, None
             return plan

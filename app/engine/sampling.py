@@ -78,7 +78,8 @@ class Sampler:
     def process(self, logits: mx.array, history: mx.array | None) -> mx.array:
         """Logits (1, V) -> processed scores (1, V).
 
-        Greedy: penalized logits (argmax is all that is needed). Otherwise normalized
+        Greedy: penalized logits (argmax is all that is needed; unpenalized, in the model's own
+        dtype). Otherwise normalized
         log-probabilities after temperature, top-k, top-p and min-p, so that residual acceptance
         can compare draft and main distributions directly.
         """
