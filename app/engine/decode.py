@@ -65,12 +65,12 @@ def _judge(session: ChatSession, sampler: Sampler, rule: rules.Rule, pending: mx
     if proposal is None:  # what every rule does with no proposals
         p = score(session, sampler, pending, history)
         accept, draws = _NOTHING_PROPOSED, sampler.draw(p)
-        return _Verdict(accept, draws, top_probability(p) if want_sure else None, history)
-    ids = proposal.ids
-    p = score(session, sampler, mx.concatenate([pending, ids]), history)
-    # a lookup proposal is certain: a point mass (built lazily, used only by residual)
-    q = proposal.scores if proposal.scores is not None else rules.point_mass(ids, p.shape[-1])
-    accept, draws = rule(p, q, ids, sampler)
+    else:
+        ids = proposal.ids
+        p = score(session, sampler, mx.concatenate([pending, ids]), history)
+        # a lookup proposal is certain: a point mass (built lazily, used only by residual)
+        q = proposal.scores if proposal.scores is not None else rules.point_mass(ids, p.shape[-1])
+        accept, draws = rule(p, q, ids, sampler)
     # the main's confidence per token costs a reduction over each scored row: only on request
     return _Verdict(accept, draws, top_probability(p) if want_sure else None, history)
 

@@ -79,9 +79,8 @@ class Sampler:
         """Logits (1, V) -> processed scores (1, V).
 
         Greedy: penalized logits (argmax is all that is needed; unpenalized, in the model's own
-        dtype). Otherwise normalized
-        log-probabilities after temperature, top-k, top-p and min-p, so that residual acceptance
-        can compare draft and main distributions directly.
+        dtype). Otherwise normalized log-probabilities after temperature, top-k, top-p and
+        min-p, so that residual acceptance can compare draft and main distributions directly.
         """
         p = self.params
         if p.greedy and not (self.uses_history and history is not None):
