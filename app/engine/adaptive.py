@@ -101,6 +101,7 @@ class AdaptiveDraftLength:
         # per token, plain steps queued under the round before (see choose_ahead), in multiples
         # of a plain step timed alone (the reference), so that they follow the machine's speed
         self.queued_plain = QueuedSteps()
+        self.verify.followers = [*self.drafting.values(), self.queued_plain]
         self.queue_trials = 4  # queued plain steps explored, where the loop can queue them
         self._queues, self._queue_tried = False, 0
         self.clean_every, self._since_clean = 64, 0  # rounds between plain steps timed alone

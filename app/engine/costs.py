@@ -6,6 +6,7 @@ benchmark's oracle (which prices every fixed k from a whole prompt's rounds).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 
@@ -33,6 +34,11 @@ class RecentMedian:
         self.count += 1
         self.refresh()
         return self.value != before or self.count == 1
+
+    def scale(self, factor: float) -> None:
+        """Every sample times `factor` (its unit changed)."""
+        self.samples = [x * factor for x in self.samples]
+        self.refresh()
 
     def refresh(self) -> None:
         """The median of the samples kept (after they were set from a saved state)."""
@@ -66,6 +72,11 @@ class QueuedSteps:
         self._n += 1
         if self._n >= self.stretch:
             self.close()
+
+    def rebase(self, factor: float) -> None:
+        """Kept in multiples of the plain step: see VerifyCosts.young."""
+        self.means.scale(factor)
+        self._sum *= factor
 
     def close(self) -> None:
         """The stretch ended (a round that was not queued came)."""
@@ -119,11 +130,23 @@ def fit_line(points: list[tuple[int, float, float]]) -> tuple[float, float]:
 
 
 def _rising(prices: list[float], scale: float) -> list[float]:
-    """`prices` times `scale`, made non-decreasing (a pass over more tokens never costs less)."""
-    out, floor = [], 0.0
-    for price in prices:
-        floor = max(floor, price * scale)
-        out.append(floor)
+    """`prices` times `scale`, made non-decreasing (a pass over more tokens never costs less)
+    by lowering a size that costs more than a larger one, never by raising the larger one;
+    the first size (a plain step, the reference) stays as it is.
+
+    A price too high keeps its size from being played, so nothing corrects it; one too low is
+    played and measured. Raising instead let one stale size hold every larger one up: on the
+    H200, k = 4 rounds timed while the machine was slow priced a pass over 5 tokens at 1.5
+    plain steps, the passes over 8 and 9 tokens (played every round, 1.2 steps) were lifted to
+    it, and k = 8, paying 1.8x, was predicted at 1.1x and bypassed for the rest of the run."""
+    out, ceiling = [0.0] * len(prices), math.inf
+    for n in range(len(prices) - 1, -1, -1):
+        ceiling = min(ceiling, prices[n] * scale)
+        out[n] = ceiling
+    if out:
+        out[0] = prices[0] * scale
+        for n in range(1, len(out)):
+            out[n] = max(out[n], out[0])
     return out
 
 
@@ -201,6 +224,12 @@ class CostTable:
         if cost.add(seconds / ref) or cost.count <= 8:  # a new price, or a new weight in the fit
             self._tables.clear()
 
+    def rebase(self, factor: float) -> None:
+        """Every price times `factor`: the reference it is kept against was corrected."""
+        for m in self.by_n.values():
+            m.scale(factor)
+        self._tables.clear()
+
     def replace(self, by_n: dict[int, RecentMedian]) -> None:
         """Take these measurements instead (a saved state)."""
         self.by_n, self._pending = by_n, []
@@ -254,18 +283,40 @@ class CostTable:
 
 
 class VerifyCosts(CostTable):
-    """Verify passes: n = 1 (a plain step) is kept in seconds and is the reference for the rest."""
+    """Verify passes: n = 1 (a plain step) is kept in seconds and is the reference for the rest.
+
+    While the reference rests on fewer than `young` plain steps, a move of its median is a
+    correction, not the machine changing speed: every price kept against it (here and in
+    `followers`, which share it) keeps its seconds. Plain steps are rare while the draft pays
+    (an answer's last token), so the reference was a median of two or three for several
+    answers; one fast step among them, 16% under the truth, inflated every price stored against
+    it by as much, and for good once the median settled: in replay a draft paying 1.13x was then
+    priced under plain and bypassed through most of an answer."""
+
+    young = 8
 
     def __init__(self) -> None:
         super().__init__(reference=self._plain_step, optimistic=True)
         self.plain = RecentMedian()
+        self.followers: list[CostTable | QueuedSteps] = []
 
     def _plain_step(self) -> float | None:
         return self.plain.value if self.plain.count else None
 
+    def rebase(self, factor: float) -> None:
+        for n, m in self.by_n.items():
+            if n != 1:  # exactly one plain step, always
+                m.scale(factor)
+        self._tables.clear()
+
     def add(self, n: int, seconds: float) -> None:
         if n == 1:  # the reference itself
+            before = self.plain.value if self.plain.count else 0.0
             self.plain.add(seconds)
+            if before and self.plain.count <= self.young and self.plain.value != before:
+                factor = before / self.plain.value
+                for table in (self, *self.followers):
+                    table.rebase(factor)
             one = self._one_from_plain()
             self._flush(self.plain.value)
             if one.count <= 8:  # a new size, or its weight in the fit; later plain steps only move the reference

@@ -150,16 +150,20 @@ def _recorded(name: str) -> list[Trace]:
     return load_traces(Path(__file__).parent / "data" / name)[0]
 
 
-def test_on_real_answers_of_the_qwen_coder_pair_adaptive_keeps_up_and_never_loses():
+@pytest.mark.parametrize("seed", range(12))
+def test_on_real_answers_of_the_qwen_coder_pair_adaptive_keeps_up_and_never_loses(seed):
     """Real text: Qwen2.5-Coder 1.5B's answers to the built-in prompts, with its 0.5B draft right
     on 76% of their tokens (94% on one code answer, 50% on a creative one). Under the GPU-like
     shape, where speculation pays 1.3x with the best fixed k, adaptive keeps up over all answers
-    and is never slower than plain on any answer."""
+    and loses no answer to plain by more than 3%, whatever the timing noise (each seed is
+    another draw of it: before prices kept their seconds through the plain step's first noisy
+    measurements, three seeds in twelve lost 2-5% on an answer and one trailed fixed k by 8%)."""
     traces = _recorded("qwen_coder_traces.json")
     assert 0.7 < sum(sum(t.draft_hits) for t in traces) / sum(len(t.answer) for t in traces) < 0.8
-    results = run_policies(traces, BANDWIDTH.with_noise(0.1), (1, 2, 3, 4, 6, 8), adaptive={"adaptive": {}})
+    results = run_policies(traces, BANDWIDTH.with_noise(0.1), (1, 2, 3, 4, 6, 8), adaptive={"adaptive": {}},
+                           seed=seed)
     best = max(_speed(v) for m, v in results.items() if m.startswith("fixed"))
     assert best >= 1.25 * _speed(results["plain"])
     assert _speed(results["adaptive"]) >= 0.95 * best
     for mine, plain in zip(results["adaptive"], results["plain"]):
-        assert mine.tokens_per_second >= plain.tokens_per_second
+        assert mine.tokens_per_second >= 0.97 * plain.tokens_per_second
