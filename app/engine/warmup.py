@@ -1,0 +1,30 @@
+"""Compile every pass shape the adaptive controller may play before it times any of them.
+
+MLX builds kernels for each new shape on first use (on its CUDA backend that first pass cost
+2-10 times the next; Metal compiles too). The controller explores a pair with a few rounds at
+two draft lengths and a plain step, and prices every other size from them: when those rounds
+were the first of their shapes, a draft that paid 1.8x on the H200 was priced under plain and
+bypassed through two answers. A fixed-k pass at each size first keeps compile time out of
+what it measures.
+"""
+
+from __future__ import annotations
+
+from app.engine.decode import generate
+from app.engine.events import RoundEvent
+from app.engine.loading import ModelPair
+from app.engine.policy import MAX_DRAFT, FixedDraftLength
+from app.engine.session import ChatSession
+
+
+def compile_pass_shapes(pair: ModelPair, prompt: list[int], max_k: int = MAX_DRAFT) -> int:
+    """One round drafting k tokens for every k up to `max_k` (plain steps come with them);
+    the rounds played. Needs a draft model; without one it does nothing."""
+    if pair.draft is None:
+        return 0
+    rounds = 0
+    for k in range(1, max_k + 1):
+        # k + 1 tokens: the first round drafts all k, whatever is accepted
+        events = generate(ChatSession(pair), prompt, policy=FixedDraftLength(k), max_tokens=k + 1)
+        rounds += sum(isinstance(e, RoundEvent) for e in events)
+    return rounds
