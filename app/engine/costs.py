@@ -132,13 +132,13 @@ def fit_line(points: list[tuple[int, float, float]]) -> tuple[float, float]:
 def _rising(prices: list[float], scale: float) -> list[float]:
     """`prices` times `scale`, made non-decreasing (a pass over more tokens never costs less)
     by lowering a size that costs more than a larger one, never by raising the larger one;
-    the first size (a plain step, the reference) stays as it is.
+    the first size (in the verify table the plain step, the reference) stays as it is.
 
     A price too high keeps its size from being played, so nothing corrects it; one too low is
     played and measured. Raising instead let one stale size hold every larger one up: on the
-    H200, k = 4 rounds timed while the machine was slow priced a pass over 5 tokens at 1.5
-    plain steps, the passes over 8 and 9 tokens (played every round, 1.2 steps) were lifted to
-    it, and k = 8, paying 1.8x, was predicted at 1.1x and bypassed for the rest of the run."""
+    H200, after a stretch of k = 4 rounds while the machine ran 1.4x slower, k = 8 (accepting
+    7.9 of 8, its rounds back at their usual 4.4 ms) was predicted at 1.1-1.5x, not 1.7-1.9x, and
+    bypassed for the rest of the run, the sizes played then being dearer than those in play."""
     out, ceiling = [0.0] * len(prices), math.inf
     for n in range(len(prices) - 1, -1, -1):
         ceiling = min(ceiling, prices[n] * scale)
