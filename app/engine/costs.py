@@ -303,12 +303,6 @@ class VerifyCosts(CostTable):
     def _plain_step(self) -> float | None:
         return self.plain.value if self.plain.count else None
 
-    def rebase(self, factor: float) -> None:
-        for n, m in self.by_n.items():
-            if n != 1:  # exactly one plain step, always
-                m.scale(factor)
-        self._tables.clear()
-
     def add(self, n: int, seconds: float) -> None:
         if n == 1:  # the reference itself
             before = self.plain.value if self.plain.count else 0.0
@@ -317,7 +311,7 @@ class VerifyCosts(CostTable):
                 factor = before / self.plain.value
                 for table in (self, *self.followers):
                     table.rebase(factor)
-            one = self._one_from_plain()
+            one = self._one_from_plain()  # size 1 is one plain step again, whatever was rescaled
             self._flush(self.plain.value)
             if one.count <= 8:  # a new size, or its weight in the fit; later plain steps only move the reference
                 self._tables.clear()
