@@ -336,6 +336,7 @@ class AdaptiveDraftLength:
             self.verify.add(event.k + 1, event.verify_seconds)
             if event.k == 0:
                 self._since_clean = 0
+                self._check_queued_price()
         self._last_observed = now
         for s in self.sources:
             self.since_used[s] += 1
@@ -366,6 +367,17 @@ class AdaptiveDraftLength:
             plain_round = self.overhead.value + self.verify.table(1)[0]
             usual = self.drafting[source].table(event.k)[-1]
             self.catch_up_read.add(max(0.0, event.draft_seconds - usual) / event.catch_up / plain_round)
+
+    def _check_queued_price(self) -> None:
+        """A plain step timed alone, with the round's overhead, that costs less than queued
+        steps are priced at says that price is stale: it is dropped and learnt again. Queued
+        steps are timed only while the draft sits out, so nothing else corrects it: on the H200
+        a stretch of them in a slow minute (5 ms a token against 1.6) priced plain at three
+        steps, and a useless draft, predicted at 1.2-1.8x plain, drafted through three whole
+        answers at 0.5x (the plain step at each answer's end was timed at the machine's speed)."""
+        step = self.verify.plain.value
+        if self.queued_plain.rounds >= 3 and self.queued_plain.value * step > self.overhead.value + step:
+            self.queued_plain.clear()
 
     def _follow_confidence(self, event: RoundEvent) -> None:
         """Teach the link with every draft verdict this round revealed; while the draft sits

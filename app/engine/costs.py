@@ -78,6 +78,11 @@ class QueuedSteps:
         self.means.scale(factor)
         self._sum *= factor
 
+    def clear(self) -> None:
+        """Forget every stretch (found stale): priced again from the next queued rounds."""
+        self.means = RecentMedian(self.means.window)
+        self.rounds, self._sum, self._n = 0, 0.0, 0
+
     def close(self) -> None:
         """The stretch ended (a round that was not queued came)."""
         if self._n:

@@ -524,10 +524,10 @@ def test_coasting_ends_when_plain_decoding_gets_dearer():
     again as soon as the price of plain moves, not at the next probe."""
     policy = AdaptiveDraftLength(use_lookup=False)
     verify = lambda n: 0.020 + 0.030 * (n - 1)  # noqa: E731  every draft token read costs 1.5 steps
-    queued, whys, ks = 0.020, [], []
+    queued, slower, whys, ks = 0.020, 1.0, [], []
     for i in range(400):
         if i == 200:
-            queued = 0.040  # plain decoding now costs twice what it did
+            queued, slower = 0.040, 2.0  # plain decoding now costs twice what it did
         plan = as_plan(policy.choose(CONTEXT))
         whys.append(policy.snapshot()["why"])
         ks.append(plan.k)
@@ -535,7 +535,7 @@ def test_coasting_ends_when_plain_decoding_gets_dearer():
             policy.observe(_event(plan.k, plan.k, verify(plan.k + 1), 0.0005, plan.source))
         else:  # queued after the first rounds, but one step in 64 timed alone
             alone = i < 40 or i % 64 == 0
-            policy.observe(replace(_event(0, 0, verify(1) if alone else queued), overlapped=not alone))
+            policy.observe(replace(_event(0, 0, slower * verify(1) if alone else queued), overlapped=not alone))
     assert whys[100:200].count("coasting") >= 90 and sum(k > 0 for k in ks[100:200]) <= 2  # a probe
     first = next(i for i in range(200, 400) if ks[i])  # the first draft round after the change
     assert first - 200 <= 40 and whys[first] == "model", whys[200:first + 1]

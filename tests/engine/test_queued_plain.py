@@ -121,3 +121,32 @@ def test_the_controller_prices_plain_by_its_queued_steps(reads):
 
     alone, queued = predicted(None), predicted(0.8)
     assert alone and queued == pytest.approx(tuple(0.8 * x for x in alone), rel=1e-3)
+
+
+def test_plain_queued_in_a_slow_minute_does_not_make_a_useless_draft_look_worth_it():
+    """Queued plain steps are timed only while the draft sits out, so their price can date from
+    a slow minute while the draft plays in a fast one (seen on the H200: a draft whose every
+    proposal was rejected drafted through three answers at 0.5x plain). The plain step timed
+    alone at an answer's end, cheaper than that price, shows it is stale."""
+    from app.engine.events import Provenance, RoundEvent
+    from app.engine.policy import RoundContext, as_plan
+
+    now = [0.0]
+    policy = AdaptiveDraftLength(use_lookup=False, clock=lambda: now[0])
+    drafted, stale = [], 0.0
+    for i in range(160):
+        last = i % 20 == 19  # an answer's last token: plain, timed alone
+        k = as_plan(policy.choose(RoundContext(True, 1 if last else 10_000, 0))).k
+        slow_minute = 5 <= i < 40  # plain steps queued at three times a step's time
+        overlapped = k == 0 and not last and i >= 5
+        verify = (0.030 if overlapped and slow_minute else 0.010) + 0.004 * k
+        now[0] += 0.002 * k + verify
+        policy.observe(RoundEvent(i, k, (1,) * k, 0, (1,), 0.002 * k, verify,
+                                  Provenance.DRAFT if k else Provenance.MAIN, overlapped=overlapped))
+        if i == 38:
+            stale = policy.queued_plain.value
+        if i >= 60:  # after the first answer's end out of the slow minute
+            drafted.append(k)
+    assert stale > 2.5  # the slow minute priced a queued step at three plain steps
+    assert policy.queued_plain.value < 1.1  # priced again at the machine's speed
+    assert sum(1 for k in drafted if k) <= 4, drafted  # a probe now and then, no more
