@@ -89,6 +89,9 @@ class AdaptiveDraftLength:
         self.since_used = {s: 0 for s in self.sources}
         self.played = {s: 0 for s in self.sources}
         self.catch_up_read = RecentMedian()  # per skipped token the draft reads, in plain rounds
+        self.probe_extra = RecentMedian(5)  # a probe's measured cost beyond plain (_follow_probe)
+        self._probe_wall: float | None = None
+        self._probe_read = 0
         # the main's confidence while the draft sits out, read as the draft's likely hit rate
         self.link = ConfidenceLink()
         # per emitted token; None where the round did not compute it (see wants_confidence)
@@ -201,8 +204,7 @@ class AdaptiveDraftLength:
         max_k, overhead = self.max_k, self.overhead.value
         costs = [0.0] + self.verify.table(max_k + 1)  # costs[n] for a pass over n tokens
         draft = {s: [0.0] + self.drafting[s].table(max_k) for s in self.sources}
-        # plain decoding as a bypass plays it: queued steps where they were seen
-        plain_seconds = self.queued_plain.value * costs[1] if self.queued_plain.rounds >= 3 else overhead + costs[1]
+        plain_seconds = self._plain_seconds(costs[1])
         best, best_speedup = DraftPlan(0, MAIN), self.margin  # speculate only if it clearly pays
         rates: dict[str, tuple[float, ...]] = {}
         for s in self.sources:
@@ -268,12 +270,14 @@ class AdaptiveDraftLength:
         out the rest of the answer."""
         plain_round = self.overhead.value + costs[1]
         read = self.catch_up_read.value * plain_round if self.catch_up_read.count else 0.0
+        plain = self._plain_seconds(costs[1])
         for s in self.sources:
             if s is best.source or s is LOOKUP or not available[s]:  # lookup is scored every round
                 continue
             k = min(self.probe_k, available[s])
-            extra = draft[s][k] + costs[k + 1] - costs[1]
-            base = budget = self.probe_budget / sum(s is not LOOKUP for s in self.sources) * plain_round
+            extra = max(draft[s][k] + costs[k + 1] - costs[1], self.probe_extra.value)
+            # of plain decoding as played (queued): the round overhead is a speculative round's
+            base = budget = self.probe_budget / sum(s is not LOOKUP for s in self.sources) * plain
             close = self._best_speedup.get(s, 0.0) >= self.close_call
             if close:
                 budget *= 4
@@ -321,6 +325,8 @@ class AdaptiveDraftLength:
 
     def observe(self, event: RoundEvent) -> None:
         now = self._clock()
+        if self._last_observed is not None:
+            self._follow_probe(event, now - self._last_observed)
         if event.overlapped:  # not a pass's own cost: the time between reads, per token
             if self.verify.known():  # the reference: size 1 is exactly one plain step
                 self.queued_plain.add(event.verify_seconds / self.verify.plain.value)
@@ -368,15 +374,37 @@ class AdaptiveDraftLength:
             usual = self.drafting[source].table(event.k)[-1]
             self.catch_up_read.add(max(0.0, event.draft_seconds - usual) / event.catch_up / plain_round)
 
+    def _plain_seconds(self, step: float) -> float:
+        """Plain decoding as a bypass plays it, per token: queued steps where they were seen."""
+        return self.queued_plain.value * step if self.queued_plain.rounds >= 3 else self.overhead.value + step
+
+    def _follow_probe(self, event: RoundEvent, wall: float) -> None:
+        """What a probe really cost beyond the plain steps it stood in for: its round and, if the
+        draft stays out, the next (the plain steps' queue starts again after it, with a full
+        choice), less reading the skipped tokens (priced apart). On the H200 with the toy pair a probe was priced at about
+        1 ms and took 4-5: a useless draft's probes cost 4-6% of plain at 64 tokens an answer,
+        not the 2% budgeted."""
+        if self._probe_wall is not None and self.verify.known():
+            step = self.verify.table(1)[0]
+            read = self._probe_read * self.catch_up_read.value * (self.overhead.value + step)
+            plain = self._plain_seconds(step)
+            after = wall - plain if event.k == 0 else 0.0  # the draft resumed: no queue to restart
+            self.probe_extra.add(max(0.0, self._probe_wall - plain + after - read))
+        self._probe_wall, self._probe_read = None, 0
+        if event.k and event.policy.get("why") == "probe":
+            self._probe_wall, self._probe_read = wall, event.catch_up
+
     def _check_queued_price(self) -> None:
-        """A plain step timed alone, with the round's overhead, that costs less than queued
+        """A plain step timed alone, with the round's overhead, that costs far less than queued
         steps are priced at says that price is stale: it is dropped and learnt again. Queued
         steps are timed only while the draft sits out, so nothing else corrects it: on the H200
         a stretch of them in a slow minute (5 ms a token against 1.6) priced plain at three
         steps, and a useless draft, predicted at 1.2-1.8x plain, drafted through three whole
         answers at 0.5x (the plain step at each answer's end was timed at the machine's speed)."""
         step = self.verify.plain.value
-        if self.queued_plain.rounds >= 3 and self.queued_plain.value * step > self.overhead.value + step:
+        # half again over it, not a noisy stretch: clearing restarts the price, and each move of
+        # it ends coasting (a full choice, about 0.5 ms a round there)
+        if self.queued_plain.rounds >= 3 and self.queued_plain.value * step > 1.5 * (self.overhead.value + step):
             self.queued_plain.clear()
 
     def _follow_confidence(self, event: RoundEvent) -> None:
@@ -450,7 +478,7 @@ class AdaptiveDraftLength:
         bypass costs more than its budget, a whole answer plain). Halving the last estimates
         instead handed a useless draft back to the prior after a few answers.
         """
-        self._last_observed = None
+        self._last_observed = self._probe_wall = None
         self._coast = 0
         self._ahead = None
         self._shadows.clear()
