@@ -381,9 +381,9 @@ class AdaptiveDraftLength:
     def _follow_probe(self, event: RoundEvent, wall: float) -> None:
         """What a probe really cost beyond the plain steps it stood in for: its round and, if the
         draft stays out, the next (the plain steps' queue starts again after it, with a full
-        choice), less reading the skipped tokens (priced apart). On the H200 with the toy pair a probe was priced at about
-        1 ms and took 4-5: a useless draft's probes cost 4-6% of plain at 64 tokens an answer,
-        not the 2% budgeted."""
+        choice), less reading the skipped tokens (priced apart). On the H200 with the toy pair
+        a probe was priced at about 1 ms and took 4-5 plain steps: a useless draft's probes cost
+        4-6% of plain at 64 tokens an answer, not the 2% budgeted."""
         if self._probe_wall is not None and self.verify.known():
             step = self.verify.table(1)[0]
             read = self._probe_read * self.catch_up_read.value * (self.overhead.value + step)
