@@ -217,7 +217,7 @@ class AdaptiveDraftLength:
                 if by_k[k - 1] > best_speedup:
                     best, best_speedup = DraftPlan(k, s), by_k[k - 1]
         self._probe_due = 1 << 30
-        probe = self._probe(best, available, costs, draft)
+        probe = self._probe(best, available, costs, draft, plain_seconds)
         neighbour = None if probe else self._neighbour(best, available)
         plan = probe or neighbour or best
         clear_loss = self._best_speedup.get(DRAFT, 0.0) < 0.9 * self.margin  # lookup: its candidates wake it
@@ -250,7 +250,7 @@ class AdaptiveDraftLength:
         return DraftPlan(k, best.source) if k >= 1 else None
 
     def _probe(self, best: DraftPlan, available: dict[Provenance, int], costs: list[float],
-               draft: dict[Provenance, list[float]]) -> DraftPlan | None:
+               draft: dict[Provenance, list[float]], plain: float) -> DraftPlan | None:
         """Try a source unused for long enough that its probes stay within the budget.
 
         A probe after I bypassed rounds costs its own extra passes plus the draft reading the I
@@ -270,7 +270,6 @@ class AdaptiveDraftLength:
         out the rest of the answer."""
         plain_round = self.overhead.value + costs[1]
         read = self.catch_up_read.value * plain_round if self.catch_up_read.count else 0.0
-        plain = self._plain_seconds(costs[1])
         for s in self.sources:
             if s is best.source or s is LOOKUP or not available[s]:  # lookup is scored every round
                 continue
@@ -385,7 +384,7 @@ class AdaptiveDraftLength:
         a probe was priced at about 1 ms and took 4-5 plain steps: a useless draft's probes cost
         4-6% of plain at 64 tokens an answer, not the 2% budgeted."""
         if self._probe_wall is not None and self.verify.known():
-            step = self.verify.table(1)[0]
+            step = self.verify.plain.value  # the verify table's size 1, without building it
             read = self._probe_read * self.catch_up_read.value * (self.overhead.value + step)
             plain = self._plain_seconds(step)
             after = wall - plain if event.k == 0 else 0.0  # the draft resumed: no queue to restart

@@ -1,11 +1,11 @@
 """Compile every pass shape the adaptive controller may play before it times any of them.
 
 MLX builds kernels for each new shape on first use (on its CUDA backend that first pass cost
-2-10 times the next; what a first pass costs on Metal was not measured). The controller explores a pair with a few rounds at
-two draft lengths and a plain step, and prices every other size from them: when those rounds
-were the first of their shapes, a draft that paid 1.8x on the H200 was priced under plain and
-bypassed through two answers. A fixed-k pass at each size first keeps compile time out of
-what it measures.
+2-10 times the next; what a first pass costs on Metal was not measured). The controller
+explores a pair with a few rounds at two draft lengths and a plain step, and prices every other
+size from them: when those rounds were the first of their shapes, a draft that paid 1.8x on the
+H200 was priced under plain and bypassed through two answers. A fixed-k pass at each size first
+keeps compile time out of what it measures.
 """
 
 from __future__ import annotations
