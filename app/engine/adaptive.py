@@ -4,17 +4,14 @@ It keeps running estimates of what this machine and this text are like, and noth
 
 * per source (draft model, prompt lookup), the chance that proposal i is accepted given that
   proposals 0..i-1 were (exponentially forgetting, shrunk towards position i-1 where data is thin);
-* measured costs: drafting k tokens for every k seen (a fitted line elsewhere), a verify pass
-  over n tokens for every n seen (interpolated between them, priced low above them: never
-  assumed), the draft's reading of skipped tokens, and the round's fixed overhead. Drafting is
-  not k times a step: the first step also reads the tokens the draft has not seen and pays the
-  round's one host sync (measured on a CPU: 3.6 ms for k = 1, 9.4 ms for k = 6), so a per-step
-  cost learnt at one k misprices every other k.
+* measured costs (`costs.py`): drafting k tokens and a verify pass over n tokens for every size
+  seen, the draft's reading of skipped tokens, and the round's fixed overhead. Drafting is not
+  k times a step: the first step also reads the tokens the draft has not seen and pays the
+  round's one host sync (on a CPU: 3.6 ms for k = 1, 9.4 ms for k = 6).
 
 Expected rate of (k, source) = (1 + Σ_j Π_{i<j} a_i) / (overhead + draft(k) + verify(k + 1)).
 When plain decoding (k = 0) wins, the draft is bypassed: no draft passes at all, only a probe now
-and then, spaced so that probes cost at most `probe_budget` of the plain decoding time, the draft's
-reading of the skipped tokens included. While bypassed, the main's confidence in each token it
+and then within `probe_budget` of the plain decoding time (`probing.py`). While bypassed, the main's confidence in each token it
 writes is read as the draft's likely hit there (ConfidenceLink), so the draft comes back when the
 text turns predictable without any probe; until that link is learnt, a draft whose long-run
 record says it usually pays is probed whatever reading costs. Each answer starts from that record.
@@ -26,7 +23,6 @@ exactly residual acceptance's chance for a certain proposal). It never needs a p
 
 from __future__ import annotations
 
-import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -37,12 +33,12 @@ from app.engine.estimates import AcceptanceCounts
 from app.engine.events import Provenance, RoundEvent
 from app.engine.lookup import ShadowTrials
 from app.engine.policy import MAX_DRAFT, DraftPlan, RoundContext
-from app.engine.probing import affordable_interval, read_limit
+from app.engine.probing import Probing
 
 DRAFT, LOOKUP, MAIN = Provenance.DRAFT, Provenance.LOOKUP, Provenance.MAIN
 
 
-class AdaptiveDraftLength:
+class AdaptiveDraftLength(Probing):
     """The default policy: pick (k, source) by expected tokens per second; bypass when k = 0 wins."""
 
     def __init__(
@@ -166,9 +162,6 @@ class AdaptiveDraftLength:
             return cap if context.has_draft else 0
         return min(cap, context.lookup_len)
 
-    def _round_seconds(self, k: int, costs: list[float], drafting: list[float]) -> float:
-        return self.overhead.value + (drafting[k] if k else 0.0) + costs[k + 1]
-
     def choose(self, context: RoundContext) -> DraftPlan:
         """Pure: the plan for this round from the current estimates (observe updates them).
 
@@ -231,12 +224,6 @@ class AdaptiveDraftLength:
         speedup = rates[best.source.value][best.k - 1] if best.k else 1.0
         return self._note(plan, "probe" if probe else "neighbour" if neighbour else "model", rates, speedup)
 
-    def _speedup_by_record(self, up_to: int, costs: list[float], draft: list[float], plain: float) -> float:
-        """The draft's best speedup if the text were as its long-run record: whether probing a
-        bypassed draft is worth reading what it skipped."""
-        tokens = self.record.tokens(up_to)
-        return max(tokens[k] / self._round_seconds(k, costs, draft) for k in range(1, up_to + 1)) / plain
-
     def _neighbour(self, best: DraftPlan, available: dict[Provenance, int]) -> DraftPlan | None:
         """Now and then draft one token more than the best k (or one fewer, in turn): the costs
         and acceptance of sizes not played go stale, and one bad measurement must not pin k."""
@@ -248,57 +235,6 @@ class AdaptiveDraftLength:
         up = (self._rounds_at_k // self.neighbour_every) % 2 == 1
         k = best.k + 1 if up and best.k < available[best.source] else best.k - 1
         return DraftPlan(k, best.source) if k >= 1 else None
-
-    def _probe(self, best: DraftPlan, available: dict[Provenance, int], costs: list[float],
-               draft: dict[Provenance, list[float]], plain: float) -> DraftPlan | None:
-        """Try a source unused for long enough that its probes stay within the budget.
-
-        A probe after I bypassed rounds costs its own extra passes plus the draft reading the I
-        skipped tokens. Where reading is cheap (a GPU) the spacing just makes the first part
-        small; where every token read costs a share of a step (a CPU), that share alone can
-        exceed the budget, and no spacing would keep probes within it: there the probe reads
-        only the last tokens the budget affords (at least `probe_read`) and skips the rest,
-        leaving a gap in the draft's context, so that every draft is probed now and then at a
-        bounded cost. Before, such a draft was never probed again unless the main's confidence
-        (ConfidenceLink) called it back: on the toy pair here, four costly rounds at the start of
-        the first answer kept it bypassed through all eight (0.92x plain where fixed k = 2, 4
-        and 8 paid 1.05x, 1.10x and 1.16x).
-        Without the link's signal (not yet learnt, or one that does not tell hits from misses),
-        a draft whose long-run record says it pays is probed every dozen rounds or wider
-        whatever reading costs: on prose the draft could not help with, those blind probes cost
-        10% of plain in replay, but without them a draft bypassed over a hard stretch would sit
-        out the rest of the answer."""
-        plain_round = self.overhead.value + costs[1]
-        read = self.catch_up_read.value * plain_round if self.catch_up_read.count else 0.0
-        for s in self.sources:
-            if s is best.source or s is LOOKUP or not available[s]:  # lookup is scored every round
-                continue
-            k = min(self.probe_k, available[s])
-            extra = max(draft[s][k] + costs[k + 1] - costs[1], self.probe_extra.value)
-            # of plain decoding as played (queued): the round overhead is a speculative round's
-            base = budget = self.probe_budget / sum(s is not LOOKUP for s in self.sources) * plain
-            close = self._best_speedup.get(s, 0.0) >= self.close_call
-            if close:
-                budget *= 4
-            # one unlucky round is thin evidence: recheck soon, unless a probe costs several
-            # plain steps (then the budget decides, as for any probe)
-            limit = None
-            if self.played[s] < 3 and extra <= 2 * plain_round:
-                interval = 8
-            elif (s is DRAFT and not self.link.informative()
-                  and self._speedup_by_record(available[s], costs, draft[s], 1 / plain_round) >= 1.0):
-                # reads all it skipped: its hindsight over the whole stretch is what corrects
-                # the record (reading only a window, the record learnt too little per probe
-                # and blind probes went on through hard answers: 0.955x plain in replay)
-                interval = max(self.close_probe_every, math.ceil(extra / budget))
-            else:
-                interval = affordable_interval(extra, read, budget, base, self.close_probe_every if close else 4,
-                                               self.probe_read)
-                limit = read_limit(self.since_used[s], extra, read, budget, base, self.probe_read)
-            self._probe_due = min(self._probe_due, interval, 512)
-            if self.since_used[s] >= min(interval, 512):
-                return DraftPlan(k, s, limit)
-        return None
 
     def _note(self, plan: DraftPlan, why: str, rates: dict | None = None, speedup: float = 1.0) -> DraftPlan:
         self._plan = plan
@@ -369,29 +305,9 @@ class AdaptiveDraftLength:
         elif event.catch_up >= 4 and self.drafting[source].by_n and self.verify.known():
             # what reading one skipped token costs, in plain steps: it decides whether probing
             # a bypassed draft can stay within the budget at all
-            plain_round = self.overhead.value + self.verify.table(1)[0]
+            plain_round = self._plain_round(self.verify.plain.value)
             usual = self.drafting[source].table(event.k)[-1]
             self.catch_up_read.add(max(0.0, event.draft_seconds - usual) / event.catch_up / plain_round)
-
-    def _plain_seconds(self, step: float) -> float:
-        """Plain decoding as a bypass plays it, per token: queued steps where they were seen."""
-        return self.queued_plain.value * step if self.queued_plain.rounds >= 3 else self.overhead.value + step
-
-    def _follow_probe(self, event: RoundEvent, wall: float) -> None:
-        """What a probe really cost beyond the plain steps it stood in for: its round and, if the
-        draft stays out, the next (the plain steps' queue starts again after it, with a full
-        choice), less reading the skipped tokens (priced apart). On the H200 with the toy pair
-        a probe was priced at about 1 ms and took 4-5 plain steps: a useless draft's probes cost
-        4-6% of plain at 64 tokens an answer, not the 2% budgeted."""
-        if self._probe_wall is not None and self.verify.known():
-            step = self.verify.plain.value  # the verify table's size 1, without building it
-            read = self._probe_read * self.catch_up_read.value * (self.overhead.value + step)
-            plain = self._plain_seconds(step)
-            after = wall - plain if event.k == 0 else 0.0  # the draft resumed: no queue to restart
-            self.probe_extra.add(max(0.0, self._probe_wall - plain + after - read))
-        self._probe_wall, self._probe_read = None, 0
-        if event.k and event.policy.get("why") == "probe":
-            self._probe_wall, self._probe_read = wall, event.catch_up
 
     def _check_queued_price(self) -> None:
         """A plain step timed alone, with the round's overhead, that costs far less than queued
@@ -403,7 +319,7 @@ class AdaptiveDraftLength:
         step = self.verify.plain.value
         # half again over it, not a noisy stretch: clearing restarts the price, and each move of
         # it ends coasting (a full choice, about 0.5 ms a round there)
-        if self.queued_plain.rounds >= 3 and self.queued_plain.value * step > 1.5 * (self.overhead.value + step):
+        if self.queued_plain.rounds >= 3 and self.queued_plain.value * step > 1.5 * self._plain_round(step):
             self.queued_plain.clear()
 
     def _follow_confidence(self, event: RoundEvent) -> None:
