@@ -36,6 +36,7 @@ from app.engine.policy import MAX_DRAFT, DraftPlan, RoundContext
 from app.engine.probing import Probing
 
 DRAFT, LOOKUP, MAIN = Provenance.DRAFT, Provenance.LOOKUP, Provenance.MAIN
+MAX_K = 8  # the longest draft the controller plays unless told otherwise
 
 
 class AdaptiveDraftLength(Probing):
@@ -46,7 +47,7 @@ class AdaptiveDraftLength(Probing):
         *,
         use_draft: bool = True,
         use_lookup: bool = True,
-        max_k: int = 8,
+        max_k: int = MAX_K,
         first_k: int = 3,
         explore_rounds: int = 2,
         probe_k: int = 2,

@@ -61,6 +61,15 @@ class PrefillProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class WarmUpProgress:
+    """After a pair loads on a GPU: pass shapes compiled so far (one per draft length), before
+    the first answer times any of them."""
+
+    done: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
 class GenerationStats:
     """What a finished (or cancelled) answer cost and what speculation bought."""
 
@@ -109,4 +118,4 @@ class EngineError:
     kind: str = "error"
 
 
-Event = TokenEvent | RoundEvent | PrefillProgress | GenerationFinished | EngineError
+Event = TokenEvent | RoundEvent | PrefillProgress | WarmUpProgress | GenerationFinished | EngineError

@@ -5,10 +5,17 @@ MLX builds kernels for each new shape on first use (on its CUDA backend that fir
 explores a pair with a few rounds at two draft lengths and a plain step, and prices every other
 size from them: when those rounds were the first of their shapes, a draft that paid 1.8x on the
 H200 was priced under plain and bypassed through two answers. A fixed-k pass at each size first
-keeps compile time out of what it measures.
+keeps compile time out of what it measures. `bench` does it before its timed runs; the worker
+after loading a pair on a GPU, so that compile time is part of loading, shown as such, and not
+of the first answer.
 """
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import mlx.core as mx
 
 from app.engine.decode import generate
 from app.engine.events import RoundEvent
@@ -17,14 +24,28 @@ from app.engine.policy import MAX_DRAFT, FixedDraftLength
 from app.engine.session import ChatSession
 
 
-def compile_pass_shapes(pair: ModelPair, prompt: list[int], max_k: int = MAX_DRAFT) -> int:
+def compiles_per_shape() -> bool:
+    """Whether this process's device builds kernels per shape (a GPU: Metal or CUDA). MLX's CPU
+    backend runs the same kernels at every shape, so there a warm-up only costs time."""
+    return mx.default_device().type == mx.DeviceType.gpu
+
+
+def compile_pass_shapes(
+    pair: ModelPair, prompt: list[int], max_k: int = MAX_DRAFT, *,
+    cancel: threading.Event | None = None, progress: Callable[[int, int], None] | None = None,
+) -> int:
     """One round drafting k tokens for every k up to `max_k` (plain steps come with them);
-    the rounds played. Needs a draft model; without one it does nothing."""
+    the rounds played. Needs a draft model; without one it does nothing. `progress(done, total)`
+    follows each size; `cancel` stops between sizes."""
     if pair.draft is None:
         return 0
     rounds = 0
     for k in range(1, max_k + 1):
+        if cancel is not None and cancel.is_set():
+            break
         # k + 1 tokens: the first round drafts all k, whatever is accepted
-        events = generate(ChatSession(pair), prompt, policy=FixedDraftLength(k), max_tokens=k + 1)
+        events = generate(ChatSession(pair), prompt, policy=FixedDraftLength(k), max_tokens=k + 1, cancel=cancel)
         rounds += sum(isinstance(e, RoundEvent) for e in events)
+        if progress is not None:
+            progress(k, max_k)
     return rounds

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 
 import mlx.core as mx
 
-from app.engine.adaptive import AdaptiveDraftLength
-from app.engine.baselines import BaselineMeasured, GenerationContext, MeasureBaseline, Preemptible, measure_plain
+from app.engine.adaptive import MAX_K, AdaptiveDraftLength
+from app.engine.baselines import (
+    BaselineMeasured, GenerationContext, MeasureBaseline, Preemptible, filler_ids, measure_plain,
+)
 from app.engine.controller_state import export_state, restore_state, state_key
 from app.engine.decode import generate
-from app.engine.events import EngineError, Event
+from app.engine.events import EngineError, Event, WarmUpProgress
 from app.engine.jobs import CheckLossless, JobEvent, RunArena, run_arena_job, run_check
 from app.engine.library.store import Store
 from app.engine.loading import ModelLoadError, ModelPair, load_pair
@@ -29,12 +31,18 @@ from app.engine.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.sampling import SamplingParams
 from app.engine.session import ChatSession
 from app.engine.templates import TemplateError, format_chat
+from app.engine.warmup import compile_pass_shapes, compiles_per_shape
 
 
 @dataclass(frozen=True, slots=True)
 class LoadPair:
+    """`warm_up`: compile every pass shape the adaptive controller may play before the pair is
+    reported loaded (WarmUpProgress on the way); None: where the device builds kernels per
+    shape (a GPU)."""
+
     main: str
     draft: str | None = None
+    warm_up: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +202,18 @@ class EngineWorker:
         if self._memory is not None and isinstance(policy, AdaptiveDraftLength):
             self._memory.put("controller", self._memory_key(speculation.mode), export_state(policy))
 
+    def _warm_up(self, request: int, pair: ModelPair) -> None:
+        """Compile the controller's pass shapes (see warmup.py). Work queued behind it (another
+        load, a question) stops it: the pair is usable without it, only its first answer's
+        prices are then less sure. A failure is a notice; the pair stays loaded."""
+        emit = lambda done, total: self._emit(WorkerMessage(request, WarmUpProgress(done, total)))  # noqa: E731
+        emit(0, MAX_K)
+        stop = Preemptible(self._cancel, lambda: not self._queue.empty())
+        try:
+            compile_pass_shapes(pair, filler_ids(pair.tokenizer, 16), MAX_K, cancel=stop, progress=emit)
+        except Exception as exc:  # noqa: BLE001 - reported; the pair itself loaded
+            self._emit(WorkerMessage(request, EngineError(f"warming up the pair failed: {exc}", kind="notice")))
+
     def _handle(self, request: int, command: Command) -> None:
         if isinstance(command, LoadPair):
             self._pair = self._session = None
@@ -206,6 +226,9 @@ class EngineWorker:
             self._pair, self._session = pair, ChatSession(pair)
             self._loaded = (command.main, command.draft)
             refusal = self._session.speculation_refusal
+            if pair.draft is not None and refusal is None and (
+                    compiles_per_shape() if command.warm_up is None else command.warm_up):
+                self._warm_up(request, pair)
             self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, refusal)))
         elif isinstance(command, ResetSession):
             if self._session is not None:

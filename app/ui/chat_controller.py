@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, QSettings, Signal
 
 from app.engine.baselines import BaselineCache, GenerationContext, context_bucket
 from app.engine.conversations import ConversationError, ConversationStore, clean_text
-from app.engine.events import EngineError, GenerationFinished, PrefillProgress, RoundEvent, TokenEvent
+from app.engine.events import EngineError, GenerationFinished, PrefillProgress, RoundEvent, TokenEvent, WarmUpProgress
 from app.engine.history import LOOKUP, Run, RunHistory
 from app.engine.prompt_kind import classify
 from app.engine.worker import Generate, LoadPair, PairLoaded, WorkerMessage
@@ -262,6 +262,10 @@ class ChatController(QObject):
             self.pair_loaded.emit(event.main)
             if event.speculation_refusal:
                 self.notice.emit(event.speculation_refusal)
+        elif isinstance(event, WarmUpProgress):  # a GPU builds kernels per pass shape: done once per load
+            self.strip.set_state(f"Preparing speculation: compiling pass shapes {event.done}/{event.total}…")
+        elif isinstance(event, EngineError) and event.kind == "notice":
+            self.notice.emit(event.message)
         elif isinstance(event, EngineError):
             self.load_request = None
             self.strip.set_state("No model loaded")

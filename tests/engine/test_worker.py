@@ -5,7 +5,8 @@ from __future__ import annotations
 import queue
 import threading
 
-from app.engine.events import EngineError, GenerationFinished, TokenEvent
+from app.engine.events import EngineError, GenerationFinished, TokenEvent, WarmUpProgress
+from app.engine.warmup import compiles_per_shape
 from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
 
 
@@ -92,5 +93,44 @@ def test_a_request_cancelled_before_it_starts_ends_at_once_and_spares_the_runnin
         assert _collect(inbox, running, _is_final)[-1].reason == "cancelled"
         done = _collect(inbox, waiting, _is_final)[-1]
         assert isinstance(done, GenerationFinished) and done.reason == "cancelled" and done.stats.tokens == 0
+    finally:
+        assert worker.shutdown(timeout=30)
+
+
+def test_a_pair_loaded_for_a_gpu_compiles_every_draft_length_before_it_is_reported_loaded(toy_models, monkeypatch):
+    """Compile time belongs to loading (with progress), not to the first answer's prices: a
+    GPU's first pass at each shape cost 2-10 times the next and misled the controller. Work
+    queued behind the warm-up stops it, and the pair is loaded all the same."""
+    played: list[int] = []
+    import app.engine.warmup as warmup
+
+    real = warmup.generate
+
+    def spy(session, prompt, *, policy, **kw):
+        played.append(policy.k)
+        yield from real(session, prompt, policy=policy, **kw)
+
+    monkeypatch.setattr(warmup, "generate", spy)
+    inbox: queue.Queue = queue.Queue()
+    worker = EngineWorker(inbox.put)
+    worker.start()
+    try:
+        load = worker.submit(LoadPair(str(toy_models.main), str(toy_models.draft), warm_up=True))
+        events = _collect(inbox, load, _is_final)
+        assert [(e.done, e.total) for e in events[:-1]] == [(i, 8) for i in range(9)]
+        assert isinstance(events[-1], PairLoaded) and played == list(range(1, 9))
+
+        played.clear()
+        again = worker.submit(LoadPair(str(toy_models.main), str(toy_models.draft), warm_up=True))
+        ask = worker.submit(Generate(({"role": "user", "content": "hi"},), max_tokens=8))  # waits behind it
+        events = _collect(inbox, again, _is_final)
+        assert isinstance(events[-1], PairLoaded) and len(played) < 8
+        assert isinstance(_collect(inbox, ask, _is_final)[-1], GenerationFinished)
+
+        plain = worker.submit(LoadPair(str(toy_models.main), None, warm_up=True))  # nothing to compile for
+        assert [type(e) for e in _collect(inbox, plain, _is_final)] == [PairLoaded]
+        device = worker.submit(LoadPair(str(toy_models.main), str(toy_models.draft)))  # the device decides
+        warmed = any(isinstance(e, WarmUpProgress) for e in _collect(inbox, device, _is_final))
+        assert warmed is compiles_per_shape()
     finally:
         assert worker.shutdown(timeout=30)

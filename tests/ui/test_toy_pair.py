@@ -46,3 +46,27 @@ def test_toy_pair_send_stop_and_switch(qtbot, window, toy_models):
     msgs = window.store.load(window.controller.conversation).messages
     assert [m.state for m in msgs[1::2]] == ["complete", "cancelled", "cancelled", "complete"]
     assert msgs[-1].stats["mode"] == "off" and msgs[-1].stats["proposed"] == 0
+
+
+def test_loading_on_a_gpu_shows_the_pass_shapes_compiling_then_answers(qtbot, specchat_home, toy_models, monkeypatch):
+    """Where the device builds kernels per shape, loading a pair goes on through a warm-up the
+    status strip counts out; the window is then ready and answers as usual."""
+    monkeypatch.setattr("app.engine.worker.compiles_per_shape", lambda: True)
+    from app.ui.stats import StatusStrip
+
+    states: list[str] = []
+    real = StatusStrip.set_state
+    monkeypatch.setattr(StatusStrip, "set_state", lambda self, text: (states.append(text), real(self, text))[1])
+    w = open_window(qtbot, specchat_home, specchat_home, str(toy_models.main), str(toy_models.draft))
+    try:
+        qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=60_000)
+        compiling = [s for s in states if "compiling pass shapes" in s]
+        assert compiling[-1] == "Preparing speculation: compiling pass shapes 8/8…", states
+        assert states.index(compiling[0]) > states.index("Loading models…") and states[-1] == "Ready"
+        w.controller.chat_settings = ChatSettings(max_tokens=12)
+        w.composer.editor.setPlainText("Write a haiku")
+        qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: not w.controller.busy, timeout=60_000)
+        assert w.store.load(w.controller.conversation).messages[1].state == "complete"
+    finally:
+        w.close()
