@@ -202,13 +202,17 @@ class EngineWorker:
         if self._memory is not None and isinstance(policy, AdaptiveDraftLength):
             self._memory.put("controller", self._memory_key(speculation.mode), export_state(policy))
 
+    def _preemptible(self) -> Preemptible:
+        """The cancel flag of background work: also set while another command waits."""
+        return Preemptible(self._cancel, lambda: not self._queue.empty())
+
     def _warm_up(self, request: int, pair: ModelPair) -> None:
         """Compile the controller's pass shapes (see warmup.py). Work queued behind it (another
         load, a question) stops it: the pair is usable without it, only its first answer's
         prices are then less sure. A failure is a notice; the pair stays loaded."""
         emit = lambda done, total: self._emit(WorkerMessage(request, WarmUpProgress(done, total)))  # noqa: E731
         emit(0, MAX_K)
-        stop = Preemptible(self._cancel, lambda: not self._queue.empty())
+        stop = self._preemptible()
         try:
             compile_pass_shapes(pair, filler_ids(pair.tokenizer, 16), MAX_K, cancel=stop, progress=emit)
         except Exception as exc:  # noqa: BLE001 - reported; the pair itself loaded
@@ -241,7 +245,7 @@ class EngineWorker:
             if self._pair is None:
                 self._emit(WorkerMessage(request, EngineError("no model is loaded", kind="state")))
                 return
-            stop = Preemptible(self._cancel, lambda: not self._queue.empty())
+            stop = self._preemptible()
             self._emit(WorkerMessage(request, measure_plain(self._pair.main, command.context_tokens, command.tokens, stop)))
         elif isinstance(command, Generate):
             if self._session is None or self._pair is None:
