@@ -11,9 +11,9 @@ It keeps running estimates of what this machine and this text are like, and noth
 
 Expected rate of (k, source) = (1 + Σ_j Π_{i<j} a_i) / (overhead + draft(k) + verify(k + 1)).
 When plain decoding (k = 0) wins, the draft is bypassed: no draft passes at all, only a probe now
-and then within `probe_budget` of the plain decoding time (`probing.py`). While bypassed, the main's confidence in each token it
-writes is read as the draft's likely hit there (ConfidenceLink), so the draft comes back when the
-text turns predictable without any probe; until that link is learnt, a draft whose long-run
+and then within `probe_budget` of the plain decoding time (`probing.py`). While bypassed, the
+main's confidence in each token it writes is read as the draft's likely hit there
+(ConfidenceLink), so the draft comes back when the text turns predictable without any probe; until that link is learnt, a draft whose long-run
 record says it usually pays is probed whatever reading costs. Each answer starts from that record.
 
 Prompt lookup costs nothing to consult, so it is scored every round even when not used: its
@@ -320,7 +320,7 @@ class AdaptiveDraftLength(Probing):
         step = self.verify.plain.value
         # half again over it, not a noisy stretch: clearing restarts the price, and each move of
         # it ends coasting (a full choice, about 0.5 ms a round there)
-        if self.queued_plain.rounds >= 3 and self.queued_plain.value * step > 1.5 * self._plain_round(step):
+        if self._plain_seconds(step) > 1.5 * self._plain_round(step):  # only where queued steps were seen
             self.queued_plain.clear()
 
     def _follow_confidence(self, event: RoundEvent) -> None:

@@ -17,10 +17,11 @@ from collections.abc import Callable
 
 import mlx.core as mx
 
+from app.engine.adaptive import MAX_K
 from app.engine.decode import generate
 from app.engine.events import RoundEvent
 from app.engine.loading import ModelPair
-from app.engine.policy import MAX_DRAFT, FixedDraftLength
+from app.engine.policy import FixedDraftLength
 from app.engine.session import ChatSession
 
 
@@ -31,10 +32,11 @@ def compiles_per_shape() -> bool:
 
 
 def compile_pass_shapes(
-    pair: ModelPair, prompt: list[int], max_k: int = MAX_DRAFT, *,
+    pair: ModelPair, prompt: list[int], max_k: int = MAX_K, *,
     cancel: threading.Event | None = None, progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """One round drafting k tokens for every k up to `max_k` (plain steps come with them);
+    """One round drafting k tokens for every k up to `max_k`, by default the longest the
+    controller plays (fixed k's own first round compiles its size); plain steps come with them;
     the rounds played. Needs a draft model; without one it does nothing. `progress(done, total)`
     follows each size; `cancel` stops between sizes."""
     if pair.draft is None:
