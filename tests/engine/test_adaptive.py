@@ -267,6 +267,23 @@ def test_a_new_answer_reconsiders_a_draft_bypassed_on_hard_text():
     assert sum(k > 0 for k in ks[-40:]) >= 35, ks
 
 
+def test_a_new_answer_opens_with_a_short_draft_and_grows_it_when_the_text_allows():
+    """The first draft round of an answer bets on the draft's record, not on this text: it drafts
+    at most two tokens, so a miss there costs little, and the next rounds grow k again."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    verify = lambda n: 0.020 + 0.0005 * n  # noqa: E731
+    ks = _run(policy, 40, accept_rate=1.0, verify=verify)
+    assert min(ks[-10:]) >= 6, ks  # the record says long drafts pay
+    for _ in range(3):
+        policy.begin_answer()
+        ks = _run(policy, 12, accept_rate=1.0, verify=verify)
+        assert ks[0] == 2 and policy.opening_k == 2, ks
+        assert min(ks[-6:]) >= 6, ks
+    policy.opening_k = 8  # the cap is what kept it short
+    policy.begin_answer()
+    assert _run(policy, 1, accept_rate=1.0, verify=verify)[0] >= 6
+
+
 def test_a_useless_draft_stays_bypassed_across_answers():
     policy = AdaptiveDraftLength(use_lookup=False)
     verify = lambda n: 0.020 + 0.010 * (n - 1)  # noqa: E731
