@@ -103,7 +103,6 @@ class AdaptiveDraftLength(Probing):
         self.queued_plain = QueuedSteps()
         self.verify.followers = [*self.drafting.values(), self.queued_plain]
         self.queue_trials = 4  # queued plain steps explored, where the loop can queue them
-        self.opening_k, self._opening = 2, False  # an answer's first draft round drafts at most this
         self._queues, self._queue_tried = False, 0
         self.clean_every, self._since_clean = 64, 0  # rounds between plain steps timed alone
         self.confidence_lead = 64  # rounds before a due probe in which a learning link wants the confidence
@@ -240,13 +239,6 @@ class AdaptiveDraftLength(Probing):
         return DraftPlan(k, best.source) if k >= 1 else None
 
     def _note(self, plan: DraftPlan, why: str, rates: dict | None = None, speedup: float = 1.0) -> DraftPlan:
-        if self._opening and plan.k and plan.source is DRAFT:
-            # an answer's first draft round bets on the draft's record, not on this text: a
-            # short one bounds what a wrong bet costs (on a CPU a missed k = 5 round is 2.6
-            # wasted steps, 4% of a 64-token answer) and a right one grows k the next round
-            self._opening = False
-            if plan.k > self.opening_k:
-                plan = DraftPlan(self.opening_k, DRAFT, plan.read_limit)
         self._plan = plan
         self._last = {
             "policy": "adaptive",
@@ -406,7 +398,6 @@ class AdaptiveDraftLength(Probing):
         self._last_observed = self._probe_wall = None
         self._coast = 0
         self._ahead = None
-        self._opening = True
         self._shadows.clear()
         self._predicted = []
         if DRAFT in self.acceptance:

@@ -267,23 +267,6 @@ def test_a_new_answer_reconsiders_a_draft_bypassed_on_hard_text():
     assert sum(k > 0 for k in ks[-40:]) >= 35, ks
 
 
-def test_a_new_answer_opens_with_a_short_draft_and_grows_it_when_the_text_allows():
-    """The first draft round of an answer bets on the draft's record, not on this text: it drafts
-    at most two tokens, so a miss there costs little, and the next rounds grow k again."""
-    policy = AdaptiveDraftLength(use_lookup=False)
-    verify = lambda n: 0.020 + 0.0005 * n  # noqa: E731
-    ks = _run(policy, 40, accept_rate=1.0, verify=verify)
-    assert min(ks[-10:]) >= 6, ks  # the record says long drafts pay
-    for _ in range(3):
-        policy.begin_answer()
-        ks = _run(policy, 12, accept_rate=1.0, verify=verify)
-        assert ks[0] == 2 and policy.opening_k == 2, ks
-        assert min(ks[-6:]) >= 6, ks
-    policy.opening_k = 8  # the cap is what kept it short
-    policy.begin_answer()
-    assert _run(policy, 1, accept_rate=1.0, verify=verify)[0] >= 6
-
-
 def test_a_useless_draft_stays_bypassed_across_answers():
     policy = AdaptiveDraftLength(use_lookup=False)
     verify = lambda n: 0.020 + 0.010 * (n - 1)  # noqa: E731
@@ -294,6 +277,19 @@ def test_a_useless_draft_stays_bypassed_across_answers():
         ks += _run(policy, 100, accept_rate=0.0, verify=verify, step=0.002)
     wasted = sum(k * 0.002 + verify(k + 1) - verify(1) for k in ks)
     assert wasted / (len(ks) * verify(1)) <= 0.03, ks  # probes stay within the budget
+
+
+def test_lookup_is_scored_in_a_round_whose_plan_was_made_a_round_early():
+    """A plain round may choose its successor ahead (choose_ahead); when that successor drafts
+    with the model, lookup's candidates in it are still judged against what it emitted."""
+    policy = AdaptiveDraftLength()
+    policy._ahead = DraftPlan(2, Provenance.DRAFT)  # what choose_ahead keeps for the next round
+    plan = as_plan(policy.choose(replace(CONTEXT, lookup_len=2, lookup=(5, 6))))
+    assert plan == DraftPlan(2, Provenance.DRAFT)
+    trials = sum(policy.acceptance[Provenance.LOOKUP].trials)
+    event = replace(_event(2, 2, 0.02), emitted=(5, 6, 9))
+    policy.observe(event)
+    assert sum(policy.acceptance[Provenance.LOOKUP].trials) > trials  # both candidates matched
 
 
 def test_unused_lookup_proposals_are_judged_at_every_depth():
