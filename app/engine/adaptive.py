@@ -13,8 +13,9 @@ Expected rate of (k, source) = (1 + Σ_j Π_{i<j} a_i) / (overhead + draft(k) + 
 When plain decoding (k = 0) wins, the draft is bypassed: no draft passes at all, only a probe now
 and then within `probe_budget` of the plain decoding time (`probing.py`). While bypassed, the
 main's confidence in each token it writes is read as the draft's likely hit there
-(ConfidenceLink), so the draft comes back when the text turns predictable without any probe; until that link is learnt, a draft whose long-run
-record says it usually pays is probed whatever reading costs. Each answer starts from that record.
+(ConfidenceLink), so the draft comes back when the text turns predictable without any probe;
+until that link is learnt, a draft whose long-run record says it usually pays is probed
+whatever reading costs. Each answer starts from that record.
 
 Prompt lookup costs nothing to consult, so it is scored every round even when not used: its
 candidates are compared with what the round emitted (for sampled tokens the chance of a match is
