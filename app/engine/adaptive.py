@@ -107,7 +107,9 @@ class AdaptiveDraftLength(Probing):
         self._queues, self._queue_tried = False, 0
         self.clean_every, self._since_clean = 64, 0  # rounds between plain steps timed alone
         self.confidence_lead = 64  # rounds before a due probe in which a learning link wants the confidence
-        self._predicted: list[float] = []  # bypassed tokens' predicted draft hits, oldest first
+        # rounds the bypassed draft could have started in its last tokens: each one's chance of
+        # having reached the newest token (AcceptanceCounts.add_predicted), oldest first
+        self._predicted: list[float] = []
         self._last_observed: float | None = None
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
         self._shadows = ShadowTrials(2 * MAX_DRAFT)  # unused lookup proposals, scored as text comes
@@ -341,10 +343,9 @@ class AdaptiveDraftLength(Probing):
                 self.acceptance[DRAFT].add_at(event.k, p, self.bonus_weight)
             self._predicted.clear()
         elif self.link.informative():
-            self._predicted.extend(self.link.predict(c) for c in confidence)
-            while len(self._predicted) > self.max_k:
-                self.acceptance[DRAFT].add_expected(self._predicted[: self.max_k], self.predicted_weight)
-                del self._predicted[0]
+            for c in confidence:
+                self.acceptance[DRAFT].add_predicted(self._predicted, self.link.predict(c), self.predicted_weight,
+                                                      self.max_k)
         self._recent_confidence.extend(confidence)
 
     def _learn_hindsight(self, hits: tuple[bool, ...]) -> None:

@@ -389,11 +389,12 @@ def test_a_policy_can_ask_for_the_draft_to_read_the_prompt_while_starting_plain(
 
 
 def _run_reading(policy: AdaptiveDraftLength, rounds: int, hit: bool, verify, step: float, read: float,
-                 lag: int = 0) -> tuple[list[DraftPlan], float, int]:
+                 lag: int = 0, confidence: float | None = None) -> tuple[list[DraftPlan], float, int]:
     """Simulate rounds on a machine where the draft pays `read` seconds per skipped token it reads
     (a CPU): every proposal passes (`hit`) or none does; a draft round reports its catch-up and,
     for the tokens read, its hindsight. Returns the plans, the seconds beyond plain decoding that
-    draft rounds cost, and the draft's lag at the end."""
+    draft rounds cost, and the draft's lag at the end. With `confidence`, every token carries the
+    main's confidence in it."""
     plans, wasted = [], 0.0
     for _ in range(rounds):
         plan = as_plan(policy.choose(CONTEXT))
@@ -409,6 +410,8 @@ def _run_reading(policy: AdaptiveDraftLength, rounds: int, hit: bool, verify, st
         else:
             event = _event(0, 0, verify(1))
             lag += 1
+        if confidence is not None:
+            event = replace(event, confidence=(confidence,) * len(event.emitted))
         policy.observe(event)
         plans.append(plan)
     return plans, wasted, lag
@@ -439,6 +442,27 @@ def test_where_reading_is_cheap_a_probe_reads_everything_it_skipped():
     plans, _, _ = _run_reading(policy, 600, hit=False, verify=verify, step=0.004, read=0.00001, lag=lag)
     probes = [p for p in plans if p.k]
     assert probes and all(p.read_limit is None for p in probes)
+
+
+def test_a_first_long_probe_reads_a_window_until_reading_is_priced():
+    """A draft that paid from the start never read a skipped stretch, so what reading costs is
+    unknown when hard text (the main unsure, as the link knows) first bypasses it: that probe
+    reads only the last `probe_read` tokens (on a CPU, reading all of a long stretch once cost 8%
+    of an answer), which prices reading; where it proves cheap, later probes read all they skipped."""
+    policy = AdaptiveDraftLength(use_lookup=False, probe_read=4)
+    for c, hit in [(0.99, True), (0.3, False)] * 30:
+        policy.link.learn(c, hit)
+    verify = lambda n: 0.010 + 0.006 * (n - 1)  # noqa: E731
+    plans, _, lag = _run_reading(policy, 40, hit=True, verify=verify, step=0.001, read=0.00001, confidence=0.99)
+    assert all(p.k for p in plans[3:]) and not policy.catch_up_read.count  # never behind by more than one
+    plans, _, _ = _run_reading(policy, 1200, hit=False, verify=verify, step=0.001, read=0.00001, lag=lag,
+                               confidence=0.3)
+    probes = [(i, p) for i, p in enumerate(plans) if p.k and i > 10]  # past the misses that end drafting
+    assert len(probes) >= 2, plans
+    (first_i, first), drafted = probes[0], max(i for i, p in enumerate(plans[:10]) if p.k)
+    assert first_i - drafted > 3 * policy.probe_read  # a long stretch, read through a window
+    assert first.read_limit == policy.probe_read
+    assert policy.catch_up_read.count and all(p.read_limit is None for _, p in probes[1:])
 
 
 def test_hindsight_teaches_the_link_only_where_the_confidence_was_computed():
@@ -480,6 +504,33 @@ def test_a_draft_that_clearly_does_not_pay_is_reconsidered_only_when_something_c
     assert "probe" in settled
     policy.choose(replace(CONTEXT, lookup_len=3, lookup=(7, 8, 9)))
     assert policy.snapshot()["why"] != "coasting"
+
+
+def test_a_bypassed_draft_comes_back_soon_after_the_main_turns_sure():
+    """While the draft sits out, each token the main is sure of counts at once as the likely hit
+    of every round the draft could have had over it: the estimates move from the first such
+    token, and the draft is back within a few rounds' choices (counting each round once its
+    eight tokens were all seen, it took 20 plain rounds here)."""
+    policy = AdaptiveDraftLength(use_lookup=False)
+    for c, hit in [(0.99, True), (0.3, False)] * 30:
+        policy.link.learn(c, hit)
+    verify = lambda n: 0.020 + 0.010 * (n - 1)  # noqa: E731
+
+    def round_(k: int, source: Provenance, confidence: float) -> None:
+        policy.observe(replace(_event(k, 0, verify(k + 1), 0.002, source), confidence=(confidence,)))
+
+    for _ in range(100):  # hard text: the main unsure, the draft missing
+        plan = as_plan(policy.choose(CONTEXT))
+        round_(plan.k, plan.source, 0.3)
+    assert policy.snapshot()["bypassed"] is True
+    before = policy.acceptance[Provenance.DRAFT].estimates(4)
+    round_(0, Provenance.MAIN, 0.99)
+    assert policy.acceptance[Provenance.DRAFT].estimates(4)[0] > before[0]
+    for waited in range(1, 40):
+        if as_plan(policy.choose(CONTEXT)).k:
+            break
+        round_(0, Provenance.MAIN, 0.99)
+    assert waited <= 16
 
 
 def test_confidence_is_asked_for_in_draft_rounds_and_while_the_link_can_use_it():
