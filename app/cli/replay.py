@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cost models: 'measured' (this machine, with the models), 'compute', 'bandwidth'")
     parser.add_argument("--noise", type=float, default=0.1, help="log-normal spread of every simulated pass")
     parser.add_argument("--seeds", type=int, default=3, help="noisy replays per cost model")
+    parser.add_argument("--rotate", action="store_true",
+                        help="replay the answers once starting from each of them, so that the one which pays "
+                             "for exploring a new pair is not always the same")
 
 
 def _record(args: argparse.Namespace) -> tuple[list, object]:
@@ -111,12 +114,16 @@ def run(args: argparse.Namespace) -> int:
         save_traces(Path(args.save), traces, measured)
     hits = sum(sum(t.draft_hits) for t in traces) / max(sum(len(t.answer) for t in traces), 1)
     print(f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens, draft right on {hits:.0%}; "
-          f"noise {args.noise}, {args.seeds} seeds; speeds relative to plain, tok/s of plain is simulated")
+          f"noise {args.noise}, {args.seeds} seeds{', every answer first in turn' if args.rotate else ''}; "
+          "speeds relative to plain, tok/s of plain is simulated")
     for costs in models:
         merged: dict[str, list] = {}
         for seed in range(args.seeds if args.noise else 1):
-            for m, rs in run_policies(traces, costs.with_noise(args.noise), ks, seed=seed).items():
-                merged[m] = [a.plus(b) for a, b in zip(merged[m], rs)] if m in merged else rs
+            for start in range(len(traces) if args.rotate else 1):
+                order = traces[start:] + traces[:start]
+                for m, rs in run_policies(order, costs.with_noise(args.noise), ks, seed=seed).items():
+                    rs = rs[len(traces) - start:] + rs[: len(traces) - start]  # back in the answers' order
+                    merged[m] = [a.plus(b) for a, b in zip(merged[m], rs)] if m in merged else rs
         print("\n".join(_table(traces, merged, costs.name)))
         print(_policy_time(merged))
         print()

@@ -48,3 +48,32 @@ def test_replay_without_models_or_traces_says_what_it_needs(capsys: pytest.Captu
 def test_replay_of_a_missing_file_is_an_error_not_a_crash(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "--traces", str(tmp_path / "none.json")]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_replay_can_put_every_answer_first_in_turn(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The first answer a controller sees pays for exploring the pair; --rotate replays the answers
+    once from each of them and sums the runs, so no answer always carries that cost."""
+    from app.engine.replay import CostModel, Trace, run_policies, save_traces
+
+    easy = Trace((1, 2, 3), tuple(range(100, 160)), (True,) * 60, "code-1")
+    hard = Trace((1, 2, 3), tuple(range(200, 260)), tuple(i % 3 == 0 for i in range(60)), "prose-1")
+    saved = tmp_path / "traces.json"
+    save_traces(saved, [easy, hard], None)
+    assert main(["replay", "--traces", str(saved), "--k", "2,4", "--costs", "bandwidth", "--noise", "0",
+                 "--rotate"]) == 0
+    out = capsys.readouterr().out
+    assert "every answer first in turn" in out
+    shown = {line.split()[0]: float(line.split()[4]) for line in out.splitlines()
+             if line.split() and line.split()[0] in ("code", "prose")}  # adaptive's speed over plain
+
+    bandwidth = CostModel.shaped("bandwidth")
+    first, second = run_policies([easy, hard], bandwidth, (2, 4)), run_policies([hard, easy], bandwidth, (2, 4))
+
+    def over_plain(runs: list) -> float:
+        adaptive = sum(r.tokens for r in runs[0]) / sum(r.seconds for r in runs[0])
+        return adaptive / (sum(r.tokens for r in runs[1]) / sum(r.seconds for r in runs[1]))
+
+    assert shown["code"] == round(over_plain([[first["adaptive"][0], second["adaptive"][1]],
+                                              [first["plain"][0], second["plain"][1]]]), 2)
+    assert shown["prose"] == round(over_plain([[first["adaptive"][1], second["adaptive"][0]],
+                                               [first["plain"][1], second["plain"][0]]]), 2)
