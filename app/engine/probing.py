@@ -121,12 +121,11 @@ class Probing:
             else:
                 interval = affordable_interval(extra, read, budget, base, self.close_probe_every if close else 4,
                                                self.probe_read)
-                limit = read_limit(self.since_used[s], extra, read, budget, base, self.probe_read)
-                if not self.catch_up_read.count:
-                    # reading's price is not known yet: this probe learns it from a window
-                    # rather than paying for the whole stretch at an unknown rate (on a CPU a
-                    # first probe after 66 bypassed tokens read them all: 8 steps, 8% of the answer)
-                    limit = self.probe_read
+                # until reading has a price, a probe learns it from a window rather than paying for
+                # the whole stretch at an unknown rate (on a CPU a first probe after 66 bypassed
+                # tokens read them all: 8 steps, 8% of the answer)
+                limit = (read_limit(self.since_used[s], extra, read, budget, base, self.probe_read)
+                         if self.catch_up_read.count else self.probe_read)
             self._probe_due = min(self._probe_due, interval, 512)
             if self.since_used[s] >= min(interval, 512):
                 return DraftPlan(k, s, limit)
