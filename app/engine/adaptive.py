@@ -109,7 +109,7 @@ class AdaptiveDraftLength(Probing):
         self.confidence_lead = 64  # rounds before a due probe in which a learning link wants the confidence
         # rounds the bypassed draft could have started in its last tokens: each one's chance of
         # having reached the newest token (AcceptanceCounts.add_predicted), oldest first
-        self._predicted: list[float] = []
+        self._open_rounds: list[float] = []
         self._last_observed: float | None = None
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
         self._shadows = ShadowTrials(2 * MAX_DRAFT)  # unused lookup proposals, scored as text comes
@@ -341,11 +341,11 @@ class AdaptiveDraftLength(Probing):
                 # otherwise seen only when played, so a short k could never learn to grow)
                 p = self.link.predict(confidence[event.k])
                 self.acceptance[DRAFT].add_at(event.k, p, self.bonus_weight)
-            self._predicted.clear()
+            self._open_rounds.clear()
         elif self.link.informative():
             for c in confidence:
-                self.acceptance[DRAFT].add_predicted(self._predicted, self.link.predict(c), self.predicted_weight,
-                                                      self.max_k)
+                self.acceptance[DRAFT].add_predicted(self._open_rounds, self.link.predict(c),
+                                                     self.predicted_weight, self.max_k)
         self._recent_confidence.extend(confidence)
 
     def _learn_hindsight(self, hits: tuple[bool, ...]) -> None:
@@ -401,6 +401,6 @@ class AdaptiveDraftLength(Probing):
         self._coast = 0
         self._ahead = None
         self._shadows.clear()
-        self._predicted = []
+        self._open_rounds = []
         if DRAFT in self.acceptance:
             self.acceptance[DRAFT].restart_from(self.record, rounds=6)
