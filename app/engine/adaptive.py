@@ -86,6 +86,9 @@ class AdaptiveDraftLength(Probing):
         self.overhead = RecentMedian()
         self.since_used = {s: 0 for s in self.sources}
         self.played = {s: 0 for s in self.sources}
+        # the draft's proposals judged (in rounds or in hindsight) and how many of them were right:
+        # whether its bypass rests on thin evidence (Probing)
+        self.verdicts, self.verdict_hits = 0, 0
         self.catch_up_read = RecentMedian()  # per skipped token the draft reads, in plain rounds
         self.probe_extra = RecentMedian(5)  # a probe's measured cost beyond plain (_follow_probe)
         self._probe_wall: float | None = None
@@ -304,6 +307,9 @@ class AdaptiveDraftLength(Probing):
             return
         self.since_used[source] = 0
         self.played[source] += 1
+        if source is DRAFT:
+            self.verdicts += min(event.accepted + 1, event.k)
+            self.verdict_hits += event.accepted
         self._count(source, event.k, event.accepted)
         if source is LOOKUP or event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
             self.drafting[source].add(event.k, event.draft_seconds)
@@ -354,6 +360,8 @@ class AdaptiveDraftLength(Probing):
         t accepted. So one probe judges the whole bypassed stretch, not just its own round, and
         a draft that became useful again is noticed at the first probe. Starts overlap (a round
         covers several tokens), so each counts as a third of a round."""
+        self.verdicts += len(hits)
+        self.verdict_hits += sum(hits)
         recent = list(self._recent_confidence)[-len(hits):] if self._recent_confidence else []
         if len(recent) == len(hits):  # the skipped tokens are the last ones emitted
             for c, hit in zip(recent, hits):

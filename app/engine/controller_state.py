@@ -10,7 +10,8 @@ two models and the MLX device, so a new session starts where the last one ended.
 What is kept: the draft's long-run acceptance record (each answer starts from it), prompt
 lookup's estimates, the measured costs (verify passes by size, drafting by k, the round's
 overhead, reading a skipped token), the link from the main's confidence to the draft's hits, and
-how many rounds each source has played (which ends exploring). Costs are kept as multiples of the
+how many rounds each source has played (which ends exploring) and how many of the draft's
+proposals were judged (which ends rechecking it often). Costs are kept as multiples of the
 plain step, so a machine that is faster or slower today rescales them all as today's plain steps
 take over the reference's median (within eight of them).
 """
@@ -45,6 +46,7 @@ def export_state(policy: AdaptiveDraftLength) -> dict[str, Any]:
         "catch_up_read": _median(policy.catch_up_read),
         "link": {"hits": list(policy.link.hits), "trials": list(policy.link.trials)},
         "played": {s.value: n for s, n in policy.played.items()},
+        "verdicts": [policy.verdicts, policy.verdict_hits],
     }
 
 
@@ -66,6 +68,9 @@ def restore_state(policy: AdaptiveDraftLength, state: Any) -> bool:
         if (set(played) != set(policy.sources) or any(n < 0 for n in played.values())
                 or any(s not in policy.drafting for s in drafting)):
             return False
+        verdicts, verdict_hits = (int(n) for n in state.get("verdicts", (0, 0)))  # absent from older states
+        if not 0 <= verdict_hits <= verdicts:
+            return False
     except (AttributeError, KeyError, TypeError, ValueError):
         return False
     policy.record.restore(*record)
@@ -80,6 +85,7 @@ def restore_state(policy: AdaptiveDraftLength, state: Any) -> bool:
     _set_median(policy.catch_up_read, catch_up)
     policy.link.restore(*link)
     policy.played.update(played)
+    policy.verdicts, policy.verdict_hits = verdicts, verdict_hits
     return True
 
 

@@ -48,6 +48,8 @@ class Probing:
 
     sources: list[Provenance]
     played: dict[Provenance, int]
+    verdicts: int
+    verdict_hits: int
     since_used: dict[Provenance, int]
     record: AcceptanceCounts
     link: ConfidenceLink
@@ -108,9 +110,13 @@ class Probing:
             if close:
                 budget *= 4
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
-            # plain steps (then the budget decides, as for any probe)
+            # plain steps (then the budget decides, as for any probe); so are fewer verdicts than
+            # the link needs, since without it nothing but a probe can call the draft back (a
+            # draft met on a poem's first rounds was not probed again through a code answer)
             limit = None
-            if self.played[s] < 3 and extra <= 2 * plain_round:
+            thin = self.played[s] < 3 or (s is DRAFT and self.verdict_hits > 0 and self.link.seen < self.link.minimum_seen
+                                          and self.verdicts < 2 * self.link.minimum_seen)
+            if thin and extra <= 2 * plain_round:
                 interval = 8
             elif (s is DRAFT and not self.link.informative()
                   and self._speedup_by_record(available[s], costs, draft[s], plain_round) >= 1.0):

@@ -62,6 +62,8 @@ def test_a_restored_controller_holds_the_same_state_and_skips_exploring():
     lambda s: {**s, "link": {"hits": [1.0], "trials": [1.0]}},
     lambda s: {**s, "played": {"draft": "many"}},
     lambda s: {**s, "played": {"draft": -1, "lookup": 3}},
+    lambda s: {**s, "verdicts": [3, 5]},  # more right than judged
+    lambda s: {**s, "verdicts": "many"},
 ])
 def test_a_state_that_does_not_fit_is_ignored_whole(damage):
     saved = damage(export_state(_trained()))
