@@ -12,7 +12,9 @@ from pathlib import Path
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--main", help="main model (MLX folder or hub repo id); not needed with --traces")
     parser.add_argument("--draft", help="draft model; not needed with --traces")
-    parser.add_argument("--traces", metavar="JSON", help="replay answers recorded earlier (--save) instead of recording")
+    parser.add_argument("--traces", metavar="JSON",
+                        help="replay answers recorded earlier (--save) instead of recording; several files "
+                             "comma-separated are replayed as one set (measured costs: the first file's)")
     parser.add_argument("--save", metavar="JSON", help="write the recorded answers and measured costs")
     parser.add_argument("--prompts", default="builtin", help="'builtin' or a JSON file of {id, class, prompt}")
     parser.add_argument("--classes", help="only these prompt classes (comma-separated)")
@@ -44,6 +46,18 @@ def _record(args: argparse.Namespace) -> tuple[list, object]:
         hit = sum(traces[-1].draft_hits) / max(len(traces[-1].answer), 1)
         print(f"recorded {p.id}: {len(traces[-1].answer)} tokens, draft right on {hit:.0%}", file=sys.stderr, flush=True)
     return traces, measure_costs(pair, last) if "measured" in args.costs else None
+
+
+def _load(spec: str) -> tuple[list, object]:
+    """The answers of every comma-separated file, in order, and the first measured costs found."""
+    from app.engine.replay import load_traces
+
+    traces, measured = [], None
+    for name in spec.split(","):
+        more, costs = load_traces(Path(name))
+        traces += more
+        measured = measured or costs
+    return traces, measured
 
 
 def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
@@ -94,10 +108,10 @@ def _policy_time(results: dict[str, list]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.loading import ModelLoadError
-    from app.engine.replay import CostModel, load_traces, run_policies, save_traces
+    from app.engine.replay import CostModel, run_policies, save_traces
 
     try:
-        traces, measured = load_traces(Path(args.traces)) if args.traces else _record(args)
+        traces, measured = _load(args.traces) if args.traces else _record(args)
         ks = tuple(int(k) for k in str(args.k).split(","))
         models = []
         for name in args.costs.split(","):

@@ -77,3 +77,23 @@ def test_replay_can_put_every_answer_first_in_turn(tmp_path, capsys: pytest.Capt
                                               [first["plain"][0], second["plain"][1]]]), 2)
     assert shown["prose"] == round(over_plain([[first["adaptive"][1], second["adaptive"][0]],
                                                [first["plain"][1], second["plain"][0]]]), 2)
+
+
+def test_replay_takes_answers_recorded_in_several_files_as_one_set(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Answers recorded at different times (more prompts later) replay together: the same table
+    as one file holding them all."""
+    from app.engine.replay import Trace, save_traces
+
+    easy = Trace((1, 2, 3), tuple(range(100, 160)), (True,) * 60, "code-1")
+    hard = Trace((1, 2, 3), tuple(range(200, 260)), tuple(i % 3 == 0 for i in range(60)), "prose-1")
+    save_traces(tmp_path / "a.json", [easy], None)
+    save_traces(tmp_path / "b.json", [hard], None)
+    save_traces(tmp_path / "both.json", [easy, hard], None)
+    args = ["--k", "2,4", "--costs", "bandwidth", "--noise", "0"]
+    assert main(["replay", "--traces", f"{tmp_path / 'a.json'},{tmp_path / 'b.json'}", *args]) == 0
+    split = capsys.readouterr().out
+    assert main(["replay", "--traces", str(tmp_path / "both.json"), *args]) == 0
+    whole = capsys.readouterr().out
+    table = lambda out: [line for line in out.splitlines() if not line.startswith("policy time")]  # noqa: E731
+    assert table(split) == table(whole) and "2 answers" in split
+    assert main(["replay", "--traces", f"{tmp_path / 'a.json'},{tmp_path / 'none.json'}", *args]) == 2
