@@ -17,8 +17,7 @@ from bisect import bisect_right
 
 # bins of the main's top probability; where a draft's agreement changes fastest they are narrow
 EDGES = (0.3, 0.5, 0.7, 0.85, 0.95, 0.99)
-
-
+# what a bin with few verdicts borrows (ConfidenceLink.predict): the confidence it stands for
 _CENTRES = tuple((lo + hi) / 2 for lo, hi in zip((0.0, *EDGES), (*EDGES, 1.0)))
 
 
@@ -35,8 +34,9 @@ class ConfidenceLink:
     where few tokens were sure) be predicted at its poem rate on code the main was sure of,
     and stay bypassed through it (replay of the real pair, a code answer after two creative
     ones: 1.00x plain where it drafted at 1.25x after any other). A draft that does not read
-    the text so soon fills the bins it is judged in. `informative` says whether the bins that
-    hold data differ enough to be worth acting on.
+    the text so (a random-weight one) is soon judged in the bins the text fills, and its
+    verdicts outweigh what they borrow. `informative` says whether the bins that hold data
+    differ enough to be worth acting on.
     """
 
     def __init__(self, decay: float = 0.998, prior: float = 2.0, minimum_seen: float = 24.0,

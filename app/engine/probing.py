@@ -110,13 +110,15 @@ class Probing:
             if close:
                 budget *= 4
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
-            # plain steps (then the budget decides, as for any probe); so are fewer verdicts than
-            # the link needs, since without it nothing but a probe can call the draft back (a
-            # draft met on a poem's first rounds was not probed again through a code answer)
+            # plain steps (then the budget decides, as for any probe). So are fewer verdicts than
+            # the link needs, since without it only a probe can call the draft back (one met on a
+            # poem's first rounds was not probed again through the code answer after): rechecked
+            # until the link has them, or twice that where the loop gives no confidence, unless
+            # the draft was never once right (a random-weight draft, which would only pay probes)
             limit = None
-            thin = self.played[s] < 3 or (s is DRAFT and self.verdict_hits > 0 and self.link.seen < self.link.minimum_seen
-                                          and self.verdicts < 2 * self.link.minimum_seen)
-            if thin and extra <= 2 * plain_round:
+            learning = (s is DRAFT and self.verdict_hits > 0 and self.link.seen < self.link.minimum_seen
+                        and self.verdicts < 2 * self.link.minimum_seen)
+            if (self.played[s] < 3 or learning) and extra <= 2 * plain_round:
                 interval = 8
             elif (s is DRAFT and not self.link.informative()
                   and self._speedup_by_record(available[s], costs, draft[s], plain_round) >= 1.0):
