@@ -115,7 +115,7 @@ class Probing:
             # poem's first rounds was not probed again through the code answer after): rechecked
             # until the link has them, or twice that where the loop gives no confidence, unless
             # the draft was never once right (a random-weight draft, which would only pay probes)
-            limit = None
+            limit, share = None, self._probe_share(s)
             learning = (s is DRAFT and self.verdict_hits > 0 and self.link.seen < self.link.minimum_seen
                         and self.verdicts < 2 * self.link.minimum_seen)
             if (self.played[s] < 3 or learning) and extra <= 2 * plain_round:
@@ -132,12 +132,28 @@ class Probing:
                 # until reading has a price, a probe learns it from a window rather than paying for
                 # the whole stretch at an unknown rate (on a CPU a first probe after 66 bypassed
                 # tokens read them all: 8 steps, 8% of the answer)
-                limit = (read_limit(self.since_used[s], extra, read, budget, base, self.probe_read)
+                limit = (read_limit(self.since_used[s], extra, read, budget, base * share, self.probe_read)
                          if self.catch_up_read.count else self.probe_read)
+            interval = math.ceil(interval / share)
             self._probe_due = min(self._probe_due, interval, 512)
             if self.since_used[s] >= min(interval, 512):
                 return DraftPlan(k, s, limit)
         return None
+
+    def _probe_share(self, source: Provenance) -> float:
+        """The share of the probe budget a source keeps (its probes come that much more rarely,
+        and where reading all it skipped is beyond the budget, it reads that much less): all of
+        it, unless it is a draft right on fewer than one in `2 * minimum_seen` (48) of the
+        proposals judged so far, which keeps a share in proportion. Such a draft (random
+        weights, a mismatched tokenizer) has never shown a stretch where it pays, and a real
+        draft is right on a third of even a poem's tokens: on the H200 a random-weight draft's
+        probes, within the full 2% budget and its queue restarts, left it 0.96x plain at 64
+        tokens an answer. Probes never stop (every 512 rounds at the least), and a few hits
+        restore the full budget."""
+        if source is not DRAFT:
+            return 1.0
+        judged = 2 * self.link.minimum_seen
+        return min(1.0, judged * (self.verdict_hits + 1) / max(self.verdicts, 1))
 
     def _plain_seconds(self, step: float) -> float:
         """Plain decoding as a bypass plays it, per token: queued steps where they were seen."""
