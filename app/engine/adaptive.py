@@ -261,6 +261,9 @@ class AdaptiveDraftLength(Probing):
             "speedup_by_k": rates or {},
             # the draft's hit rate by the main's confidence band, once it is worth reading
             "hit_by_confidence": self.link.rates() if self.link.informative() else (),
+            # (right, judged) of the draft's proposals; whether so few were right that probes thin
+            "draft_right": (self.verdict_hits, self.verdicts),
+            "draft_rarely_right": DRAFT in self.acceptance and self._probe_share(DRAFT) < 1.0,
         }
         return plan
 

@@ -29,6 +29,7 @@ class LiveStats:
     accepted: int = 0
     k: int = 0
     bypassed: bool = False
+    rarely_right: tuple[int, int] | None = None  # (right, judged) when the draft is almost never right
     plain_round_seconds: float = 0.0
     plain_rounds: int = 0
     finished: GenerationFinished | None = None
@@ -45,6 +46,9 @@ class LiveStats:
         self.accepted += e.accepted
         self.k = int(e.policy.get("k", e.k)) if isinstance(e.policy.get("k", e.k), int) else e.k
         self.bypassed = bool(e.policy.get("bypassed", False)) and self.mode in ("adaptive", "lookup")
+        right = e.policy.get("draft_right")
+        self.rarely_right = (tuple(right) if e.policy.get("draft_rarely_right") and isinstance(right, (tuple, list))
+                             else None)
         if e.k == 0 and e.verify_seconds > 0:
             self.plain_round_seconds += e.verify_seconds + e.draft_seconds
             self.plain_rounds += 1
@@ -80,6 +84,7 @@ class LiveStats:
             "acceptance": round(self.accepted / self.proposed, 4) if self.proposed else 0.0,
             "mean_accepted": round(self.accepted / self.rounds, 3) if self.rounds else 0.0,
             "k": self.k, "bypassed": self.bypassed, "mode": self.mode,
+            "draft_rarely_right": list(self.rarely_right) if self.rarely_right else None,
             "ttft_s": round(self.first_time, 4) if self.first_time is not None else None,
             "plain_tok_s": round(plain, 2) if plain else None,
             "speedup": round(rate / plain, 3) if plain and rate else None,
@@ -118,9 +123,23 @@ class StatusStrip(QWidget):
         set_("acceptance", f"acceptance {s['acceptance']:.0%}" if spec else "acceptance —")
         set_("per_round", f"{s['mean_accepted']:.2f} accepted/round" if spec else "")
         set_("k", f"draft length {s['k']}" if s.get("mode") != "off" else "speculation off")
-        set_("paused", "speculation paused: not paying" if s.get("bypassed") else "")
+        set_("paused", self._paused(s))
+        rarely = s.get("draft_rarely_right") if s.get("bypassed") else None
+        self.labels["paused"].setToolTip(
+            f"The draft model was right on {rarely[0]} of the {rarely[1]} proposals judged so far, so it "
+            "cannot speed this main model up (random weights, or another model family). It is still "
+            "tried now and then; pick another draft in the model picker." if rarely else "")
         set_("speedup", f"{s['speedup']:.2f}× vs plain" if s.get("speedup") else "speedup: plain speed not known yet"
              if s.get("mode") != "off" else "")
+
+    @staticmethod
+    def _paused(s: dict[str, Any]) -> str:
+        if not s.get("bypassed"):
+            return ""
+        rarely = s.get("draft_rarely_right")
+        if rarely:  # a draft that cannot help (random weights, another model family): say so
+            return f"speculation paused: draft right on {rarely[0]}/{rarely[1]}; try another draft"
+        return "speculation paused: not paying"
 
     def text(self) -> str:
         return " | ".join(self.labels[n].text() for n in self.FIELDS if self.labels[n].text())

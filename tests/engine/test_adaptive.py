@@ -462,6 +462,7 @@ def test_a_draft_never_right_is_probed_ever_more_rarely_until_it_is():
     gaps = _probe_gaps(plans)
     assert max(gaps[2:5]) <= 20 and min(gaps[-3:]) >= 500, gaps
     assert wasted / (len(plans) * verify(1)) <= 0.005
+    assert useless.snapshot()["draft_rarely_right"] is True  # the window asks for another draft
     plans, _, _ = _run_reading(useless, 600, hit=True, verify=verify, step=0.001, read=0.00002, lag=lag)
     assert next(i for i, p in enumerate(plans) if p.k) <= 520 and all(p.k for p in plans[-50:])
 
@@ -469,6 +470,7 @@ def test_a_draft_never_right_is_probed_ever_more_rarely_until_it_is():
     plans, _, lag = _run_reading(proven, 40, hit=True, verify=verify, step=0.001, read=0.00002)
     plans, _, _ = _run_reading(proven, 4000, hit=False, verify=verify, step=0.001, read=0.00002, lag=lag)
     assert max(_probe_gaps(plans)[-20:]) <= 20  # it paid once: every stretch may be one where it pays again
+    assert proven.snapshot()["draft_rarely_right"] is False
 
 
 def test_a_first_long_probe_reads_a_window_until_reading_is_priced():
