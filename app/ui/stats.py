@@ -123,23 +123,16 @@ class StatusStrip(QWidget):
         set_("acceptance", f"acceptance {s['acceptance']:.0%}" if spec else "acceptance —")
         set_("per_round", f"{s['mean_accepted']:.2f} accepted/round" if spec else "")
         set_("k", f"draft length {s['k']}" if s.get("mode") != "off" else "speculation off")
-        set_("paused", self._paused(s))
+        # a draft that cannot help (random weights, another model family) is named as the cause
         rarely = s.get("draft_rarely_right") if s.get("bypassed") else None
+        set_("paused", f"speculation paused: draft right on {rarely[0]}/{rarely[1]}; try another draft" if rarely
+             else "speculation paused: not paying" if s.get("bypassed") else "")
         self.labels["paused"].setToolTip(
             f"The draft model was right on {rarely[0]} of the {rarely[1]} proposals judged so far, so it "
             "cannot speed this main model up (random weights, or another model family). It is still "
             "tried now and then; pick another draft in the model picker." if rarely else "")
         set_("speedup", f"{s['speedup']:.2f}× vs plain" if s.get("speedup") else "speedup: plain speed not known yet"
              if s.get("mode") != "off" else "")
-
-    @staticmethod
-    def _paused(s: dict[str, Any]) -> str:
-        if not s.get("bypassed"):
-            return ""
-        rarely = s.get("draft_rarely_right")
-        if rarely:  # a draft that cannot help (random weights, another model family): say so
-            return f"speculation paused: draft right on {rarely[0]}/{rarely[1]}; try another draft"
-        return "speculation paused: not paying"
 
     def text(self) -> str:
         return " | ".join(self.labels[n].text() for n in self.FIELDS if self.labels[n].text())
