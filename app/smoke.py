@@ -39,7 +39,7 @@ def run_smoke_test(timeout: float | None = None) -> int:
     except SmokeFailure as exc:
         print(f"SMOKE_FAIL {exc}", file=sys.stderr, flush=True)
         return 1
-    except BaseException as exc:  # noqa: BLE001 - anything at all is a failed smoke test
+    except BaseException as exc:
         traceback.print_exc(file=sys.stderr)
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         print(f"SMOKE_FAIL {detail}", file=sys.stderr, flush=True)
@@ -63,8 +63,8 @@ def _smoke(timeout: float) -> str:
 
     import mlx.core as mx
 
-    from app.engine.events import EngineError, GenerationFinished, RoundEvent, TokenEvent
-    from app.engine.toy import write_toy_models
+    from app.engine.decoding.events import EngineError, GenerationFinished, RoundEvent, TokenEvent
+    from app.engine.measure.toy import write_toy_models
     from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
 
     library = _check_mlx_library()

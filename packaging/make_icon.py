@@ -48,7 +48,7 @@ def render_pngs(svg: Path, sizes: set[int]) -> dict[int, bytes]:
 
     # A full QApplication, not a QGuiApplication: when this runs inside a process that later
     # makes widgets (the test suite), Qt aborts if the first application object lacked them.
-    _app = QApplication.instance() or QApplication([sys.argv[0]])  # noqa: F841 - Qt needs it
+    _app = QApplication.instance() or QApplication([sys.argv[0]])
     renderer = QSvgRenderer(str(svg))
     if not renderer.isValid():
         raise ValueError(f"{svg} is not a valid SVG")

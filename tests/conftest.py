@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.toy import ToyModels, write_toy_models
+from app.engine.measure.toy import ToyModels, write_toy_models
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("bench", "benchmark plain, mlx-lm and SpecChat speculative decoding side by side"),
     "import-gguf": ("gguf_import", "import a GGUF model file into an MLX model folder"),
     "fetch-models": ("fetch_models", "fetch the real-model GGUF fixtures and import them"),
-    "replay": ("replay", "replay plain, fixed k and adaptive over recorded answers under a cost model, without timing noise"),
-    "agreement": ("agreement", "exact-match against residual acceptance when sampling, computed from both models' distributions"),
+    "replay": (
+        "replay",
+        "replay plain, fixed k and adaptive over recorded answers under a cost model, without timing noise",
+    ),
+    "agreement": (
+        "agreement",
+        "exact-match against residual acceptance when sampling, computed from both models' distributions",
+    ),
     "compat": ("compat", "check whether a draft model may speculate for a main model, and why"),
     "ui-bench": ("ui_bench", "stream a synthetic 2,000 tok/s answer through the chat window and report"),
 }
@@ -28,7 +34,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m app", description="SpecChat")
     parser.add_argument("--screenshot", metavar="DIR", help="render scripted GUI states to PNGs and exit")
-    parser.add_argument("--smoke-test", action="store_true", help="load a toy pair offscreen, generate, print SMOKE_OK and exit")
+    parser.add_argument(
+        "--smoke-test",
+        action="store_true",
+        help="load a toy pair offscreen, generate, print SMOKE_OK and exit",
+    )
     sub = parser.add_subparsers(dest="command")
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)

@@ -13,11 +13,16 @@ from app.cli.options import add_model_arguments
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
-    parser.add_argument("--prompts", default="builtin", help="'builtin' or a JSON file of {id, class, prompt}")
-    parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--k", default="4", help="draft length(s) for fixed, comma-separated (mlx_lm uses the first)")
     parser.add_argument(
-        "--modes", default="plain,mlx_lm,fixed",
+        "--prompts", default="builtin", help="'builtin' or a JSON file of {id, class, prompt}"
+    )
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument(
+        "--k", default="4", help="draft length(s) for fixed, comma-separated (mlx_lm uses the first)"
+    )
+    parser.add_argument(
+        "--modes",
+        default="plain,mlx_lm,fixed",
         help="comma-separated: plain, plain2 (plain again: the machine's noise), mlx_lm (mlx-lm's loop; plain without --draft), fixed, adaptive, lookup",
     )
     parser.add_argument("--temperature", type=float, default=0.0)
@@ -26,8 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs of each mode per prompt")
     parser.add_argument("--classes", help="only these prompt classes (comma-separated)")
     parser.add_argument("--json", metavar="OUT", help="write every run as JSON")
-    parser.add_argument("--device", choices=("default", "cpu", "gpu"), default="default",
-                        help="MLX device to run on (compare a machine's CPU and GPU)")
+    parser.add_argument(
+        "--device",
+        choices=("default", "cpu", "gpu"),
+        default="default",
+        help="MLX device to run on (compare a machine's CPU and GPU)",
+    )
 
 
 def _aggregate(runs: list) -> dict[str, float]:
@@ -56,8 +65,16 @@ def format_table(runs: list) -> str:
         agg = {m: _aggregate([r for r in cls_runs if r.label == m]) for m in labels}
         for m in labels:
             a = agg[m]
-            rel = lambda ref: f"{a['tok_per_s'] / agg[ref]['tok_per_s']:.2f}" if ref in agg and agg[ref]["tok_per_s"] else "-"  # noqa: E731
-            same = "n/a" if any(r.identical_to_plain is None for r in cls_runs if r.label == m) else ("yes" if a["identical"] else "NO")
+            rel = lambda ref: (
+                f"{a['tok_per_s'] / agg[ref]['tok_per_s']:.2f}"
+                if ref in agg and agg[ref]["tok_per_s"]
+                else "-"
+            )
+            same = (
+                "n/a"
+                if any(r.identical_to_plain is None for r in cls_runs if r.label == m)
+                else ("yes" if a["identical"] else "NO")
+            )
             lines.append(
                 f"{cls:<11}{m:<15}{a['tok_per_s']:>8.1f}{rel('plain'):>8}{rel('mlx_lm'):>9}"
                 f"{a['acceptance']:>8.0%}{a['per_round']:>9.2f}  {same}"
@@ -83,17 +100,21 @@ def format_paired(runs: list) -> str:
             if not ratios:
                 continue
             middle = median(ratios)
-            lines.append(f"{pid:<14}{label:<15}{middle:>13.3f}{min(ratios):>7.2f}{max(ratios):>7.2f}{len(ratios):>6}")
+            lines.append(
+                f"{pid:<14}{label:<15}{middle:>13.3f}{min(ratios):>7.2f}{max(ratios):>7.2f}{len(ratios):>6}"
+            )
             if label not in worst or middle < worst[label][0]:
                 worst[label] = (middle, pid)
     lines.append("")
-    lines += [f"{'worst prompt':<14}{label:<15}{value:>13.3f}  {pid}" for label, (value, pid) in worst.items()]
+    lines += [
+        f"{'worst prompt':<14}{label:<15}{value:>13.3f}  {pid}" for label, (value, pid) in worst.items()
+    ]
     return "\n".join(lines)
 
 
 def format_oracle(runs: list) -> str:
     """Per prompt: the best fixed k in hindsight (predicted), the best measured, and adaptive's share."""
-    from app.engine.oracle import best_fixed
+    from app.engine.measure.oracle import best_fixed
 
     lines = [
         f"{'prompt':<14}{'rule':<9}{'oracle k':>9}{'pred×':>7}{'best fixed':>12}{'×plain':>8}"
@@ -105,8 +126,12 @@ def format_oracle(runs: list) -> str:
         for rule in dict.fromkeys(r.acceptance for r in mine if r.acceptance):
             ruled = [r for r in mine if r.acceptance == rule]
             oracle = best_fixed([x for r in mine if r.mode == "plain" or r in ruled for x in r.round_log])
-            speed = lambda rs: _aggregate(rs)["tok_per_s"] / plain if rs and plain else 0.0  # noqa: E731
-            fixed = {r.k: speed([x for x in ruled if x.mode == "fixed" and x.k == r.k]) for r in ruled if r.mode == "fixed"}
+            speed = lambda rs: _aggregate(rs)["tok_per_s"] / plain if rs and plain else 0.0
+            fixed = {
+                r.k: speed([x for x in ruled if x.mode == "fixed" and x.k == r.k])
+                for r in ruled
+                if r.mode == "fixed"
+            }
             best_k = max(fixed, key=fixed.get) if fixed else None
             adaptive = speed([r for r in ruled if r.mode == "adaptive"])
             cells = [
@@ -121,9 +146,9 @@ def format_oracle(runs: list) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.bench import load_prompts, run_benchmark
-    from app.engine.loading import ModelLoadError, load_pair
-    from app.engine.sampling import SamplingParams
+    from app.engine.decoding.loading import ModelLoadError, load_pair
+    from app.engine.decoding.sampling import SamplingParams
+    from app.engine.measure.bench import load_prompts, run_benchmark
 
     if args.device != "default":
         import mlx.core as mx
@@ -137,15 +162,24 @@ def run(args: argparse.Namespace) -> int:
         acceptances = tuple(args.acceptance.split(",")) if args.acceptance else None
         runs = []
         for r in run_benchmark(
-            pair, prompts, modes=tuple(args.modes.split(",")), k=ks[0], ks=ks, max_tokens=args.max_tokens,
-            sampling=sampling, acceptances=acceptances, repeats=args.repeats,
+            pair,
+            prompts,
+            modes=tuple(args.modes.split(",")),
+            k=ks[0],
+            ks=ks,
+            max_tokens=args.max_tokens,
+            sampling=sampling,
+            acceptances=acceptances,
+            repeats=args.repeats,
             progress=lambda s: print(s, file=sys.stderr, flush=True),
         ):
             runs.append(r)
     except (ModelLoadError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"main={args.main} draft={args.draft} k={args.k} max_tokens={args.max_tokens} temperature={args.temperature}")
+    print(
+        f"main={args.main} draft={args.draft} k={args.k} max_tokens={args.max_tokens} temperature={args.temperature}"
+    )
     print(format_table(runs))
     if args.repeats > 1 and any(r.mode == "plain" for r in runs):
         print("per prompt, paired: each repeat's speed over plain's in the same repeat")

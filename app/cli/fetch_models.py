@@ -9,8 +9,11 @@ from app.engine.gguf.fixtures import FIXTURES, fetch, mlx_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--models", default=",".join(FIXTURES),
-                        help=f"comma-separated subset of {', '.join(FIXTURES)} (default: all)")
+    parser.add_argument(
+        "--models",
+        default=",".join(FIXTURES),
+        help=f"comma-separated subset of {', '.join(FIXTURES)} (default: all)",
+    )
     parser.add_argument("--bits", default="4", help="imports to make, comma-separated, e.g. 4,16 (default 4)")
     parser.add_argument("--no-import", action="store_true", help="only download and assemble the GGUFs")
 
@@ -23,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from app.engine.gguf.child import ImportFailed, ImportFinished, run_import
 
-    log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+    log = lambda msg: print(msg, file=sys.stderr)
     for key in keys:
         path = fetch(key, log=log)
         print(path)
@@ -39,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
                     print(f"fetch-models: importing {key} failed: {event.message}", file=sys.stderr)
                     return 1
                 if isinstance(event, ImportFinished):
-                    log(f"{key}: {bits}-bit import in {event.seconds:.1f} s, "
-                        f"peak {event.peak_rss_bytes / 2**30:.2f} GiB")
+                    log(
+                        f"{key}: {bits}-bit import in {event.seconds:.1f} s, "
+                        f"peak {event.peak_rss_bytes / 2**30:.2f} GiB"
+                    )
                     print(out)
     return 0

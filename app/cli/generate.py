@@ -16,18 +16,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=4, help="draft length (1-16; default 4)")
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument(
-        "--color", choices=("auto", "always", "never"), default="auto",
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
         help="colour tokens accepted from the draft (default: when writing to a terminal)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.decode import generate
-    from app.engine.events import EngineError, GenerationFinished, Provenance, TokenEvent
-    from app.engine.loading import ModelLoadError, load_pair
-    from app.engine.policy import FixedDraftLength, PlainDecoding
-    from app.engine.session import ChatSession
-    from app.engine.templates import TemplateError, format_chat
+    from app.engine.decoding.decode import generate
+    from app.engine.decoding.events import EngineError, GenerationFinished, Provenance, TokenEvent
+    from app.engine.decoding.loading import ModelLoadError, load_pair
+    from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
+    from app.engine.decoding.session import ChatSession
+    from app.engine.decoding.templates import TemplateError, format_chat
 
     try:
         pair = load_pair(args.main, args.draft)

@@ -11,9 +11,14 @@ from app.engine.gguf.child import ImportFailed, ImportFinished, ImportProgress, 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the .gguf file to import")
     parser.add_argument("--out", help="output folder (default: <model cache>/mlx/<name>-<bits>bit)")
-    parser.add_argument("--bits", type=int, choices=(4, 8, 16), default=4,
-                        help="4 or 8: float tensors quantized to this many bits (group 64), quantized tensors keep "
-                             "the file's own integers (group 32; Q6_K at 8 bits); 16: bfloat16 (default 4)")
+    parser.add_argument(
+        "--bits",
+        type=int,
+        choices=(4, 8, 16),
+        default=4,
+        help="4 or 8: float tensors quantized to this many bits (group 64), quantized tensors keep "
+        "the file's own integers (group 32; Q6_K at 8 bits); 16: bfloat16 (default 4)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
 
 
@@ -27,8 +32,10 @@ def run(args: argparse.Namespace) -> int:
                 pct = 100 * event.done // max(event.total, 1)
                 print(f"[{event.stage}] {pct:3d}% {event.message}", file=sys.stderr)
         elif isinstance(event, ImportFinished):
-            print(f"imported in {event.seconds:.1f} s, peak memory {event.peak_rss_bytes / 2**30:.2f} GiB",
-                  file=sys.stderr)
+            print(
+                f"imported in {event.seconds:.1f} s, peak memory {event.peak_rss_bytes / 2**30:.2f} GiB",
+                file=sys.stderr,
+            )
             print(event.path)
             return 0
         elif isinstance(event, ImportFailed):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from app.engine.sampling import SamplingParams
+from app.engine.decoding.sampling import SamplingParams
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,28 +12,39 @@ from pathlib import Path
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--main", help="main model (MLX folder or hub repo id); not needed with --traces")
     parser.add_argument("--draft", help="draft model; not needed with --traces")
-    parser.add_argument("--traces", metavar="JSON",
-                        help="replay answers recorded earlier (--save) instead of recording; several files "
-                             "comma-separated are replayed as one set (measured costs: the first file's)")
+    parser.add_argument(
+        "--traces",
+        metavar="JSON",
+        help="replay answers recorded earlier (--save) instead of recording; several files "
+        "comma-separated are replayed as one set (measured costs: the first file's)",
+    )
     parser.add_argument("--save", metavar="JSON", help="write the recorded answers and measured costs")
-    parser.add_argument("--prompts", default="builtin", help="'builtin' or a JSON file of {id, class, prompt}")
+    parser.add_argument(
+        "--prompts", default="builtin", help="'builtin' or a JSON file of {id, class, prompt}"
+    )
     parser.add_argument("--classes", help="only these prompt classes (comma-separated)")
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--k", default="1,2,3,4,6,8", help="fixed draft lengths to compare")
-    parser.add_argument("--costs", default="measured,compute,bandwidth",
-                        help="cost models: 'measured' (this machine, with the models), 'compute', 'bandwidth'")
+    parser.add_argument(
+        "--costs",
+        default="measured,compute,bandwidth",
+        help="cost models: 'measured' (this machine, with the models), 'compute', 'bandwidth'",
+    )
     parser.add_argument("--noise", type=float, default=0.1, help="log-normal spread of every simulated pass")
     parser.add_argument("--seeds", type=int, default=3, help="noisy replays per cost model")
-    parser.add_argument("--rotate", action="store_true",
-                        help="replay the answers once starting from each of them, so that the one which pays "
-                             "for exploring a new pair is not always the same")
+    parser.add_argument(
+        "--rotate",
+        action="store_true",
+        help="replay the answers once starting from each of them, so that the one which pays "
+        "for exploring a new pair is not always the same",
+    )
 
 
 def _record(args: argparse.Namespace) -> tuple[list, object]:
-    from app.engine.bench import load_prompts
-    from app.engine.loading import load_pair
-    from app.engine.replay import measure_costs, record_trace
-    from app.engine.templates import format_chat
+    from app.engine.decoding.loading import load_pair
+    from app.engine.decoding.templates import format_chat
+    from app.engine.measure.bench import load_prompts
+    from app.engine.measure.replay import measure_costs, record_trace
 
     if not args.main or not args.draft:
         raise ValueError("recording needs --main and --draft (or replay saved answers with --traces)")
@@ -44,13 +55,17 @@ def _record(args: argparse.Namespace) -> tuple[list, object]:
         last = format_chat(pair.tokenizer, [{"role": "user", "content": p.text}])
         traces.append(record_trace(pair, last, args.max_tokens, label=p.id))
         hit = sum(traces[-1].draft_hits) / max(len(traces[-1].answer), 1)
-        print(f"recorded {p.id}: {len(traces[-1].answer)} tokens, draft right on {hit:.0%}", file=sys.stderr, flush=True)
+        print(
+            f"recorded {p.id}: {len(traces[-1].answer)} tokens, draft right on {hit:.0%}",
+            file=sys.stderr,
+            flush=True,
+        )
     return traces, measure_costs(pair, last) if "measured" in args.costs else None
 
 
 def _load(spec: str) -> tuple[list, object]:
     """The answers of every comma-separated file, in order, and the first measured costs found."""
-    from app.engine.replay import load_traces
+    from app.engine.measure.replay import load_traces
 
     traces, measured = [], None
     for name in spec.split(","):
@@ -67,8 +82,11 @@ def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
         classes.setdefault(t.label.split("-")[0] or "all", []).append(i)
     classes["all"] = list(range(len(traces)))
     fixed = [m for m in results if m.startswith("fixed")]
-    lines = [f"{name + ':':<11}" + "  ".join(f"{m:>8}" for m in ["plain", *fixed])
-             + "  adaptive  /best  no-lookup  /best  worst prompt (no-lookup)  worst share of its best fixed"]
+    lines = [
+        f"{name + ':':<11}"
+        + "  ".join(f"{m:>8}" for m in ["plain", *fixed])
+        + "  adaptive  /best  no-lookup  /best  worst prompt (no-lookup)  worst share of its best fixed"
+    ]
     for cls, idx in classes.items():
 
         def speed(m: str) -> float:
@@ -78,13 +96,17 @@ def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
             return min(results[m][i].tokens_per_second / results["plain"][i].tokens_per_second for i in idx)
 
         def worst_share(m: str) -> float:  # the oracle per answer: its own best fixed k, known exactly
-            return min(results[m][i].tokens_per_second / max(results[f][i].tokens_per_second for f in fixed) for i in idx)
+            return min(
+                results[m][i].tokens_per_second / max(results[f][i].tokens_per_second for f in fixed)
+                for i in idx
+            )
 
         plain = speed("plain")
         best = max(speed(m) for m in fixed)
         cells = [f"{plain:8.1f}"] + [f"{speed(m) / plain:8.2f}" for m in fixed]
         lines.append(
-            f"{cls:<11}" + "  ".join(cells)
+            f"{cls:<11}"
+            + "  ".join(cells)
             + f"  {speed('adaptive') / plain:8.2f}  {speed('adaptive') / best:5.2f}"
             + f"  {speed('adaptive-draft') / plain:9.2f}  {speed('adaptive-draft') / best:5.2f}"
             + f"  {worst('adaptive'):12.2f} ({worst('adaptive-draft'):.2f})"
@@ -107,8 +129,8 @@ def _policy_time(results: dict[str, list]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.loading import ModelLoadError
-    from app.engine.replay import CostModel, run_policies, save_traces
+    from app.engine.decoding.loading import ModelLoadError
+    from app.engine.measure.replay import CostModel, run_policies, save_traces
 
     try:
         traces, measured = _load(args.traces) if args.traces else _record(args)
@@ -117,7 +139,9 @@ def run(args: argparse.Namespace) -> int:
         for name in args.costs.split(","):
             if name == "measured":
                 if measured is None:
-                    raise ValueError("no measured costs: record with the models, or drop 'measured' from --costs")
+                    raise ValueError(
+                        "no measured costs: record with the models, or drop 'measured' from --costs"
+                    )
                 models.append(measured)
             else:
                 models.append(CostModel.shaped(name))
@@ -127,16 +151,18 @@ def run(args: argparse.Namespace) -> int:
     if args.save:
         save_traces(Path(args.save), traces, measured)
     hits = sum(sum(t.draft_hits) for t in traces) / max(sum(len(t.answer) for t in traces), 1)
-    print(f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens, draft right on {hits:.0%}; "
-          f"noise {args.noise}, {args.seeds} seeds{', every answer first in turn' if args.rotate else ''}; "
-          "speeds relative to plain, tok/s of plain is simulated")
+    print(
+        f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens, draft right on {hits:.0%}; "
+        f"noise {args.noise}, {args.seeds} seeds{', every answer first in turn' if args.rotate else ''}; "
+        "speeds relative to plain, tok/s of plain is simulated"
+    )
     for costs in models:
         merged: dict[str, list] = {}
         for seed in range(args.seeds if args.noise else 1):
             for start in range(len(traces) if args.rotate else 1):
                 order = traces[start:] + traces[:start]
                 for m, rs in run_policies(order, costs.with_noise(args.noise), ks, seed=seed).items():
-                    rs = rs[len(traces) - start:] + rs[: len(traces) - start]  # back in the answers' order
+                    rs = rs[len(traces) - start :] + rs[: len(traces) - start]  # back in the answers' order
                     merged[m] = [a.plus(b) for a, b in zip(merged[m], rs)] if m in merged else rs
         print("\n".join(_table(traces, merged, costs.name)))
         print(_policy_time(merged))

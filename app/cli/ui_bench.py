@@ -11,7 +11,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.ui.bench import report, run as bench
+    from app.devtools.bench import report
+    from app.devtools.bench import run as bench
 
     result = bench(args.rate, args.tokens)
     print(report(result))

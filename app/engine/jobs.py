@@ -12,12 +12,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.engine.arena import ArenaProgress, ArenaResult, run_arena, save_results
-from app.engine.bench import BenchPrompt
-from app.engine.events import EngineError
-from app.engine.loading import LoadedModel, ModelLoadError, ModelPair, load_model
-from app.engine.lossless import LosslessReport, check_lossless
-from app.engine.templates import TemplateError, format_chat
+from app.engine.decoding.events import EngineError
+from app.engine.decoding.loading import LoadedModel, ModelLoadError, ModelPair, load_model
+from app.engine.decoding.templates import TemplateError, format_chat
+from app.engine.features.arena import ArenaProgress, ArenaResult, run_arena, save_results
+from app.engine.features.lossless import LosslessReport, check_lossless
+from app.engine.measure.bench import BenchPrompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,9 @@ class ArenaFinished:
 JobEvent = LosslessReport | ArenaProgress | ArenaFinished
 
 
-def run_check(pair: ModelPair | None, command: CheckLossless, cancel: threading.Event) -> LosslessReport | EngineError:
+def run_check(
+    pair: ModelPair | None, command: CheckLossless, cancel: threading.Event
+) -> LosslessReport | EngineError:
     if pair is None:
         return EngineError("no model is loaded: load the pair that wrote the answer first", kind="state")
     if not command.answer:
@@ -75,8 +77,10 @@ def run_check(pair: ModelPair | None, command: CheckLossless, cancel: threading.
         )
     vocab = _vocab_size(pair.main)
     if vocab is not None and any(not 0 <= t < vocab for t in command.answer):
-        return EngineError("the answer has token ids outside the loaded model's vocabulary: "
-                           "it was written by another model", kind="state")
+        return EngineError(
+            "the answer has token ids outside the loaded model's vocabulary: it was written by another model",
+            kind="state",
+        )
     return check_lossless(pair, prompt, list(command.answer), cancel=cancel)
 
 
@@ -94,8 +98,13 @@ def run_arena_job(
 ) -> None:
     """Reuses the loaded main (and a candidate that is the loaded draft) instead of loading twice."""
     if command.k < 1 or command.max_tokens < 2:
-        emit(EngineError(f"the arena needs k ≥ 1 and at least 2 tokens per run (got k={command.k}, "
-                         f"{command.max_tokens} tokens)", kind="state"))
+        emit(
+            EngineError(
+                f"the arena needs k ≥ 1 and at least 2 tokens per run (got k={command.k}, "
+                f"{command.max_tokens} tokens)",
+                kind="state",
+            )
+        )
         return
     if not command.candidates:
         emit(EngineError("the arena has no candidates: no compatible local draft was found", kind="state"))
@@ -112,8 +121,16 @@ def run_arena_job(
         return drafts[path] if path in drafts else load_model(path)
 
     try:
-        results = run_arena(main, list(command.candidates), list(command.prompts) or None, k=command.k,
-                            max_tokens=command.max_tokens, progress=emit, cancel=cancel, load=load)
+        results = run_arena(
+            main,
+            list(command.candidates),
+            list(command.prompts) or None,
+            k=command.k,
+            max_tokens=command.max_tokens,
+            progress=emit,
+            cancel=cancel,
+            load=load,
+        )
     except TemplateError as exc:
         emit(EngineError(f"the main model's chat template failed: {exc}", kind="template"))
         return

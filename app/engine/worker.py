@@ -17,21 +17,26 @@ from dataclasses import dataclass, field
 
 import mlx.core as mx
 
-from app.engine.adaptive import MAX_K, AdaptiveDraftLength
-from app.engine.baselines import (
-    BaselineMeasured, GenerationContext, MeasureBaseline, Preemptible, filler_ids, measure_plain,
+from app.engine.decoding.decode import generate
+from app.engine.decoding.events import EngineError, Event, WarmUpProgress
+from app.engine.decoding.loading import ModelLoadError, ModelPair, load_pair
+from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
+from app.engine.decoding.sampling import SamplingParams
+from app.engine.decoding.session import ChatSession
+from app.engine.decoding.templates import TemplateError, format_chat
+from app.engine.features.baselines import (
+    BaselineMeasured,
+    GenerationContext,
+    MeasureBaseline,
+    Preemptible,
+    filler_ids,
+    measure_plain,
 )
-from app.engine.controller_state import export_state, restore_state, state_key
-from app.engine.decode import generate
-from app.engine.events import EngineError, Event, WarmUpProgress
 from app.engine.jobs import CheckLossless, JobEvent, RunArena, run_arena_job, run_check
 from app.engine.library.store import Store
-from app.engine.loading import ModelLoadError, ModelPair, load_pair
-from app.engine.policy import DraftPolicy, FixedDraftLength, PlainDecoding
-from app.engine.sampling import SamplingParams
-from app.engine.session import ChatSession
-from app.engine.templates import TemplateError, format_chat
-from app.engine.warmup import compile_pass_shapes, compiles_per_shape
+from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
+from app.engine.policy.controller_state import export_state, restore_state, state_key
+from app.engine.policy.warmup import compile_pass_shapes, compiles_per_shape
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +109,13 @@ _STOP = object()
 class EngineWorker:
     """Runs commands one at a time on a daemon thread; `cancel` interrupts the current one."""
 
-    def __init__(self, emit: Callable[[WorkerMessage], None], *, name: str = "specchat-engine",
-                 memory: Store | None = None) -> None:
+    def __init__(
+        self,
+        emit: Callable[[WorkerMessage], None],
+        *,
+        name: str = "specchat-engine",
+        memory: Store | None = None,
+    ) -> None:
         self._emit = emit
         # where adaptive controllers keep what they learnt about a pair across sessions (None: nowhere)
         self._memory = memory
@@ -175,7 +185,7 @@ class EngineWorker:
                     self._cancel.clear()
             try:
                 self._handle(request, command)
-            except Exception as exc:  # noqa: BLE001 - reported, never raised across threads
+            except Exception as exc:
                 detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
                 self._emit(WorkerMessage(request, EngineError(detail, kind="crash")))
             finally:
@@ -210,13 +220,15 @@ class EngineWorker:
         """Compile the controller's pass shapes (see warmup.py). Work queued behind it (another
         load, a question) stops it: the pair is usable without it, only its first answer's
         prices are then less sure. A failure is a notice; the pair stays loaded."""
-        emit = lambda done, total: self._emit(WorkerMessage(request, WarmUpProgress(done, total)))  # noqa: E731
+        emit = lambda done, total: self._emit(WorkerMessage(request, WarmUpProgress(done, total)))
         emit(0, MAX_K)
         stop = self._preemptible()
         try:
             compile_pass_shapes(pair, filler_ids(pair.tokenizer, 16), MAX_K, cancel=stop, progress=emit)
-        except Exception as exc:  # noqa: BLE001 - reported; the pair itself loaded
-            self._emit(WorkerMessage(request, EngineError(f"warming up the pair failed: {exc}", kind="notice")))
+        except Exception as exc:
+            self._emit(
+                WorkerMessage(request, EngineError(f"warming up the pair failed: {exc}", kind="notice"))
+            )
 
     def _handle(self, request: int, command: Command) -> None:
         if isinstance(command, LoadPair):
@@ -230,8 +242,11 @@ class EngineWorker:
             self._pair, self._session = pair, ChatSession(pair)
             self._loaded = (command.main, command.draft)
             refusal = self._session.speculation_refusal
-            if pair.draft is not None and refusal is None and (
-                    compiles_per_shape() if command.warm_up is None else command.warm_up):
+            if (
+                pair.draft is not None
+                and refusal is None
+                and (compiles_per_shape() if command.warm_up is None else command.warm_up)
+            ):
                 self._warm_up(request, pair)
             self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, refusal)))
         elif isinstance(command, ResetSession):
@@ -246,7 +261,11 @@ class EngineWorker:
                 self._emit(WorkerMessage(request, EngineError("no model is loaded", kind="state")))
                 return
             stop = self._preemptible()
-            self._emit(WorkerMessage(request, measure_plain(self._pair.main, command.context_tokens, command.tokens, stop)))
+            self._emit(
+                WorkerMessage(
+                    request, measure_plain(self._pair.main, command.context_tokens, command.tokens, stop)
+                )
+            )
         elif isinstance(command, Generate):
             if self._session is None or self._pair is None:
                 self._emit(WorkerMessage(request, EngineError("no model is loaded", kind="state")))

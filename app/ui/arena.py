@@ -15,19 +15,33 @@ from typing import Any
 from PySide6.QtCore import QSettings, Qt, QThreadPool, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QDialog, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QListWidget,
-    QListWidgetItem, QProgressBar, QPushButton, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
-from app.engine.arena import ARENA_PROMPTS, LOOKUP, ArenaProgress, ArenaResult, load_results
-from app.engine.bench import BenchPrompt
-from app.engine.events import EngineError
+from app.engine.decoding.events import EngineError
+from app.engine.features.arena import ARENA_PROMPTS, LOOKUP, ArenaProgress, ArenaResult, load_results
 from app.engine.jobs import ArenaFinished, RunArena
 from app.engine.library.compat import check_pair
 from app.engine.library.discovery import Sources, scan_library
 from app.engine.library.facts import ModelFacts
 from app.engine.library.ranking import rank_drafts
 from app.engine.library.store import Store
+from app.engine.measure.bench import BenchPrompt
 from app.engine.worker import WorkerMessage
 from app.ui.engine_bridge import EngineBridge
 from app.ui.tasks import PoolTask, start_task
@@ -64,7 +78,10 @@ def load_prompts(settings: QSettings) -> list[tuple[BenchPrompt, bool]]:
     """The saved prompt list (text edits, user prompts, which are on); the built-ins when none."""
     try:
         saved = json.loads(str(settings.value(PROMPTS_KEY, "") or "[]"))
-        out = [(BenchPrompt(str(p["id"]), str(p["class"]), str(p["text"])), bool(p.get("on", True))) for p in saved]
+        out = [
+            (BenchPrompt(str(p["id"]), str(p["class"]), str(p["text"])), bool(p.get("on", True)))
+            for p in saved
+        ]
     except (ValueError, TypeError, KeyError):
         out = []
     return out or [(p, True) for p in ARENA_PROMPTS]
@@ -76,9 +93,18 @@ class ArenaDialog(QDialog):
     apply = Signal(str, object, str)
     running_changed = Signal(bool)
 
-    def __init__(self, bridge: EngineBridge, sources: Sources, settings: QSettings, *, main: str | None = None,
-                 blocked: Callable[[], str | None] = lambda: None, store: Store | None = None,
-                 pool: QThreadPool | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        bridge: EngineBridge,
+        sources: Sources,
+        settings: QSettings,
+        *,
+        main: str | None = None,
+        blocked: Callable[[], str | None] = lambda: None,
+        store: Store | None = None,
+        pool: QThreadPool | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Draft arena")
         self.bridge, self.sources, self.settings, self.store = bridge, sources, settings, store
@@ -96,9 +122,20 @@ class ArenaDialog(QDialog):
         self.candidates, self.prompts = QListWidget(), QListWidget()
         self.prompts.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.prompts.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.add_button, self.remove_button, self.reset_button = QPushButton("Add prompt"), QPushButton("Remove"), QPushButton("Built-ins")
-        self.k, self.tokens = QSpinBox(minimum=1, maximum=12, value=4), QSpinBox(minimum=8, maximum=1024, value=64)
-        self.run_button, self.cancel_button, self.use_button = QPushButton("Run"), QPushButton("Cancel"), QPushButton("Use this draft")
+        self.add_button, self.remove_button, self.reset_button = (
+            QPushButton("Add prompt"),
+            QPushButton("Remove"),
+            QPushButton("Built-ins"),
+        )
+        self.k, self.tokens = (
+            QSpinBox(minimum=1, maximum=12, value=4),
+            QSpinBox(minimum=8, maximum=1024, value=64),
+        )
+        self.run_button, self.cancel_button, self.use_button = (
+            QPushButton("Run"),
+            QPushButton("Cancel"),
+            QPushButton("Use this draft"),
+        )
         self.bar, self.state, self.summary = QProgressBar(), QLabel("Scanning models…"), QLabel("")
         self.state.setWordWrap(True)
         self.summary.setWordWrap(True)
@@ -177,7 +214,9 @@ class ArenaDialog(QDialog):
         at = self.main.findData(self.wanted_main) if self.wanted_main else -1
         self.main.setCurrentIndex(max(at, 0))
         self.main.blockSignals(False)
-        self.state.setText("" if self.facts else "No local models found: add a model folder or download a pair first.")
+        self.state.setText(
+            "" if self.facts else "No local models found: add a model folder or download a pair first."
+        )
         self._on_main_changed()
 
     def select_main(self, main: str | None) -> None:
@@ -198,8 +237,13 @@ class ArenaDialog(QDialog):
             return
         self.state.setText("Checking which drafts are compatible…")
         others, store, facts = [f for p, f in self.facts.items() if p != main], self.store, self.facts[main]
-        self._run(lambda: (main, rank_drafts(facts, [(d, check_pair(Path(main), Path(d.path), store)) for d in others])),
-                  self._on_verdicts)
+        self._run(
+            lambda: (
+                main,
+                rank_drafts(facts, [(d, check_pair(Path(main), Path(d.path), store)) for d in others]),
+            ),
+            self._on_verdicts,
+        )
 
     def _on_verdicts(self, result: tuple[str, list]) -> None:
         main, ranked = result
@@ -214,7 +258,10 @@ class ArenaDialog(QDialog):
             item.setCheckState(Qt.CheckState.Checked)
             self.candidates.addItem(item)
         refused = len(ranked) - len(compatible)
-        self.state.setText(f"{len(compatible)} compatible draft(s)" + (f"; {refused} refused (see the picker)" if refused else ""))
+        self.state.setText(
+            f"{len(compatible)} compatible draft(s)"
+            + (f"; {refused} refused (see the picker)" if refused else "")
+        )
         self._update_buttons()
 
     def checked_candidates(self) -> list[str]:
@@ -279,11 +326,18 @@ class ArenaDialog(QDialog):
         for i in range(self.prompts.count()):
             item = self.prompts.item(i)
             pid, cls = item.data(KEY)
-            out.append((BenchPrompt(pid, cls, str(item.data(TEXT)).strip()), item.checkState() == Qt.CheckState.Checked))
+            out.append(
+                (
+                    BenchPrompt(pid, cls, str(item.data(TEXT)).strip()),
+                    item.checkState() == Qt.CheckState.Checked,
+                )
+            )
         return out
 
     def _save_prompts(self) -> None:
-        data = [{"id": p.id, "class": p.prompt_class, "text": p.text, "on": on} for p, on in self.prompt_list()]
+        data = [
+            {"id": p.id, "class": p.prompt_class, "text": p.text, "on": on} for p, on in self.prompt_list()
+        ]
         self.settings.setValue(PROMPTS_KEY, json.dumps(data))
 
     # -- running ---------------------------------------------------------------------------
@@ -294,14 +348,19 @@ class ArenaDialog(QDialog):
     def run(self) -> bool:
         main, candidates = self.current_main(), self.checked_candidates()
         prompts = tuple(p for p, on in self.prompt_list() if on and p.text)
-        reason = (self.blocked() or ("Choose a main model first." if main is None else None)
-                  or (None if candidates else "Tick at least one candidate.")
-                  or (None if prompts else "Tick at least one prompt with some text."))
+        reason = (
+            self.blocked()
+            or ("Choose a main model first." if main is None else None)
+            or (None if candidates else "Tick at least one candidate.")
+            or (None if prompts else "Tick at least one prompt with some text.")
+        )
         if self.running or reason:
             self.state.setText(reason or "The arena is already running.")
             return False
         assert main is not None
-        self.request = self.bridge.submit(RunArena(main, tuple(candidates), prompts, self.k.value(), self.tokens.value()))
+        self.request = self.bridge.submit(
+            RunArena(main, tuple(candidates), prompts, self.k.value(), self.tokens.value())
+        )
         self.cancelling, self.last_progress = False, None
         self.bar.setRange(0, 0)
         self.state.setText("Loading the main model…")
@@ -334,7 +393,9 @@ class ArenaDialog(QDialog):
                     self.state.setText("Cancelled: nothing was saved.")
                     self.show_results(load_results(event.main), "Last complete arena")
                 else:
-                    self.state.setText("Finished." if event.saved else "Finished, but the results could not be saved.")
+                    self.state.setText(
+                        "Finished." if event.saved else "Finished, but the results could not be saved."
+                    )
                     self.show_results(list(event.results), "Ranking")
             elif isinstance(event, EngineError):
                 if event.kind == "notice":
@@ -355,9 +416,14 @@ class ArenaDialog(QDialog):
         self.results = results
         self.table.setRowCount(len(results))
         for row, r in enumerate(results):
-            cells = (str(row + 1), candidate_name(r.candidate), f"{r.speedup:.2f}×" if not r.error else "—",
-                     f"{r.acceptance:.0%}" if not r.error and r.acceptance is not None else "—", best_k_text(r),
-                     r.error or " · ".join(f"{c} {s:.2f}×" for c, s in r.by_class))
+            cells = (
+                str(row + 1),
+                candidate_name(r.candidate),
+                f"{r.speedup:.2f}×" if not r.error else "—",
+                f"{r.acceptance:.0%}" if not r.error and r.acceptance is not None else "—",
+                best_k_text(r),
+                r.error or " · ".join(f"{c} {s:.2f}×" for c, s in r.by_class),
+            )
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(KEY, r.candidate)
@@ -368,8 +434,11 @@ class ArenaDialog(QDialog):
         if results:
             self.table.selectRow(0)
             best = results[0]
-            verdict = (f"{candidate_name(best.candidate)} is fastest: {best.speedup:.2f}× plain decoding"
-                       if not best.error and best.speedup > 0 else "no candidate could run")
+            verdict = (
+                f"{candidate_name(best.candidate)} is fastest: {best.speedup:.2f}× plain decoding"
+                if not best.error and best.speedup > 0
+                else "no candidate could run"
+            )
             self.summary.setText(f"<b>{title}:</b> {verdict}." if title else verdict)
         else:
             self.summary.setText(f"<b>{title}:</b> none yet. Press Run." if title else "")
@@ -395,7 +464,7 @@ class ArenaDialog(QDialog):
             self.apply.emit(main, r.candidate, "model")
         self.state.setText(f"Loading {Path(main).name} with {candidate_name(r.candidate)}…")
 
-    def closeEvent(self, e: QCloseEvent) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, e: QCloseEvent) -> None:
         """Closing stops a run: nobody would see its end."""
         self.cancel()
         super().closeEvent(e)

@@ -16,7 +16,9 @@ REFERENCE = QColor("#ef4444")
 class Chart(QWidget):
     """A small line or bar chart painted with QPainter; `points` are (x, y) in data units."""
 
-    def __init__(self, title: str, kind: str = "line", y_label: str = "", parent: QWidget | None = None) -> None:
+    def __init__(
+        self, title: str, kind: str = "line", y_label: str = "", parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.title, self.kind, self.y_label = title, kind, y_label
         self.points: list[tuple[float, float]] = []
@@ -25,12 +27,16 @@ class Chart(QWidget):
         self.x_labels: list[str] = []
         self.setMinimumSize(220, 150)
 
-    def set_data(self, points: list[tuple[float, float]], reference: float | None = None,
-                 x_labels: list[str] | None = None) -> None:
+    def set_data(
+        self,
+        points: list[tuple[float, float]],
+        reference: float | None = None,
+        x_labels: list[str] | None = None,
+    ) -> None:
         self.points, self.reference, self.x_labels = list(points), reference, list(x_labels or [])
         self.update()
 
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, _event) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = self.palette()
@@ -48,7 +54,7 @@ class Chart(QWidget):
         if not self.points:
             p.drawText(area, Qt.AlignmentFlag.AlignCenter, "no data yet")
             return
-        y_at = lambda y: area.bottom() - area.height() * y / top  # noqa: E731
+        y_at = lambda y: area.bottom() - area.height() * y / top
         if self.kind == "bar":
             self._bars(p, area, y_at)
         else:
@@ -58,18 +64,27 @@ class Chart(QWidget):
             y = y_at(self.reference)
             p.drawLine(QPointF(area.left(), y), QPointF(area.right(), y))
             if self.reference_label:
-                p.drawText(QRectF(area.left() + 4, y - 16, area.width() - 8, 14), Qt.AlignmentFlag.AlignLeft,
-                           self.reference_label)
+                p.drawText(
+                    QRectF(area.left() + 4, y - 16, area.width() - 8, 14),
+                    Qt.AlignmentFlag.AlignLeft,
+                    self.reference_label,
+                )
 
     def _bars(self, p: QPainter, area: QRectF, y_at) -> None:
         n = len(self.points)
         width = area.width() / n
         for i, (_, y) in enumerate(self.points):
-            bar = QRectF(area.left() + i * width + width * 0.15, y_at(y), width * 0.7, area.bottom() - y_at(y))
+            bar = QRectF(
+                area.left() + i * width + width * 0.15, y_at(y), width * 0.7, area.bottom() - y_at(y)
+            )
             p.fillRect(bar, ACCENT)
             label = self.x_labels[i] if i < len(self.x_labels) else str(i)
             p.setPen(self.palette().text().color())
-            p.drawText(QRectF(area.left() + i * width, area.bottom() + 2, width, 16), Qt.AlignmentFlag.AlignHCenter, label)
+            p.drawText(
+                QRectF(area.left() + i * width, area.bottom() + 2, width, 16),
+                Qt.AlignmentFlag.AlignHCenter,
+                label,
+            )
 
     def _line(self, p: QPainter, area: QRectF, y_at) -> None:
         x0, x1 = self.points[0][0], self.points[-1][0]
@@ -81,8 +96,11 @@ class Chart(QWidget):
         p.setPen(QPen(ACCENT, 2))
         p.drawPath(path)
         p.setPen(self.palette().text().color())
-        p.drawText(QRectF(area.left(), area.bottom() + 2, area.width(), 16), Qt.AlignmentFlag.AlignRight,
-                   f"{x1:.3g} {self.y_label}".strip())
+        p.drawText(
+            QRectF(area.left(), area.bottom() + 2, area.width(), 16),
+            Qt.AlignmentFlag.AlignRight,
+            f"{x1:.3g} {self.y_label}".strip(),
+        )
 
     def png(self) -> bytes:
         data = QByteArray()

@@ -12,16 +12,23 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QSettings, Signal
 
-from app.engine.baselines import BaselineCache, GenerationContext, context_bucket
-from app.engine.conversations import ConversationError, ConversationStore, clean_text
-from app.engine.events import EngineError, GenerationFinished, PrefillProgress, RoundEvent, TokenEvent, WarmUpProgress
-from app.engine.history import LOOKUP, Run, RunHistory
-from app.engine.prompt_kind import classify
+from app.engine.decoding.events import (
+    EngineError,
+    GenerationFinished,
+    PrefillProgress,
+    RoundEvent,
+    TokenEvent,
+    WarmUpProgress,
+)
+from app.engine.features.baselines import BaselineCache, GenerationContext, context_bucket
+from app.engine.features.prompt_kind import classify
+from app.engine.store.conversations import ConversationError, ConversationStore, clean_text
+from app.engine.store.history import LOOKUP, Run, RunHistory
 from app.engine.worker import Generate, LoadPair, PairLoaded, WorkerMessage
 from app.ui.chat_view import ChatView, ViewMessage
 from app.ui.engine_bridge import EngineBridge
-from app.ui.settings_dialog import ChatSettings
 from app.ui.plain_speed import BaselineStatus, PlainBaselines
+from app.ui.settings_dialog import ChatSettings
 from app.ui.stats import LiveStats, StatusStrip
 from app.ui.tokens import Answer, Assembler
 
@@ -37,7 +44,7 @@ class Live:
     last_checkpoint: float = field(default_factory=time.monotonic)
     ids: list[int] = field(default_factory=list)  # the answer's token ids, for the losslessness check
     origin: dict[str, object] = field(default_factory=dict)  # what wrote it: kept with the stats
-    kind: str = "prose"  # the prompt's kind (app.engine.prompt_kind), for the speedup history
+    kind: str = "prose"  # the prompt's kind (app.engine.features.prompt_kind), for the speedup history
     context: int | None = None  # prompt tokens, once the worker has said
 
 
@@ -50,14 +57,26 @@ class ChatController(QObject):
     baseline_status = Signal(object)  # BaselineStatus: the plain speed the dashboard compares with
     history_changed = Signal()
 
-    def __init__(self, store: ConversationStore, bridge: EngineBridge, view: ChatView, strip: StatusStrip,
-                 settings: QSettings, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        store: ConversationStore,
+        bridge: EngineBridge,
+        view: ChatView,
+        strip: StatusStrip,
+        settings: QSettings,
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent)
         self.store, self.bridge, self.view, self.strip = store, bridge, view, strip
         self.baselines = BaselineCache()
         self.history = RunHistory(store)
-        self.plain = PlainBaselines(bridge, self.baselines, self.history,
-                                    idle=lambda: self.live is None and self.load_request is None, parent=self)
+        self.plain = PlainBaselines(
+            bridge,
+            self.baselines,
+            self.history,
+            idle=lambda: self.live is None and self.load_request is None,
+            parent=self,
+        )
         self.plain.status.connect(self.baseline_status)
         self.plain.status.connect(lambda _s: self.history_changed.emit())
         self.conversation: int | None = None
@@ -95,8 +114,18 @@ class ChatController(QObject):
         self.conversation = c.id
         self.editing = None
         self.chat_settings = ChatSettings.from_dict(c.settings, c.system_prompt)
-        msgs = [ViewMessage(m.id, m.role, Answer.decode(m.content, m.tokens, m.rejected) if m.role == "assistant"
-                            else Answer.decode(m.content, ""), m.state, m.stats) for m in c.messages]
+        msgs = [
+            ViewMessage(
+                m.id,
+                m.role,
+                Answer.decode(m.content, m.tokens, m.rejected)
+                if m.role == "assistant"
+                else Answer.decode(m.content, ""),
+                m.state,
+                m.stats,
+            )
+            for m in c.messages
+        ]
         self.view.set_messages(msgs)
         if c.damaged:
             self.notice.emit("Part of this conversation was damaged; what could be read is shown.")
@@ -128,7 +157,9 @@ class ChatController(QObject):
             return self._resend_edit(text)
         if self.conversation is None:
             title = " ".join(text.split())[:48] or "New chat"
-            self.conversation = self.store.create(title, self.chat_settings.system_prompt, self.chat_settings.to_dict())
+            self.conversation = self.store.create(
+                title, self.chat_settings.system_prompt, self.chat_settings.to_dict()
+            )
             self.conversations_changed.emit()
         key = self.store.append(self.conversation, "user", text)  # committed before generation starts
         user = ViewMessage(key, "user", Answer.decode(text, ""))
@@ -177,7 +208,11 @@ class ChatController(QObject):
         return True
 
     def _history(self) -> tuple[dict[str, str], ...]:
-        out = [{"role": "system", "content": self.chat_settings.system_prompt}] if self.chat_settings.system_prompt else []
+        out = (
+            [{"role": "system", "content": self.chat_settings.system_prompt}]
+            if self.chat_settings.system_prompt
+            else []
+        )
         out += [{"role": m.role, "content": m.answer.text} for m in self.view.messages]
         return tuple(out)
 
@@ -194,9 +229,14 @@ class ChatController(QObject):
         self.plain.preempt()  # a background measurement gives way to the user
         stats = LiveStats(mode=speculation.mode)  # its plain speed comes with the context size
         asked = next((m.answer.text for m in reversed(self.view.messages) if m.role == "user"), "")
-        self.live = Live(self.bridge.submit(command), message, Assembler(message.answer, self.bridge.decode), stats,
-                         origin={"main": self.pair[0], "draft": self.pair[1], "temperature": s.temperature},
-                         kind=classify(asked))
+        self.live = Live(
+            self.bridge.submit(command),
+            message,
+            Assembler(message.answer, self.bridge.decode),
+            stats,
+            origin={"main": self.pair[0], "draft": self.pair[1], "temperature": s.temperature},
+            kind=classify(asked),
+        )
         self.strip.set_state("Generating")
         self.strip.show_stats(stats.snapshot())
         self.busy_changed.emit(True)
@@ -228,14 +268,23 @@ class ChatController(QObject):
                 elif isinstance(event, GenerationContext):
                     live.context = event.prompt_tokens
                     live.stats.plain_speed = self.plain.get(event.main, event.prompt_tokens)
-                    self.baseline_status.emit(BaselineStatus(event.main, event.prompt_tokens, live.stats.plain_speed,
-                                                             self.plain.measuring, live.request))
+                    self.baseline_status.emit(
+                        BaselineStatus(
+                            event.main,
+                            event.prompt_tokens,
+                            live.stats.plain_speed,
+                            self.plain.measuring,
+                            live.request,
+                        )
+                    )
                 elif isinstance(event, PrefillProgress):
                     self.strip.set_state(f"Reading prompt {event.done}/{event.total}")
                 elif isinstance(event, GenerationFinished):
                     live.assembler.answer.add_tail(event.tail)
                     live.assembler.flush()
-                    self.view.paint_live(live.message, live.assembler.ready)  # the last batch is shown live too
+                    self.view.paint_live(
+                        live.message, live.assembler.ready
+                    )  # the last batch is shown live too
                     live.stats.finish(event)
                     self._finish(live, "complete" if event.reason != "cancelled" else "cancelled")
                     live = None
@@ -254,9 +303,12 @@ class ChatController(QObject):
         if isinstance(event, PairLoaded):
             self.pair = (event.main, event.draft)
             self.load_request = None
-            name = lambda p: p.rstrip("/").rsplit("/", 1)[-1]  # noqa: E731
-            draft = name(event.draft) if event.draft else {"lookup": "prompt lookup", "off": "no draft"}.get(
-                self.mode_override or "", "no draft")
+            name = lambda p: p.rstrip("/").rsplit("/", 1)[-1]
+            draft = (
+                name(event.draft)
+                if event.draft
+                else {"lookup": "prompt lookup", "off": "no draft"}.get(self.mode_override or "", "no draft")
+            )
             self.strip.set_state("Ready")
             self.pair_changed.emit(f"{name(event.main)}  +  {draft}")
             self.pair_loaded.emit(event.main)
@@ -287,9 +339,25 @@ class ChatController(QObject):
         else:
             label = LOOKUP if mode == "lookup" or not draft else draft
         plain = self.plain.get(main, context) if mode != "off" else None
-        run = Run(main, label, mode, live.kind, float(live.origin.get("temperature", 0.0) or 0.0), context,
-                  context_bucket(context), s.tokens, rate, plain, rate / plain if plain and rate else None,
-                  s.proposed, s.accepted, state, time.time(), self.conversation, live.message.key)
+        run = Run(
+            main,
+            label,
+            mode,
+            live.kind,
+            float(live.origin.get("temperature", 0.0) or 0.0),
+            context,
+            context_bucket(context),
+            s.tokens,
+            rate,
+            plain,
+            rate / plain if plain and rate else None,
+            s.proposed,
+            s.accepted,
+            state,
+            time.time(),
+            self.conversation,
+            live.message.key,
+        )
         if self.history.record(run) is not None:
             self.history_changed.emit()
         if mode != "off" and plain is None and self.plain.want(main, context):
@@ -298,8 +366,14 @@ class ChatController(QObject):
     def _checkpoint(self, live: Live, state: str) -> None:
         a = live.assembler.answer
         live.message.stats = {**live.stats.snapshot(), **live.origin, "token_ids": list(live.ids)}
-        self.store.checkpoint(live.message.key, a.text, state=state, tokens=a.encoded(), rejected=a.rejected,
-                              stats=live.message.stats)
+        self.store.checkpoint(
+            live.message.key,
+            a.text,
+            state=state,
+            tokens=a.encoded(),
+            rejected=a.rejected,
+            stats=live.message.stats,
+        )
         live.last_checkpoint = time.monotonic()
 
     def _finish(self, live: Live, state: str) -> None:
@@ -311,7 +385,9 @@ class ChatController(QObject):
         if self.pair is not None and live.context is not None and state != "error":
             self._record(live, state)
         self.view.finish_live(live.message)
-        self.strip.set_state({"complete": "Done", "cancelled": "Stopped", "error": "Failed"}.get(state, state))
+        self.strip.set_state(
+            {"complete": "Done", "cancelled": "Stopped", "error": "Failed"}.get(state, state)
+        )
         self.strip.show_stats(snap)
         self.busy_changed.emit(False)
         self.conversations_changed.emit()

@@ -12,14 +12,22 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QUrl, Signal
 from PySide6.QtGui import (
-    QBrush, QColor, QContextMenuEvent, QDesktopServices, QFont, QGuiApplication, QTextBlockFormat, QTextCharFormat,
-    QTextCursor, QTextFormat,
+    QBrush,
+    QColor,
+    QContextMenuEvent,
+    QDesktopServices,
+    QFont,
+    QGuiApplication,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextFormat,
 )
 from PySide6.QtWidgets import QMessageBox, QTextBrowser, QTextEdit, QToolTip, QWidget
 
+from app.ui.lossless_view import DIVERGENCE, verdict_line
 from app.ui.render import P_MESSAGE, P_PROV, P_REJECTED, P_ROUND, P_TOKEN, Links, Options, Painter
 from app.ui.theme import Theme, current_theme
-from app.ui.lossless_view import DIVERGENCE, verdict_line
 from app.ui.tokens import Answer
 
 SAFE_SCHEMES = ("http", "https", "mailto")
@@ -75,15 +83,18 @@ class ChatView(QTextBrowser):
         self._keys = 0
 
     # -- safety ---------------------------------------------------------------------------------
-    def loadResource(self, kind: int, url: QUrl | str) -> Any:  # noqa: N802 - Qt override
+    def loadResource(self, kind: int, url: QUrl | str) -> Any:
         """Nothing is ever loaded: not files, not network, not data URLs."""
         self.resource_requests.append(url.toString() if isinstance(url, QUrl) else str(url))
         return None
 
     def _confirm(self, url: str) -> bool:
         answer = QMessageBox.question(
-            self, "Open link?", f"The model's answer links to:\n\n{url}\n\nOpen it in your browser?",
-            QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel,
+            self,
+            "Open link?",
+            f"The model's answer links to:\n\n{url}\n\nOpen it in your browser?",
+            QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel,
         )
         return answer == QMessageBox.StandardButton.Open
 
@@ -98,7 +109,9 @@ class ChatView(QTextBrowser):
         elif kind == "link" and n < len(self.links.urls):
             target = QUrl(self.links.urls[n])
             if target.scheme().lower() not in SAFE_SCHEMES:
-                QMessageBox.information(self, "Link not opened", f"SpecChat only opens web links:\n\n{self.links.urls[n]}")
+                QMessageBox.information(
+                    self, "Link not opened", f"SpecChat only opens web links:\n\n{self.links.urls[n]}"
+                )
             elif self.confirm_link(self.links.urls[n]):
                 QDesktopServices.openUrl(target)
         elif kind in ("edit", "regenerate", "copymsg", "check", "cancelcheck"):
@@ -149,7 +162,11 @@ class ChatView(QTextBrowser):
             while not it.atEnd():
                 frag = it.fragment()
                 fmt = frag.charFormat()
-                if fmt.property(P_MESSAGE) == key and fmt.property(P_TOKEN) == index and not fmt.property(P_REJECTED):
+                if (
+                    fmt.property(P_MESSAGE) == key
+                    and fmt.property(P_TOKEN) == index
+                    and not fmt.property(P_REJECTED)
+                ):
                     end = frag.position() + frag.length()
                     span = (frag.position(), end) if span is None else (span[0], end)
                 it += 1
@@ -200,7 +217,13 @@ class ChatView(QTextBrowser):
         fmt.setFontWeight(QFont.Weight.Bold)
         fmt.setProperty(P_MESSAGE, m.key)
         cursor.insertText("You" if m.role == "user" else "Assistant", fmt)
-        note = "" if m.live else {"partial": "  · interrupted", "cancelled": "  · stopped", "error": "  · failed"}.get(m.state, "")
+        note = (
+            ""
+            if m.live
+            else {"partial": "  · interrupted", "cancelled": "  · stopped", "error": "  · failed"}.get(
+                m.state, ""
+            )
+        )
         if note:
             muted = self._base()
             muted.setForeground(QBrush(self.theme.muted))
@@ -208,9 +231,18 @@ class ChatView(QTextBrowser):
         cursor.insertBlock(QTextBlockFormat())
 
     def _actions(self, cursor: QTextCursor, m: ViewMessage) -> None:
-        names = ("edit",) if m.role == "user" else ("regenerate", "copymsg", "cancelcheck" if m.checking else "check")
-        labels = {"edit": "Edit", "regenerate": "Regenerate", "copymsg": "Copy", "check": "Check losslessness",
-                  "cancelcheck": "Cancel check"}
+        names = (
+            ("edit",)
+            if m.role == "user"
+            else ("regenerate", "copymsg", "cancelcheck" if m.checking else "check")
+        )
+        labels = {
+            "edit": "Edit",
+            "regenerate": "Regenerate",
+            "copymsg": "Copy",
+            "check": "Check losslessness",
+            "cancelcheck": "Cancel check",
+        }
         cursor.insertBlock(QTextBlockFormat())
         for name in names:
             fmt = self._base()
@@ -271,7 +303,9 @@ class ChatView(QTextBrowser):
         self._rejected_seen = len(m.answer.rejected)
         cursor = self._cursor()
         cursor.beginEditBlock()  # the batch is laid out once, not once per token
-        Painter(cursor, self.theme, self.options, m.key).tokens(m.answer, self._painted, ready, self._base(), rejected)
+        Painter(cursor, self.theme, self.options, m.key).tokens(
+            m.answer, self._painted, ready, self._base(), rejected
+        )
         cursor.endEditBlock()
         self._painted = ready
         if at_end:
@@ -312,8 +346,11 @@ class ChatView(QTextBrowser):
         if fmt.property(P_REJECTED):
             info["rejected"] = True
         if fmt.property(P_TOKEN) is not None:
-            info.update(token=int(fmt.property(P_TOKEN)), provenance=str(fmt.property(P_PROV)),
-                        round=int(fmt.property(P_ROUND)))
+            info.update(
+                token=int(fmt.property(P_TOKEN)),
+                provenance=str(fmt.property(P_PROV)),
+                round=int(fmt.property(P_ROUND)),
+            )
         return info
 
     def tooltip_for(self, info: dict[str, Any]) -> str:
@@ -322,13 +359,15 @@ class ChatView(QTextBrowser):
             lines.append("Proposed by the draft, refused by the main model")
         elif "token" in info:
             who = {"main": "main model", "draft": "draft (accepted)", "lookup": "prompt lookup (accepted)"}
-            lines.append(f"Token {info['token']} · {who.get(info['provenance'], info['provenance'])} · round {info['round']}")
+            lines.append(
+                f"Token {info['token']} · {who.get(info['provenance'], info['provenance'])} · round {info['round']}"
+            )
         message = next((m for m in self.messages if m.key == info["message"]), None)
         if message is not None and message.stats:
             lines.append(stats_line(message.stats))
         return "\n".join(lines)
 
-    def contextMenuEvent(self, e: QContextMenuEvent) -> None:  # noqa: N802 - Qt override
+    def contextMenuEvent(self, e: QContextMenuEvent) -> None:
         """The standard menu, plus the answer's own actions when the click is on an answer."""
         menu = self.createStandardContextMenu(e.pos())
         info = self.info_at(self.cursorForPosition(e.pos()).position())
@@ -343,7 +382,7 @@ class ChatView(QTextBrowser):
         menu.exec(e.globalPos())
         menu.deleteLater()
 
-    def viewportEvent(self, e: QEvent) -> bool:  # noqa: N802 - Qt override; tooltips arrive here
+    def viewportEvent(self, e: QEvent) -> bool:
         if e.type() == QEvent.Type.ToolTip:
             info = self.info_at(self.cursorForPosition(e.pos()).position())  # type: ignore[attr-defined]
             text = self.tooltip_for(info) if info else ""

@@ -11,8 +11,11 @@ class _Editor(QPlainTextEdit):
     submit = Signal()
     escape = Signal()
 
-    def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 - Qt override
-        if e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not e.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+    def keyPressEvent(self, e: QKeyEvent) -> None:
+        if (
+            e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+            and not e.modifiers() & Qt.KeyboardModifier.ShiftModifier
+        ):
             self.submit.emit()
             return
         if e.key() == Qt.Key.Key_Escape:
@@ -28,7 +31,9 @@ class Composer(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.editor = _Editor()
-        self.editor.setPlaceholderText("Message the model…  (Enter sends, Shift+Enter for a new line, Esc stops)")
+        self.editor.setPlaceholderText(
+            "Message the model…  (Enter sends, Shift+Enter for a new line, Esc stops)"
+        )
         self.editor.setFixedHeight(76)
         self.button = QPushButton("Send")
         self.button.setMinimumWidth(80)

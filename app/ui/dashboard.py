@@ -15,13 +15,20 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QDockWidget, QFileDialog, QGridLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget,
+    QDockWidget,
+    QFileDialog,
+    QGridLayout,
+    QLabel,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
-from app.engine.baselines import bucket_label
-from app.engine.events import RoundEvent, TokenEvent
-from app.engine.history import RunHistory
-from app.engine.telemetry import Telemetry, export_report
+from app.engine.decoding.events import RoundEvent, TokenEvent
+from app.engine.features.baselines import bucket_label
+from app.engine.features.telemetry import Telemetry, export_report
+from app.engine.store.history import RunHistory
 from app.engine.worker import WorkerMessage
 from app.ui.chart import Chart
 from app.ui.history_view import HistoryView
@@ -71,8 +78,12 @@ class Dashboard(QDockWidget):
 
     @property
     def charts(self) -> dict[str, Chart]:
-        return {"Tokens per second": self.rate, "Acceptance by position": self.acceptance,
-                "Accepted per round": self.histogram, "Draft length over time": self.k_chart}
+        return {
+            "Tokens per second": self.rate,
+            "Acceptance by position": self.acceptance,
+            "Accepted per round": self.histogram,
+            "Draft length over time": self.k_chart,
+        }
 
     def follow(self, request: int, plain_tok_s: float | None = None) -> None:
         """Start charting a new generation; its plain baseline comes with its context size."""
@@ -86,10 +97,15 @@ class Dashboard(QDockWidget):
         if status.request is not None:
             if status.request != self.request:
                 return
-        elif self.baseline is None or (status.main, status.bucket) != (self.baseline.main, self.baseline.bucket):
+        elif self.baseline is None or (status.main, status.bucket) != (
+            self.baseline.main,
+            self.baseline.bucket,
+        ):
             return
         else:  # keep saying which context this answer is at
-            status = replace(status, context_tokens=self.baseline.context_tokens, request=self.baseline.request)
+            status = replace(
+                status, context_tokens=self.baseline.context_tokens, request=self.baseline.request
+            )
         self.baseline = status
         if status.plain_tok_s is not None:
             self.telemetry.plain_tok_s = status.plain_tok_s
@@ -114,8 +130,12 @@ class Dashboard(QDockWidget):
         self.rate.set_data(t.tok_s, t.plain_tok_s)
         self.rate.reference_label = f"plain {t.plain_tok_s:.1f} at this context" if t.plain_tok_s else ""
         rates = t.acceptance_by_position
-        self.acceptance.set_data([(i + 1, r) for i, r in enumerate(rates)], x_labels=[str(i + 1) for i in range(len(rates))])
-        self.histogram.set_data([(a, n) for a, n in enumerate(t.histogram)], x_labels=[str(a) for a in range(len(t.histogram))])
+        self.acceptance.set_data(
+            [(i + 1, r) for i, r in enumerate(rates)], x_labels=[str(i + 1) for i in range(len(rates))]
+        )
+        self.histogram.set_data(
+            [(a, n) for a, n in enumerate(t.histogram)], x_labels=[str(a) for a in range(len(t.histogram))]
+        )
         self.k_chart.set_data([(float(r), float(k)) for r, k in t.k_series])
         self.summary.setText(self.summary_text())
         self.baseline_note.setText(self.baseline_text())
@@ -128,27 +148,38 @@ class Dashboard(QDockWidget):
         if b.measuring:
             return f"Measuring plain speed at {where}…"
         if b.plain_tok_s is not None:
-            return (f"Plain speed at {where}: {b.plain_tok_s:.1f} tok/s, measured on this machine for contexts of "
-                    f"{bucket_label(b.bucket)} tokens.")
+            return (
+                f"Plain speed at {where}: {b.plain_tok_s:.1f} tok/s, measured on this machine for contexts of "
+                f"{bucket_label(b.bucket)} tokens."
+            )
         return f"Plain speed at {where} is not known yet: it is measured in the background after this answer."
 
     def summary_text(self) -> str:
         s = self.telemetry.summary()
         if not s.tokens:
             return "Waiting for tokens…" if self.request is not None else "No generation yet."
-        baseline = (f"plain {s.plain_tok_s:.1f} tok/s → <b>{s.achieved_speedup:.2f}×</b>" if s.achieved_speedup
-                    else "plain speed not measured yet at this context")
-        oracle = (f"best fixed k = {s.oracle_k} would give {s.oracle_speedup:.2f}×" if s.oracle_k
-                  else "oracle: not enough drafting rounds yet")
-        return (f"<b>{s.tok_s:.1f} tok/s</b> · {baseline}<br>{oracle} · acceptance {s.acceptance:.0%}"
-                f" · {s.mean_accepted:.2f} accepted per drafting round")
+        baseline = (
+            f"plain {s.plain_tok_s:.1f} tok/s → <b>{s.achieved_speedup:.2f}×</b>"
+            if s.achieved_speedup
+            else "plain speed not measured yet at this context"
+        )
+        oracle = (
+            f"best fixed k = {s.oracle_k} would give {s.oracle_speedup:.2f}×"
+            if s.oracle_k
+            else "oracle: not enough drafting rounds yet"
+        )
+        return (
+            f"<b>{s.tok_s:.1f} tok/s</b> · {baseline}<br>{oracle} · acceptance {s.acceptance:.0%}"
+            f" · {s.mean_accepted:.2f} accepted per drafting round"
+        )
 
     def export(self, folder: Path) -> Path:
         """report.md with one PNG per chart, rounds.csv of the raw per-round data, and the
         history: its table in the report, history.csv of every recorded answer, its chart."""
         history = self.history.export(folder)
-        return export_report(self.telemetry, folder, {name: c.png() for name, c in self.charts.items()},
-                             appendix=history)
+        return export_report(
+            self.telemetry, folder, {name: c.png() for name, c in self.charts.items()}, appendix=history
+        )
 
     def _ask_export(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Export report to folder")

@@ -38,8 +38,11 @@ class DownloadTask(QRunnable):
     def run(self) -> None:
         try:
             folder = download(
-                self.repo_id, progress=self.signals.progress.emit, cancel=self._cancel,
-                endpoint=self.endpoint, root=self.root,
+                self.repo_id,
+                progress=self.signals.progress.emit,
+                cancel=self._cancel,
+                endpoint=self.endpoint,
+                root=self.root,
             )
         except DownloadCancelled:
             self.signals.cancelled.emit()

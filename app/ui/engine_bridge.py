@@ -35,8 +35,12 @@ EngineFactory = Callable[[Callable[[WorkerMessage], None]], Engine]
 class EngineBridge(QObject):
     batch = Signal(object)  # tuple[WorkerMessage, ...], in arrival order
 
-    def __init__(self, factory: EngineFactory = EngineWorker, interval_ms: int = DRAIN_MS,
-                 parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        factory: EngineFactory = EngineWorker,
+        interval_ms: int = DRAIN_MS,
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent)
         self._inbox: collections.deque[WorkerMessage] = collections.deque()
         self.engine: Engine = factory(self._inbox.append)
@@ -77,8 +81,9 @@ class EngineBridge(QObject):
 
 def tokenizer_decoder(main: str) -> Callable[[list[int]], str]:
     """Load only the tokenizer of `main` (no weights): used off the GUI thread for refused drafts."""
-    from mlx_lm.tokenizer_utils import load as load_tokenizer
     from pathlib import Path
+
+    from mlx_lm.tokenizer_utils import load as load_tokenizer
 
     tokenizer: Any = load_tokenizer(Path(main))
     return lambda ids: tokenizer.decode(ids)

@@ -1,6 +1,6 @@
 """The dashboard's history tab: what speculation bought per model pair, across conversations.
 
-Rows come from the `runs` table (app.engine.history): one per pair, prompt kind and
+Rows come from the `runs` table (app.engine.store.history): one per pair, prompt kind and
 temperature. The chart follows the chosen pair's speedup answer by answer, against plain (1×).
 `rows` and the chart's `points` are plain attributes, so tests read what is shown.
 """
@@ -12,10 +12,25 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
-from app.engine.history import HistoryRow, RunHistory, aggregate, export_history, pair_label, speedup_series, temperature_label
+from app.engine.store.history import (
+    HistoryRow,
+    RunHistory,
+    aggregate,
+    export_history,
+    pair_label,
+    speedup_series,
+    temperature_label,
+)
 from app.ui.chart import Chart
 
 COLUMNS = ("Kind", "Temp.", "Answers", "Speedup", "Acceptance", "tok/s")
@@ -73,12 +88,21 @@ class HistoryView(QWidget):
         self.rows = aggregate(runs)
         self.table.setRowCount(len(self.rows))
         for i, r in enumerate(self.rows):
-            cells = (r.kind, temperature_label(r.temperature), str(r.answers),
-                     f"{r.speedup:.2f}×" if r.speedup else "plain speed not known",
-                     f"{r.acceptance:.0%}" if r.acceptance is not None else "—", f"{r.tok_s:.1f}")
+            cells = (
+                r.kind,
+                temperature_label(r.temperature),
+                str(r.answers),
+                f"{r.speedup:.2f}×" if r.speedup else "plain speed not known",
+                f"{r.acceptance:.0%}" if r.acceptance is not None else "—",
+                f"{r.tok_s:.1f}",
+            )
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setTextAlignment(Qt.AlignmentFlag.AlignCenter if j else Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+                item.setTextAlignment(
+                    Qt.AlignmentFlag.AlignCenter
+                    if j
+                    else Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+                )
                 self.table.setItem(i, j, item)
         self.chart.set_data(speedup_series(runs), 1.0 if runs else None)
         self.chart.reference_label = "plain = 1×"
@@ -87,8 +111,10 @@ class HistoryView(QWidget):
         else:
             n = sum(r.answers for r in self.rows)
             since = time.strftime("%Y-%m-%d", time.localtime(runs[0].created)) if runs else "—"
-            self.note.setText(f"{n} answer{'s' * (n != 1)} with {pair_label(*chosen)} since {since}. Speedups are "
-                              "geometric means over answers whose plain speed at their context length is known.")
+            self.note.setText(
+                f"{n} answer{'s' * (n != 1)} with {pair_label(*chosen)} since {since}. Speedups are "
+                "geometric means over answers whose plain speed at their context length is known."
+            )
 
     def cell(self, row: int, column: str) -> str:
         item = self.table.item(row, COLUMNS.index(column))

@@ -10,7 +10,7 @@ import sys
 def run_gui(screenshot_dir: str | None = None) -> int:
     if screenshot_dir is not None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        from app.ui.screenshots import render_all
+        from app.devtools.screenshots import render_all
 
         return render_all(screenshot_dir)
     import qasync

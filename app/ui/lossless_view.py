@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engine.events import EngineError
+from app.engine.decoding.events import EngineError
+from app.engine.features.lossless import LosslessReport
 from app.engine.jobs import CheckLossless
-from app.engine.lossless import LosslessReport
 from app.engine.worker import WorkerMessage
 
 if TYPE_CHECKING:
@@ -68,12 +68,16 @@ class LosslessChecker(QObject):
             return "this answer has no recorded token ids (it was written before SpecChat kept them)."
         temperature = stats.get("temperature")
         if isinstance(temperature, (int, float)) and temperature > 0:
-            return (f"it was sampled at temperature {temperature:g}, so plain greedy decoding is not expected to "
-                    "reproduce it. Only answers written at temperature 0 can be checked.")
+            return (
+                f"it was sampled at temperature {temperature:g}, so plain greedy decoding is not expected to "
+                "reproduce it. Only answers written at temperature 0 can be checked."
+            )
         if pair is None:
             return "no model is loaded. Load the pair that wrote this answer (Models ▸ Choose models…)."
         if stats.get("main") and stats["main"] != pair[0]:
-            return f"it was written by {_name(stats['main'])}, but {_name(pair[0])} is loaded. Load it to check."
+            return (
+                f"it was written by {_name(stats['main'])}, but {_name(pair[0])} is loaded. Load it to check."
+            )
         return None
 
     def check_last(self) -> bool:
@@ -104,10 +108,14 @@ class LosslessChecker(QObject):
         index = next(i for i, x in enumerate(c.view.messages) if x is m)
         system = c.chat_settings.system_prompt
         history = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": x.role, "content": x.answer.text} for x in c.view.messages[:index]]
+            {"role": x.role, "content": x.answer.text} for x in c.view.messages[:index]
+        ]
         prompt_tokens = m.stats.get("prompt_tokens")
-        command = CheckLossless(tuple(history), tuple(int(t) for t in m.stats["token_ids"]),
-                                prompt_tokens if isinstance(prompt_tokens, int) else None)
+        command = CheckLossless(
+            tuple(history),
+            tuple(int(t) for t in m.stats["token_ids"]),
+            prompt_tokens if isinstance(prompt_tokens, int) else None,
+        )
         self.running = (c.bridge.submit(command), key)
         m.checking = True
         m.stats.pop("lossless", None)
@@ -139,10 +147,20 @@ class LosslessChecker(QObject):
         message = report.message
         decode = self.controller.bridge.decode
         if decode is not None and report.answer_token is not None:
-            plain = repr(decode([report.plain_token])) if report.plain_token is not None else "the end of the answer"
+            plain = (
+                repr(decode([report.plain_token]))
+                if report.plain_token is not None
+                else "the end of the answer"
+            )
             message += f" The answer has {decode([report.answer_token])!r} where plain decoding has {plain}."
-        return {"verdict": report.verdict, "message": message, "position": report.position,
-                "compared": report.compared, "top2_margin": report.top2_margin, "answer_gap": report.answer_gap}
+        return {
+            "verdict": report.verdict,
+            "message": message,
+            "position": report.position,
+            "compared": report.compared,
+            "top2_margin": report.top2_margin,
+            "answer_gap": report.answer_gap,
+        }
 
     def _done(self, key: int, record: dict[str, Any] | None, text: str) -> None:
         """Show the outcome; a real verdict is saved with the message, a refusal or error is not."""
@@ -154,8 +172,14 @@ class LosslessChecker(QObject):
             if record is not None:
                 m.stats["lossless"] = record
                 if record["verdict"] in MARKS:
-                    c.store.checkpoint(m.key, m.answer.text, state=m.state, tokens=m.answer.encoded(),
-                                       rejected=m.answer.rejected, stats=m.stats)
+                    c.store.checkpoint(
+                        m.key,
+                        m.answer.text,
+                        state=m.state,
+                        tokens=m.answer.encoded(),
+                        rejected=m.answer.rejected,
+                        stats=m.stats,
+                    )
             c.view.refresh()
         c.strip.set_state("Ready" if c.pair is not None else "No model loaded")
         c.notice.emit(text)

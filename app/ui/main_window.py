@@ -10,14 +10,21 @@ from typing import Any
 from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QHBoxLayout, QLabel, QMainWindow, QPushButton, QSplitter, QStackedWidget,
-    QVBoxLayout, QWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from app import PRODUCT_NAME
-from app.engine.conversations import ConversationStore
 from app.engine.library.discovery import Sources, default_sources, scan_library
 from app.engine.library.recommended import RecommendedPair
+from app.engine.store.conversations import ConversationStore
 from app.engine.worker import remembering_worker
 from app.ui.arena import ArenaDialog
 from app.ui.chat_controller import ChatController
@@ -37,10 +44,16 @@ from app.ui.welcome import WelcomePanel
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, *, engine_factory: EngineFactory = remembering_worker, store: ConversationStore | None = None,
-                 settings: QSettings | None = None, sources: Sources | None = None,
-                 decoder: Callable[[str], Callable[[list[int]], str]] = tokenizer_decoder,
-                 restore_pair: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        engine_factory: EngineFactory = remembering_worker,
+        store: ConversationStore | None = None,
+        settings: QSettings | None = None,
+        sources: Sources | None = None,
+        decoder: Callable[[str], Callable[[list[int]], str]] = tokenizer_decoder,
+        restore_pair: bool = True,
+    ) -> None:
         super().__init__()
         self.setWindowTitle(PRODUCT_NAME)
         self.settings = settings or QSettings()
@@ -62,14 +75,22 @@ class MainWindow(QMainWindow):
         self._menus()
         self._wire()
         self.refresh_sidebar()
-        self.view.set_options(Options(bool(self.settings.value("view/highlight", True, type=bool)),
-                                      bool(self.settings.value("view/rejected", False, type=bool))))
+        self.view.set_options(
+            Options(
+                bool(self.settings.value("view/highlight", True, type=bool)),
+                bool(self.settings.value("view/rejected", False, type=bool)),
+            )
+        )
         self.highlight_action.setChecked(self.view.options.highlight)
         self.rejected_action.setChecked(self.view.options.show_rejected)
         self.scan()
         main = self.settings.value("pair/main")
         if restore_pair and main and Path(str(main)).is_dir():
-            self.load_pair(str(main), self.settings.value("pair/draft") or None, str(self.settings.value("pair/mode", "model")))
+            self.load_pair(
+                str(main),
+                self.settings.value("pair/draft") or None,
+                str(self.settings.value("pair/mode", "model")),
+            )
 
     # -- layout ---------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -109,7 +130,9 @@ class MainWindow(QMainWindow):
     def _menus(self) -> None:
         bar = self.menuBar()
         file = bar.addMenu("&File")
-        self._action(file, "New chat", lambda: self.controller.new_conversation(), QKeySequence.StandardKey.New)
+        self._action(
+            file, "New chat", lambda: self.controller.new_conversation(), QKeySequence.StandardKey.New
+        )
         self._action(file, "Export as Markdown…", lambda: self.export("md"))
         self._action(file, "Export as JSON…", lambda: self.export("json"))
         file.addSeparator()
@@ -121,14 +144,20 @@ class MainWindow(QMainWindow):
         self._action(chat, "Regenerate", lambda: self._regenerate(None), "Ctrl+R")
         self._action(chat, "Stop", lambda: self.controller.stop(), "Ctrl+.")
         self._action(chat, "System prompt and settings…", self.edit_settings, "Ctrl+,")
-        self._action(chat, "Check losslessness of the last answer", lambda: self.check_answer(), "Ctrl+Shift+L")
+        self._action(
+            chat, "Check losslessness of the last answer", lambda: self.check_answer(), "Ctrl+Shift+L"
+        )
         models = bar.addMenu("&Models")
         self._action(models, "Choose models…", self.choose_models, "Ctrl+L")
         self._action(models, "Draft arena…", self.open_arena, "Ctrl+Shift+A")
         view = bar.addMenu("&View")
-        self.highlight_action = self._action(view, "Highlight draft tokens", self._set_highlight, checkable=True)
+        self.highlight_action = self._action(
+            view, "Highlight draft tokens", self._set_highlight, checkable=True
+        )
         self.rejected_action = self._action(view, "Show rejected drafts", self._set_rejected, checkable=True)
-        self.sidebar_action = self._action(view, "Show conversations", self.sidebar.setVisible, "Ctrl+Shift+S", True)
+        self.sidebar_action = self._action(
+            view, "Show conversations", self.sidebar.setVisible, "Ctrl+Shift+S", True
+        )
         self.sidebar_action.setChecked(True)
         self.dashboard_action = self.dashboard.toggleViewAction()
         self.dashboard_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
@@ -151,7 +180,9 @@ class MainWindow(QMainWindow):
         self.sidebar.new_requested.connect(c.new_conversation)
         self.sidebar.selected.connect(c.open)
         self.sidebar.search_changed.connect(lambda *_: self.refresh_sidebar())
-        self.sidebar.rename_requested.connect(lambda cid, t: (self.store.rename(cid, t), self.refresh_sidebar()))
+        self.sidebar.rename_requested.connect(
+            lambda cid, t: (self.store.rename(cid, t), self.refresh_sidebar())
+        )
         self.sidebar.delete_requested.connect(self.delete_conversation)
         self.view.action.connect(self._on_message_action)
         self.welcome.choose.connect(self.choose_models)
@@ -208,7 +239,9 @@ class MainWindow(QMainWindow):
             text = self.controller.begin_edit(key)
             if text is not None:
                 self.composer.editor.setPlainText(text)
-                self.composer.set_note("Editing an earlier message: sending replaces it and everything after it (Esc cancels)")
+                self.composer.set_note(
+                    "Editing an earlier message: sending replaces it and everything after it (Esc cancels)"
+                )
                 self.composer.editor.setFocus()
         elif kind == "copymsg":
             from PySide6.QtGui import QGuiApplication
@@ -218,7 +251,9 @@ class MainWindow(QMainWindow):
                 QGuiApplication.clipboard().setText(m.answer.text)
 
     def refresh_sidebar(self) -> None:
-        self.sidebar.set_conversations(self.store.list(self.sidebar.search.text()), self.controller.conversation)
+        self.sidebar.set_conversations(
+            self.store.list(self.sidebar.search.text()), self.controller.conversation
+        )
 
     def delete_conversation(self, cid: int) -> None:
         if cid == self.controller.conversation:
@@ -264,7 +299,9 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Model scan failed: {result}", 8000)
             return
         usable = [f for f in result[0] if f.usable]
-        self.stack.setCurrentWidget(self.welcome if not usable and self.controller.pair is None else self.view)
+        self.stack.setCurrentWidget(
+            self.welcome if not usable and self.controller.pair is None else self.view
+        )
 
     def picker(self) -> PickerDialog:
         dialog = PickerDialog(self.sources, pool=self.pool, parent=self)
@@ -280,7 +317,9 @@ class MainWindow(QMainWindow):
 
     def _arena_blocked(self) -> str | None:
         if self.controller.busy or self.controller.load_request is not None:
-            return "Wait for the current answer or model load to finish (or stop it) before running the arena."
+            return (
+                "Wait for the current answer or model load to finish (or stop it) before running the arena."
+            )
         return "A losslessness check is running: wait for it first." if self.checker.busy else None
 
     def check_answer(self, key: int | None = None) -> bool:
@@ -294,8 +333,15 @@ class MainWindow(QMainWindow):
         """One arena window, kept between openings so a run survives hiding it."""
         if self.arena is None:
             pair = self.controller.pair
-            self.arena = ArenaDialog(self.bridge, self.sources, self.settings, main=pair[0] if pair else None,
-                                     blocked=self._arena_blocked, pool=self.pool, parent=self)
+            self.arena = ArenaDialog(
+                self.bridge,
+                self.sources,
+                self.settings,
+                main=pair[0] if pair else None,
+                blocked=self._arena_blocked,
+                pool=self.pool,
+                parent=self,
+            )
             self.arena.apply.connect(self.load_pair)
             self.arena.resize(980, 680)
         else:
@@ -323,7 +369,10 @@ class MainWindow(QMainWindow):
 
     def _load_decoder(self, main: str) -> None:
         make = self.decoder
-        self.run_task(lambda: make(main), lambda d: setattr(self.bridge, "decode", None if isinstance(d, Exception) else d))
+        self.run_task(
+            lambda: make(main),
+            lambda d: setattr(self.bridge, "decode", None if isinstance(d, Exception) else d),
+        )
 
     def add_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Add a folder of models")
@@ -331,7 +380,9 @@ class MainWindow(QMainWindow):
             folders = list(self.settings.value("folders", []) or []) + [folder]
             self.settings.setValue("folders", folders)
             s = self.sources
-            self.sources = Sources(s.hub_cache, s.lmstudio, s.specchat, tuple(Path(p) for p in folders), s.use_hub)
+            self.sources = Sources(
+                s.hub_cache, s.lmstudio, s.specchat, tuple(Path(p) for p in folders), s.use_hub
+            )
             self.scan()
 
     def import_gguf(self) -> None:
@@ -345,14 +396,15 @@ class MainWindow(QMainWindow):
         except RuntimeError:
             loop = None
         if loop is None or not loop.is_running():
-            self.statusBar().showMessage("Importing needs the app's event loop (start SpecChat normally)", 8000)
+            self.statusBar().showMessage(
+                "Importing needs the app's event loop (start SpecChat normally)", 8000
+            )
             return
         loop.create_task(self._import(path))
 
     async def _import(self, path: str) -> None:
         """Runs on qasync's loop; the child-process import is consumed on a helper thread."""
         from app.engine.gguf.child import run_import
-
         from app.engine.gguf.events import ImportFailed, ImportFinished, ImportProgress
 
         loop = asyncio.get_running_loop()
@@ -380,12 +432,12 @@ class MainWindow(QMainWindow):
         self.scan()
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def changeEvent(self, e: QEvent) -> None:  # noqa: N802 - Qt override
+    def changeEvent(self, e: QEvent) -> None:
         if e.type() in (QEvent.Type.PaletteChange, QEvent.Type.ThemeChange) and hasattr(self, "view"):
             self.view.set_theme(current_theme())
         super().changeEvent(e)
 
-    def closeEvent(self, e: QCloseEvent) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, e: QCloseEvent) -> None:
         """Save the partial answer, cancel the worker, and let it stop (it checks between rounds);
         let the thread pool's tasks (this window's and its dialogs' tokenizer loads and scans)
         finish before it goes, so that none is still running while the window is torn down. The

@@ -72,7 +72,9 @@ def parse(text: str) -> list[Block]:
             body = lines[i + 1 : j]
             if body:
                 end = body[-1][0] + len(body[-1][1])
-                blocks.append(Block("code", (Span(body[0][0], end, frozenset({"code"})),), lang=fence.group(2)))
+                blocks.append(
+                    Block("code", (Span(body[0][0], end, frozenset({"code"})),), lang=fence.group(2))
+                )
             else:
                 blocks.append(Block("code", (Span(start, start, frozenset({"code"})),), lang=fence.group(2)))
             i = j + 1
@@ -86,18 +88,20 @@ def parse(text: str) -> list[Block]:
         elif heading:
             flush()
             a = start + heading.start(2)
-            blocks.append(Block("h", tuple(inline(text, a, a + len(heading.group(2)))), len(heading.group(1))))
+            blocks.append(
+                Block("h", tuple(inline(text, a, a + len(heading.group(2)))), len(heading.group(1)))
+            )
         elif item:
             flush()
             kind, level, marker = "li", len(item.group(1).expandtabs(4)) // 2, item.group(2)
-            para = [(start + item.end(), line[item.end():])]
+            para = [(start + item.end(), line[item.end() :])]
             flush()
             kind, level, marker = "p", 0, ""
         elif quote:
             if kind != "quote":
                 flush()
             kind = "quote"
-            para.append((start + quote.end(), line[quote.end():]))
+            para.append((start + quote.end(), line[quote.end() :]))
         else:
             if kind == "quote":
                 flush()
@@ -113,7 +117,9 @@ def _find(text: str, needle: str, start: int, end: int) -> int:
     return at
 
 
-def inline(text: str, a: int, b: int, style: frozenset[str] = frozenset(), href: str | None = None) -> list[Span]:
+def inline(
+    text: str, a: int, b: int, style: frozenset[str] = frozenset(), href: str | None = None
+) -> list[Span]:
     """Spans of text[a:b] with emphasis, code and links resolved; markers are dropped."""
     spans: list[Span] = []
     plain, i = a, a
@@ -156,7 +162,11 @@ def inline(text: str, a: int, b: int, style: frozenset[str] = frozenset(), href:
                     close = _find(text, c, close + 1, b)
                     if close < 0 or text[close - 1] != "\\":
                         break
-                if close > i + 1 and not text[close - 1].isspace() and (close + 1 >= b or text[close + 1] != c):
+                if (
+                    close > i + 1
+                    and not text[close - 1].isspace()
+                    and (close + 1 >= b or text[close + 1] != c)
+                ):
                     emit(plain, i)
                     spans += inline(text, i + 1, close, style | {"italic"}, href)
                     plain = i = close + 1

@@ -6,18 +6,30 @@ UI thread never reads tokenizers or walks folders itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import Qt, QThreadPool, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
-    QCheckBox, QDialog, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListView, QMessageBox, QProgressBar,
-    QPushButton, QSpinBox, QVBoxLayout, QWidget,
+    QCheckBox,
+    QDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
 )
 
-from app.engine.arena import load_results
+from app.engine.features.arena import load_results
 from app.engine.library.compat import Verdict, check_pair
 from app.engine.library.discovery import Sources, scan_library
 from app.engine.library.download import DownloadProgress
@@ -52,7 +64,13 @@ def human_bytes(n: float) -> str:
 
 def describe(f: ModelFacts) -> str:
     bits = f"{f.bits}-bit" if f.bits else "? bits"
-    params = "? params" if not f.params else f"{f.params / 1e9:.2f}B" if f.params >= 1e9 else f"{f.params / 1e6:.1f}M"
+    params = (
+        "? params"
+        if not f.params
+        else f"{f.params / 1e9:.2f}B"
+        if f.params >= 1e9
+        else f"{f.params / 1e6:.1f}M"
+    )
     ctx = f"{f.context_length // 1024}k ctx" if f.context_length else "? ctx"
     kind = "vision" if f.vision else "text"
     return f"{f.architecture} · {params} · {bits} · {human_bytes(f.size_bytes)} · {ctx} · {kind}"
@@ -63,7 +81,9 @@ class DownloadPanel(QGroupBox):
 
     downloaded = Signal(str)
 
-    def __init__(self, pool: QThreadPool, endpoint: str | None, root: Path | None, parent: QWidget | None = None):
+    def __init__(
+        self, pool: QThreadPool, endpoint: str | None, root: Path | None, parent: QWidget | None = None
+    ):
         super().__init__("Download from Hugging Face", parent)
         self.pool, self.endpoint, self.root = pool, endpoint, root
         self.task: DownloadTask | None = None
@@ -135,9 +155,17 @@ class PickerDialog(QDialog):
     drafts_changed = Signal()
     import_requested = Signal(str)  # a GGUF file found by the scan, to import
 
-    def __init__(self, sources: Sources, *, store: Store | None = None, usable_memory: int | None = None,
-                 endpoint: str | None = None, download_root: Path | None = None,
-                 pool: QThreadPool | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        sources: Sources,
+        *,
+        store: Store | None = None,
+        usable_memory: int | None = None,
+        endpoint: str | None = None,
+        download_root: Path | None = None,
+        pool: QThreadPool | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Choose models")
         self.sources, self.store, self.usable = sources, store, usable_memory
@@ -168,7 +196,10 @@ class PickerDialog(QDialog):
         self.downloads = DownloadPanel(self.pool, endpoint, download_root, self)
 
         columns = QHBoxLayout()
-        for title, view, extra in (("Main model", self.mains, None), ("Draft", self.drafts, self.show_incompatible)):
+        for title, view, extra in (
+            ("Main model", self.mains, None),
+            ("Draft", self.drafts, self.show_incompatible),
+        ):
             box = QVBoxLayout()
             box.addWidget(QLabel(f"<b>{title}</b>"))
             box.addWidget(view)
@@ -202,7 +233,9 @@ class PickerDialog(QDialog):
     def _offer_import(self) -> None:
         from PySide6.QtWidgets import QInputDialog
 
-        path, ok = QInputDialog.getItem(self, "Import a GGUF model", "GGUF files found:", self.ggufs, 0, False)
+        path, ok = QInputDialog.getItem(
+            self, "Import a GGUF model", "GGUF files found:", self.ggufs, 0, False
+        )
         if ok and path:
             self.import_requested.emit(path)
 
@@ -246,7 +279,10 @@ class PickerDialog(QDialog):
         if main is None or main.path in self.verdicts:
             return
         candidates, store = [f for f in self.facts.values() if f.path != main.path], self.store
-        check = lambda: (main.path, [(d, check_pair(Path(main.path), Path(d.path), store)) for d in candidates])
+        check = lambda: (
+            main.path,
+            [(d, check_pair(Path(main.path), Path(d.path), store)) for d in candidates],
+        )
         self._run(check, self._on_verdicts)
 
     def _on_verdicts(self, result: tuple[str, list[tuple[ModelFacts, Verdict]]]) -> None:
@@ -307,9 +343,11 @@ class PickerDialog(QDialog):
             return
         if not fit.fits:
             answer = QMessageBox.question(
-                self, "Not enough memory",
+                self,
+                "Not enough memory",
                 f"This pair needs more memory than this machine can give it:\n\n{fit.explain()}\n\nLoad it anyway?",
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No,
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                QMessageBox.StandardButton.No,
             )
             if answer != QMessageBox.StandardButton.Yes:
                 return
@@ -324,7 +362,9 @@ class PickerDialog(QDialog):
             row = QHBoxLayout()
             row.addWidget(QLabel(f"<b>{pair.title}</b> — {pair.main_repo} + {pair.draft_repo}"), 1)
             button = QPushButton(f"Download (about {human_bytes(pair.download_bytes)})")
-            button.clicked.connect(lambda _=False, p=pair: self.downloads.enqueue([p.main_repo, p.draft_repo]))
+            button.clicked.connect(
+                lambda _=False, p=pair: self.downloads.enqueue([p.main_repo, p.draft_repo])
+            )
             row.addWidget(button)
             layout.addLayout(row)
         return box

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.engine.baselines import BaselineCache, BaselineMeasured, MeasureBaseline, context_bucket
-from app.engine.history import RunHistory
+from app.engine.features.baselines import BaselineCache, BaselineMeasured, MeasureBaseline, context_bucket
+from app.engine.store.history import RunHistory
 from app.engine.worker import WorkerMessage
 from app.ui.engine_bridge import EngineBridge
 
@@ -40,8 +40,14 @@ class PlainBaselines(QObject):
     status = Signal(object)  # BaselineStatus
     measured = Signal(object)  # BaselineMeasured, every outcome (cancelled ones included)
 
-    def __init__(self, bridge: EngineBridge, cache: BaselineCache, history: RunHistory,
-                 idle: Callable[[], bool], parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        bridge: EngineBridge,
+        cache: BaselineCache,
+        history: RunHistory,
+        idle: Callable[[], bool],
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent)
         self.bridge, self.cache, self.history = bridge, cache, history
         self.idle = idle  # whether the worker has nothing of the user's to do

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtGui import QBrush, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat
 
-from app.engine.events import Provenance
+from app.engine.decoding.events import Provenance
 from app.ui.markdown import Block, Span, parse
 from app.ui.theme import Theme
 from app.ui.tokens import Answer
@@ -75,7 +75,8 @@ class Painter:
     def __init__(self, cursor: QTextCursor, theme: Theme, options: Options, key: int) -> None:
         self.cursor, self.theme, self.options, self.key = cursor, theme, options, key
         self.backgrounds = {
-            Provenance.DRAFT: QBrush(theme.draft_bg), Provenance.LOOKUP: QBrush(theme.lookup_bg),
+            Provenance.DRAFT: QBrush(theme.draft_bg),
+            Provenance.LOOKUP: QBrush(theme.lookup_bg),
         }
 
     def token_format(self, base: QTextCharFormat, answer: Answer, index: int) -> QTextCharFormat:
@@ -97,8 +98,14 @@ class Painter:
         fmt.setProperty(P_MESSAGE, self.key)
         self.cursor.insertText(text.replace("\n", "⏎"), fmt)
 
-    def tokens(self, answer: Answer, first: int, last: int, base: QTextCharFormat,
-               rejected: dict[int, str] | None = None) -> None:
+    def tokens(
+        self,
+        answer: Answer,
+        first: int,
+        last: int,
+        base: QTextCharFormat,
+        rejected: dict[int, str] | None = None,
+    ) -> None:
         """Stream tokens first..last-1 as plain text (the live view)."""
         for i in range(first, last):
             if rejected and i in rejected and self.options.show_rejected:
@@ -114,7 +121,9 @@ class Painter:
         for n, block in enumerate(parse(text)):
             if n:
                 spaced = QTextBlockFormat()
-                spaced.setTopMargin(8 if after_code else 0)  # every code line shares one format: space goes here
+                spaced.setTopMargin(
+                    8 if after_code else 0
+                )  # every code line shares one format: space goes here
                 self.cursor.insertBlock(spaced, base)
             after_code = block.kind == "code"
             if block.kind == "code":
@@ -129,7 +138,9 @@ class Painter:
         for t in trailing:
             self.rejected(base, t)
 
-    def _prose(self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict) -> None:
+    def _prose(
+        self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict
+    ) -> None:
         fmt = QTextBlockFormat(self.cursor.blockFormat())
         fmt.setBottomMargin(4)
         char = QTextCharFormat(base)
@@ -153,7 +164,9 @@ class Painter:
             fmt_span = self._span_format(char, span, links, anchors)
             self._slice(answer, span.start, span.end, fmt_span, rejected, soft_breaks=True)
 
-    def _span_format(self, char: QTextCharFormat, span: Span, links: Links, anchors: dict[str, str]) -> QTextCharFormat:
+    def _span_format(
+        self, char: QTextCharFormat, span: Span, links: Links, anchors: dict[str, str]
+    ) -> QTextCharFormat:
         fmt = QTextCharFormat(char)
         if "bold" in span.style:
             fmt.setFontWeight(QFont.Weight.Bold)
@@ -172,8 +185,15 @@ class Painter:
             fmt.setToolTip(("Image (not loaded): " if "image" in span.style else "Link: ") + span.href)
         return fmt
 
-    def _slice(self, answer: Answer, start: int, end: int, fmt: QTextCharFormat, rejected: dict,
-               soft_breaks: bool = False) -> None:
+    def _slice(
+        self,
+        answer: Answer,
+        start: int,
+        end: int,
+        fmt: QTextCharFormat,
+        rejected: dict,
+        soft_breaks: bool = False,
+    ) -> None:
         """Insert answer.text[start:end] cut at token boundaries, each piece in its token's format."""
         pos = start
         while pos < end:
@@ -191,7 +211,9 @@ class Painter:
                 stop = pos + 1
             pos = stop
 
-    def _code(self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict) -> None:
+    def _code(
+        self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict
+    ) -> None:
         span = block.spans[0]
         code = answer.text[span.start : span.end]
         header = QTextBlockFormat()

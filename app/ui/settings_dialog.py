@@ -6,10 +6,18 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from PySide6.QtWidgets import (
-    QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLineEdit, QPlainTextEdit, QSpinBox, QWidget,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLineEdit,
+    QPlainTextEdit,
+    QSpinBox,
+    QWidget,
 )
 
-from app.engine.sampling import SamplingParams
+from app.engine.decoding.sampling import SamplingParams
 from app.engine.worker import SpeculationSettings
 
 MODES = ("adaptive", "fixed", "off", "lookup")
@@ -29,10 +37,14 @@ class ChatSettings:
     acceptance: str = "auto"
 
     def sampling(self) -> SamplingParams:
-        return SamplingParams(temperature=self.temperature, top_p=self.top_p, min_p=self.min_p, seed=self.seed)
+        return SamplingParams(
+            temperature=self.temperature, top_p=self.top_p, min_p=self.min_p, seed=self.seed
+        )
 
     def speculation_settings(self) -> SpeculationSettings:
-        return SpeculationSettings(self.speculation, self.k, None if self.acceptance == "auto" else self.acceptance)
+        return SpeculationSettings(
+            self.speculation, self.k, None if self.acceptance == "auto" else self.acceptance
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -58,9 +70,15 @@ class SettingsDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Conversation settings")
         self.system = QPlainTextEdit(settings.system_prompt)
-        self.temperature = QDoubleSpinBox(minimum=0, maximum=2, singleStep=0.1, decimals=2, value=settings.temperature)
-        self.top_p = QDoubleSpinBox(minimum=0.01, maximum=1, singleStep=0.05, decimals=2, value=settings.top_p)
-        self.min_p = QDoubleSpinBox(minimum=0, maximum=0.99, singleStep=0.01, decimals=2, value=settings.min_p)
+        self.temperature = QDoubleSpinBox(
+            minimum=0, maximum=2, singleStep=0.1, decimals=2, value=settings.temperature
+        )
+        self.top_p = QDoubleSpinBox(
+            minimum=0.01, maximum=1, singleStep=0.05, decimals=2, value=settings.top_p
+        )
+        self.min_p = QDoubleSpinBox(
+            minimum=0, maximum=0.99, singleStep=0.01, decimals=2, value=settings.min_p
+        )
         self.max_tokens = QSpinBox(minimum=1, maximum=1_000_000, value=settings.max_tokens)
         self.seed = QLineEdit("" if settings.seed is None else str(settings.seed), placeholderText="random")
         self.mode, self.rule = QComboBox(), QComboBox()
@@ -71,11 +89,20 @@ class SettingsDialog(QDialog):
         self.k = QSpinBox(minimum=1, maximum=16, value=settings.k)
         form = QFormLayout(self)
         form.addRow("System prompt", self.system)
-        for label, widget in (("Temperature", self.temperature), ("Top-p", self.top_p), ("Min-p", self.min_p),
-                              ("Max tokens", self.max_tokens), ("Seed", self.seed), ("Speculation", self.mode),
-                              ("Draft length (fixed)", self.k), ("Acceptance rule", self.rule)):
+        for label, widget in (
+            ("Temperature", self.temperature),
+            ("Top-p", self.top_p),
+            ("Min-p", self.min_p),
+            ("Max tokens", self.max_tokens),
+            ("Seed", self.seed),
+            ("Speculation", self.mode),
+            ("Draft length (fixed)", self.k),
+            ("Acceptance rule", self.rule),
+        ):
             form.addRow(label, widget)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
@@ -83,7 +110,13 @@ class SettingsDialog(QDialog):
     def value(self) -> ChatSettings:
         seed = self.seed.text().strip()
         return ChatSettings(
-            self.system.toPlainText(), self.temperature.value(), self.top_p.value(), self.min_p.value(),
-            self.max_tokens.value(), int(seed) if seed.lstrip("-").isdigit() else None, self.mode.currentText(),
-            self.k.value(), self.rule.currentText(),
+            self.system.toPlainText(),
+            self.temperature.value(),
+            self.top_p.value(),
+            self.min_p.value(),
+            self.max_tokens.value(),
+            int(seed) if seed.lstrip("-").isdigit() else None,
+            self.mode.currentText(),
+            self.k.value(),
+            self.rule.currentText(),
         )

@@ -5,10 +5,17 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
-    QInputDialog, QLineEdit, QListView, QMenu, QMessageBox, QPushButton, QVBoxLayout, QWidget,
+    QInputDialog,
+    QLineEdit,
+    QListView,
+    QMenu,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
 )
 
-from app.engine.conversations import Summary
+from app.engine.store.conversations import Summary
 
 ID = Qt.ItemDataRole.UserRole
 
@@ -67,6 +74,8 @@ class Sidebar(QWidget):
             if ok and text.strip():
                 self.rename_requested.emit(cid, text.strip())
         elif chosen is delete:
-            sure = QMessageBox.question(self, "Delete conversation", f"Delete “{title}”? This cannot be undone.")
+            sure = QMessageBox.question(
+                self, "Delete conversation", f"Delete “{title}”? This cannot be undone."
+            )
             if sure == QMessageBox.StandardButton.Yes:
                 self.delete_requested.emit(cid)

@@ -2,7 +2,7 @@
 
 Rates come from TokenEvent.time (the engine clock), never from when the UI painted, so a slow
 repaint cannot make the model look slower. Speedup compares with the main model's plain speed
-at this context length (app.engine.baselines), or else with the plain rounds inside this answer.
+at this context length (app.engine.features.baselines), or else with the plain rounds inside this answer.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from app.engine.events import GenerationFinished, RoundEvent, TokenEvent
+from app.engine.decoding.events import GenerationFinished, RoundEvent, TokenEvent
 
 
 @dataclass
@@ -47,8 +47,9 @@ class LiveStats:
         self.k = int(e.policy.get("k", e.k)) if isinstance(e.policy.get("k", e.k), int) else e.k
         self.bypassed = bool(e.policy.get("bypassed", False)) and self.mode in ("adaptive", "lookup")
         right = e.policy.get("draft_right")
-        self.rarely_right = (tuple(right) if e.policy.get("draft_rarely_right") and isinstance(right, (tuple, list))
-                             else None)
+        self.rarely_right = (
+            tuple(right) if e.policy.get("draft_rarely_right") and isinstance(right, (tuple, list)) else None
+        )
         if e.k == 0 and e.verify_seconds > 0:
             self.plain_round_seconds += e.verify_seconds + e.draft_seconds
             self.plain_rounds += 1
@@ -68,7 +69,9 @@ class LiveStats:
     def stream_rate(self) -> float:
         """(tokens - 1) over first to last token: the rate plain baselines are measured as."""
         span = self.last_time - (self.first_time or 0.0)
-        return (self.tokens - 1) / span if self.first_time is not None and self.tokens > 1 and span > 0 else 0.0
+        return (
+            (self.tokens - 1) / span if self.first_time is not None and self.tokens > 1 and span > 0 else 0.0
+        )
 
     @property
     def measured_plain(self) -> float | None:
@@ -79,11 +82,16 @@ class LiveStats:
         plain = self.plain_speed or self.measured_plain
         rate = self.tokens_per_second
         data: dict[str, Any] = {
-            "tokens": self.tokens, "tok_s": round(rate, 2), "rounds": self.rounds,
-            "proposed": self.proposed, "accepted": self.accepted,
+            "tokens": self.tokens,
+            "tok_s": round(rate, 2),
+            "rounds": self.rounds,
+            "proposed": self.proposed,
+            "accepted": self.accepted,
             "acceptance": round(self.accepted / self.proposed, 4) if self.proposed else 0.0,
             "mean_accepted": round(self.accepted / self.rounds, 3) if self.rounds else 0.0,
-            "k": self.k, "bypassed": self.bypassed, "mode": self.mode,
+            "k": self.k,
+            "bypassed": self.bypassed,
+            "mode": self.mode,
             "draft_rarely_right": list(self.rarely_right) if self.rarely_right else None,
             "ttft_s": round(self.first_time, 4) if self.first_time is not None else None,
             "plain_tok_s": round(plain, 2) if plain else None,
@@ -91,8 +99,14 @@ class LiveStats:
         }
         if self.finished is not None:
             s = self.finished.stats
-            data.update(reason=self.finished.reason, prompt_tokens=s.prompt_tokens, reused_tokens=s.reused_tokens,
-                        prefill_s=round(s.prefill_seconds, 4), decode_s=round(s.decode_seconds, 4), tokens=s.tokens)
+            data.update(
+                reason=self.finished.reason,
+                prompt_tokens=s.prompt_tokens,
+                reused_tokens=s.reused_tokens,
+                prefill_s=round(s.prefill_seconds, 4),
+                decode_s=round(s.decode_seconds, 4),
+                tokens=s.tokens,
+            )
         return data
 
 
@@ -116,7 +130,7 @@ class StatusStrip(QWidget):
         self.labels["state"].setText(text)
 
     def show_stats(self, s: dict[str, Any]) -> None:
-        set_ = lambda name, text: self.labels[name].setText(text)  # noqa: E731
+        set_ = lambda name, text: self.labels[name].setText(text)
         set_("speed", f"{s['tok_s']:.1f} tok/s" if s.get("tok_s") else "— tok/s")
         set_("ttft", f"first token {s['ttft_s'] * 1000:.0f} ms" if s.get("ttft_s") is not None else "")
         spec = s.get("proposed", 0) > 0
@@ -125,14 +139,29 @@ class StatusStrip(QWidget):
         set_("k", f"draft length {s['k']}" if s.get("mode") != "off" else "speculation off")
         # a draft that cannot help (random weights, another model family) is named as the cause
         rarely = s.get("draft_rarely_right") if s.get("bypassed") else None
-        set_("paused", f"speculation paused: draft right on {rarely[0]}/{rarely[1]}; try another draft" if rarely
-             else "speculation paused: not paying" if s.get("bypassed") else "")
+        set_(
+            "paused",
+            f"speculation paused: draft right on {rarely[0]}/{rarely[1]}; try another draft"
+            if rarely
+            else "speculation paused: not paying"
+            if s.get("bypassed")
+            else "",
+        )
         self.labels["paused"].setToolTip(
             f"The draft model was right on {rarely[0]} of the {rarely[1]} proposals judged so far, so it "
             "cannot speed this main model up (random weights, or another model family). It is still "
-            "tried now and then; pick another draft in the model picker." if rarely else "")
-        set_("speedup", f"{s['speedup']:.2f}× vs plain" if s.get("speedup") else "speedup: plain speed not known yet"
-             if s.get("mode") != "off" else "")
+            "tried now and then; pick another draft in the model picker."
+            if rarely
+            else ""
+        )
+        set_(
+            "speedup",
+            f"{s['speedup']:.2f}× vs plain"
+            if s.get("speedup")
+            else "speedup: plain speed not known yet"
+            if s.get("mode") != "off"
+            else "",
+        )
 
     def text(self) -> str:
         return " | ".join(self.labels[n].text() for n in self.FIELDS if self.labels[n].text())

@@ -24,7 +24,7 @@ class PoolTask(QRunnable):
     def run(self) -> None:
         try:
             result = self.fn()
-        except Exception as exc:  # noqa: BLE001 - reported through the signal
+        except Exception as exc:
             self.signals.failed.emit(exc)
         else:
             self.signals.done.emit(result)

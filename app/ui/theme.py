@@ -23,10 +23,26 @@ class Theme:
 
 
 def _syntax(dark: bool) -> dict[str, QColor]:
-    light = {"Keyword": "#a626a4", "Name.Function": "#4078f2", "Name.Class": "#c18401", "Name.Builtin": "#0184bc",
-             "Literal.String": "#50a14f", "Literal.Number": "#986801", "Comment": "#8a8f98", "Operator": "#383a42"}
-    night = {"Keyword": "#c678dd", "Name.Function": "#61afef", "Name.Class": "#e5c07b", "Name.Builtin": "#56b6c2",
-             "Literal.String": "#98c379", "Literal.Number": "#d19a66", "Comment": "#7f848e", "Operator": "#abb2bf"}
+    light = {
+        "Keyword": "#a626a4",
+        "Name.Function": "#4078f2",
+        "Name.Class": "#c18401",
+        "Name.Builtin": "#0184bc",
+        "Literal.String": "#50a14f",
+        "Literal.Number": "#986801",
+        "Comment": "#8a8f98",
+        "Operator": "#383a42",
+    }
+    night = {
+        "Keyword": "#c678dd",
+        "Name.Function": "#61afef",
+        "Name.Class": "#e5c07b",
+        "Name.Builtin": "#56b6c2",
+        "Literal.String": "#98c379",
+        "Literal.Number": "#d19a66",
+        "Comment": "#7f848e",
+        "Operator": "#abb2bf",
+    }
     return {k: QColor(v) for k, v in (night if dark else light).items()}
 
 
@@ -43,7 +59,27 @@ def is_dark() -> bool:
 def current_theme(dark: bool | None = None) -> Theme:
     dark = is_dark() if dark is None else dark
     if dark:
-        return Theme(True, QColor("#e6e6e6"), QColor("#8c8c8c"), QColor("#1f5130"), QColor("#1d3f66"),
-                     QColor("#8a6a6a"), QColor("#2b2f36"), QColor("#23262b"), QColor("#7fb2ff"), _syntax(True))
-    return Theme(False, QColor("#1d1d1f"), QColor("#7a7a7a"), QColor("#c9f0d3"), QColor("#cfe3ff"),
-                 QColor("#b08c8c"), QColor("#eef1f6"), QColor("#f5f6f8"), QColor("#1b62d1"), _syntax(False))
+        return Theme(
+            True,
+            QColor("#e6e6e6"),
+            QColor("#8c8c8c"),
+            QColor("#1f5130"),
+            QColor("#1d3f66"),
+            QColor("#8a6a6a"),
+            QColor("#2b2f36"),
+            QColor("#23262b"),
+            QColor("#7fb2ff"),
+            _syntax(True),
+        )
+    return Theme(
+        False,
+        QColor("#1d1d1f"),
+        QColor("#7a7a7a"),
+        QColor("#c9f0d3"),
+        QColor("#cfe3ff"),
+        QColor("#b08c8c"),
+        QColor("#eef1f6"),
+        QColor("#f5f6f8"),
+        QColor("#1b62d1"),
+        _syntax(False),
+    )

@@ -10,8 +10,8 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from app.engine.conversations import clean_text
-from app.engine.events import Provenance, TokenEvent
+from app.engine.decoding.events import Provenance, TokenEvent
+from app.engine.store.conversations import clean_text
 
 CODE = {Provenance.MAIN: "m", Provenance.DRAFT: "d", Provenance.LOOKUP: "l"}
 FROM_CODE = {v: k for k, v in CODE.items()}
@@ -110,7 +110,7 @@ class Assembler:
         if refused and self.decode is not None:
             try:
                 text = clean_text(self.decode(list(refused)))
-            except Exception:  # noqa: BLE001 - a decoding problem only hides a faint hint
+            except Exception:
                 text = ""
             if text:
                 at = min(self._round_start + accepted, len(self.answer.parts))

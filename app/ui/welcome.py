@@ -33,8 +33,11 @@ class WelcomePanel(QWidget):
         for pair in RECOMMENDED:
             layout.addWidget(self._card(pair))
         row = QHBoxLayout()
-        for text, signal in (("Import GGUF…", self.import_gguf), ("Add a folder…", self.add_folder),
-                             ("Choose models…", self.choose)):
+        for text, signal in (
+            ("Import GGUF…", self.import_gguf),
+            ("Add a folder…", self.add_folder),
+            ("Choose models…", self.choose),
+        ):
             button = QPushButton(text)
             button.clicked.connect(signal)
             row.addWidget(button)
@@ -49,7 +52,9 @@ class WelcomePanel(QWidget):
         card = QFrame()
         card.setFrameShape(QFrame.Shape.StyledPanel)
         row = QHBoxLayout(card)
-        text = QLabel(f"<b>{pair.title}</b><br><span style='color:gray'>{pair.main_repo}<br>{pair.draft_repo}</span>")
+        text = QLabel(
+            f"<b>{pair.title}</b><br><span style='color:gray'>{pair.main_repo}<br>{pair.draft_repo}</span>"
+        )
         text.setTextFormat(Qt.TextFormat.RichText)
         button = QPushButton(f"Download ({human_bytes(pair.download_bytes)})")
         button.clicked.connect(lambda _=False, p=pair: self.download.emit(p))

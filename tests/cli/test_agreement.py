@@ -9,10 +9,27 @@ import pytest
 from app.cli import main
 
 
-def test_agreement_reports_both_rules_per_prompt_and_class(toy_models, tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_agreement_reports_both_rules_per_prompt_and_class(
+    toy_models, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "agree.json"
-    code = main(["agreement", "--main", str(toy_models.main), "--draft", str(toy_models.draft), "--classes", "code",
-                 "--max-tokens", "8", "--k", "1,2", "--json", str(out)])
+    code = main(
+        [
+            "agreement",
+            "--main",
+            str(toy_models.main),
+            "--draft",
+            str(toy_models.draft),
+            "--classes",
+            "code",
+            "--max-tokens",
+            "8",
+            "--k",
+            "1,2",
+            "--json",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0
     rows = {line.split()[0]: line.split() for line in text.splitlines() if line.split()}
@@ -23,10 +40,13 @@ def test_agreement_reports_both_rules_per_prompt_and_class(toy_models, tmp_path,
     assert [p["id"] for p in saved] == ["code-1", "code-2"] and len(saved[0]["residual"]) == 8
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--temperature", "0"], "give --temperature above 0"),
-    (["--k", "0"], "draft lengths of 1 or more"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--temperature", "0"], "give --temperature above 0"),
+        (["--k", "0"], "draft lengths of 1 or more"),
+    ],
+)
 def test_agreement_refuses_what_it_cannot_compute(toy_models, capsys, extra, message) -> None:
     args = ["agreement", "--main", str(toy_models.main), "--draft", str(toy_models.draft), *extra]
     assert main(args) == 2

@@ -7,8 +7,12 @@ import pytest
 from app.cli import COMMANDS, main
 
 
-@pytest.mark.parametrize("command, option", [("bench", "--modes"), ("import-gguf", "--bits"), ("fetch-models", "--models")])
-def test_command_help_lists_its_options(command: str, option: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "command, option", [("bench", "--modes"), ("import-gguf", "--bits"), ("fetch-models", "--models")]
+)
+def test_command_help_lists_its_options(
+    command: str, option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exit_:
         main([command, "--help"])
     assert exit_.value.code == 0

@@ -9,10 +9,31 @@ import pytest
 from app.cli import main
 
 
-def test_replay_records_saves_and_replays_the_same_answers(toy_models, tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_records_saves_and_replays_the_same_answers(
+    toy_models, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
     saved = tmp_path / "traces.json"
-    code = main(["replay", "--main", str(toy_models.main), "--draft", str(toy_models.draft), "--classes", "code",
-                 "--max-tokens", "24", "--k", "2,4", "--costs", "measured,bandwidth", "--seeds", "1", "--save", str(saved)])
+    code = main(
+        [
+            "replay",
+            "--main",
+            str(toy_models.main),
+            "--draft",
+            str(toy_models.draft),
+            "--classes",
+            "code",
+            "--max-tokens",
+            "24",
+            "--k",
+            "2,4",
+            "--costs",
+            "measured,bandwidth",
+            "--seeds",
+            "1",
+            "--save",
+            str(saved),
+        ]
+    )
     first = capsys.readouterr().out
     assert code == 0
     data = json.loads(saved.read_text())
@@ -32,11 +53,14 @@ def test_replay_records_saves_and_replays_the_same_answers(toy_models, tmp_path,
     again = replayed()
     # every line but the policies' own Python time, which is this machine's real clock
     assert [line for line in replayed() if not line.startswith(timing)] == [
-        line for line in again if not line.startswith(timing)]
+        line for line in again if not line.startswith(timing)
+    ]
     row = next(line for line in again if line.startswith("all"))
     assert float(row.split()[1]) > 0
-    times = dict(cell.strip().rsplit(" ", 1) for cell in next(line for line in again if line.startswith(timing))
-                 [len(timing):].split(","))
+    times = dict(
+        cell.strip().rsplit(" ", 1)
+        for cell in next(line for line in again if line.startswith(timing))[len(timing) :].split(",")
+    )
     assert set(times) == {"plain", "fixed2", "adaptive", "adaptive-draft"} and float(times["adaptive"]) > 0
 
 
@@ -45,7 +69,9 @@ def test_replay_without_models_or_traces_says_what_it_needs(capsys: pytest.Captu
     assert "needs --main and --draft" in capsys.readouterr().err
 
 
-def test_replay_of_a_missing_file_is_an_error_not_a_crash(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_of_a_missing_file_is_an_error_not_a_crash(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["replay", "--traces", str(tmp_path / "none.json")]) == 2
     assert "error" in capsys.readouterr().err
 
@@ -53,36 +79,63 @@ def test_replay_of_a_missing_file_is_an_error_not_a_crash(tmp_path, capsys: pyte
 def test_replay_can_put_every_answer_first_in_turn(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     """The first answer a controller sees pays for exploring the pair; --rotate replays the answers
     once from each of them and sums the runs, so no answer always carries that cost."""
-    from app.engine.replay import CostModel, Trace, run_policies, save_traces
+    from app.engine.measure.replay import CostModel, Trace, run_policies, save_traces
 
     easy = Trace((1, 2, 3), tuple(range(100, 160)), (True,) * 60, "code-1")
     hard = Trace((1, 2, 3), tuple(range(200, 260)), tuple(i % 3 == 0 for i in range(60)), "prose-1")
     saved = tmp_path / "traces.json"
     save_traces(saved, [easy, hard], None)
-    assert main(["replay", "--traces", str(saved), "--k", "2,4", "--costs", "bandwidth", "--noise", "0",
-                 "--rotate"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                "--traces",
+                str(saved),
+                "--k",
+                "2,4",
+                "--costs",
+                "bandwidth",
+                "--noise",
+                "0",
+                "--rotate",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "every answer first in turn" in out
-    shown = {line.split()[0]: float(line.split()[4]) for line in out.splitlines()
-             if line.split() and line.split()[0] in ("code", "prose")}  # adaptive's speed over plain
+    shown = {
+        line.split()[0]: float(line.split()[4])
+        for line in out.splitlines()
+        if line.split() and line.split()[0] in ("code", "prose")
+    }  # adaptive's speed over plain
 
     bandwidth = CostModel.shaped("bandwidth")
-    first, second = run_policies([easy, hard], bandwidth, (2, 4)), run_policies([hard, easy], bandwidth, (2, 4))
+    first, second = (
+        run_policies([easy, hard], bandwidth, (2, 4)),
+        run_policies([hard, easy], bandwidth, (2, 4)),
+    )
 
     def over_plain(runs: list) -> float:
         adaptive = sum(r.tokens for r in runs[0]) / sum(r.seconds for r in runs[0])
         return adaptive / (sum(r.tokens for r in runs[1]) / sum(r.seconds for r in runs[1]))
 
-    assert shown["code"] == round(over_plain([[first["adaptive"][0], second["adaptive"][1]],
-                                              [first["plain"][0], second["plain"][1]]]), 2)
-    assert shown["prose"] == round(over_plain([[first["adaptive"][1], second["adaptive"][0]],
-                                               [first["plain"][1], second["plain"][0]]]), 2)
+    assert shown["code"] == round(
+        over_plain([[first["adaptive"][0], second["adaptive"][1]], [first["plain"][0], second["plain"][1]]]),
+        2,
+    )
+    assert shown["prose"] == round(
+        over_plain([[first["adaptive"][1], second["adaptive"][0]], [first["plain"][1], second["plain"][0]]]),
+        2,
+    )
 
 
-def test_replay_takes_answers_recorded_in_several_files_as_one_set(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_takes_answers_recorded_in_several_files_as_one_set(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Answers recorded at different times (more prompts later) replay together: the same table
     as one file holding them all."""
-    from app.engine.replay import Trace, save_traces
+    from app.engine.measure.replay import Trace, save_traces
 
     easy = Trace((1, 2, 3), tuple(range(100, 160)), (True,) * 60, "code-1")
     hard = Trace((1, 2, 3), tuple(range(200, 260)), tuple(i % 3 == 0 for i in range(60)), "prose-1")
@@ -94,6 +147,6 @@ def test_replay_takes_answers_recorded_in_several_files_as_one_set(tmp_path, cap
     split = capsys.readouterr().out
     assert main(["replay", "--traces", str(tmp_path / "both.json"), *args]) == 0
     whole = capsys.readouterr().out
-    table = lambda out: [line for line in out.splitlines() if not line.startswith("policy time")]  # noqa: E731
+    table = lambda out: [line for line in out.splitlines() if not line.startswith("policy time")]
     assert table(split) == table(whole) and "2 answers" in split
     assert main(["replay", "--traces", f"{tmp_path / 'a.json'},{tmp_path / 'none.json'}", *args]) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.loading import ModelPair, load_pair
+from app.engine.decoding.loading import ModelPair, load_pair
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +26,7 @@ def toy_prompt(toy_pair) -> list[int]:
 @pytest.fixture
 def store(tmp_path):
     """A fresh conversation database per test."""
-    from app.engine.conversations import ConversationStore
+    from app.engine.store.conversations import ConversationStore
 
     s = ConversationStore(tmp_path / "c.sqlite3")
     yield s

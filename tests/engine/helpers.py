@@ -5,11 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from threading import Event
 
-from app.engine.decode import generate
-from app.engine.events import EngineError, GenerationFinished, PrefillProgress, RoundEvent, TokenEvent
-from app.engine.policy import DraftPolicy, PlainDecoding
-from app.engine.sampling import SamplingParams
-from app.engine.session import ChatSession
+from app.engine.decoding.decode import generate
+from app.engine.decoding.events import (
+    EngineError,
+    GenerationFinished,
+    PrefillProgress,
+    RoundEvent,
+    TokenEvent,
+)
+from app.engine.decoding.policy import DraftPolicy, PlainDecoding
+from app.engine.decoding.sampling import SamplingParams
+from app.engine.decoding.session import ChatSession
 
 
 @dataclass
@@ -41,8 +47,14 @@ def drive(
     out = Outcome()
     cancel = Event()
     for event in generate(
-        session, prompt, sampling=sampling, policy=policy or PlainDecoding(), max_tokens=max_tokens,
-        cancel=cancel, stop_ids=stop_ids, acceptance=acceptance,
+        session,
+        prompt,
+        sampling=sampling,
+        policy=policy or PlainDecoding(),
+        max_tokens=max_tokens,
+        cancel=cancel,
+        stop_ids=stop_ids,
+        acceptance=acceptance,
     ):
         if isinstance(event, TokenEvent):
             out.tokens.append(event)

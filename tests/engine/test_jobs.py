@@ -7,12 +7,12 @@ import queue
 import mlx.core as mx
 import pytest
 
-from app.engine.arena import LOOKUP, ArenaProgress, load_results
-from app.engine.bench import BenchPrompt
-from app.engine.events import EngineError, GenerationFinished
+from app.engine.decoding.events import EngineError, GenerationFinished
+from app.engine.decoding.templates import format_chat
+from app.engine.features.arena import LOOKUP, ArenaProgress, load_results
+from app.engine.features.lossless import LosslessReport, _main_logits
 from app.engine.jobs import ArenaFinished, CheckLossless, RunArena
-from app.engine.lossless import LosslessReport, _main_logits
-from app.engine.templates import format_chat
+from app.engine.measure.bench import BenchPrompt
 from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
 
 FINAL = (GenerationFinished, PairLoaded, LosslessReport, ArenaFinished)
@@ -39,7 +39,9 @@ def run(worker, command, on_event=None) -> list:
         events.append(message.event)
         if on_event:
             on_event(message.event)
-        if isinstance(message.event, FINAL) or (isinstance(message.event, EngineError) and message.event.kind != "notice"):
+        if isinstance(message.event, FINAL) or (
+            isinstance(message.event, EngineError) and message.event.kind != "notice"
+        ):
             return events
 
 
@@ -83,8 +85,11 @@ def test_arena_ranks_persists_and_cancels(worker, toy_models, tmp_path, monkeypa
     assert by_name[str(toy_models.draft)].acceptance > by_name[str(toy_models.draft_random)].acceptance
     assert load_results(main) == list(done.results)
 
-    events = run(worker, RunArena(main, candidates, prompts * 3, k=3, max_tokens=10),
-                 on_event=lambda e: isinstance(e, ArenaProgress) and e.done == 1 and worker.cancel())
+    events = run(
+        worker,
+        RunArena(main, candidates, prompts * 3, k=3, max_tokens=10),
+        on_event=lambda e: isinstance(e, ArenaProgress) and e.done == 1 and worker.cancel(),
+    )
     assert events[-1].cancelled and events[-1].saved is None
     assert load_results(main) == list(done.results)  # a cancelled arena keeps the last full one
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import queue
 import threading
 
-from app.engine.events import EngineError, GenerationFinished, TokenEvent, WarmUpProgress
-from app.engine.warmup import compiles_per_shape
+from app.engine.decoding.events import EngineError, GenerationFinished, TokenEvent, WarmUpProgress
+from app.engine.policy.warmup import compiles_per_shape
 from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
 
 
@@ -40,7 +40,9 @@ def test_worker_loads_generates_cancels_and_shuts_down(toy_models):
     try:
         bad = worker.submit(LoadPair("/nonexistent/model"))
         [error] = _collect(inbox, bad, _is_final)
-        assert isinstance(error, EngineError) and error.kind == "load" and "/nonexistent/model" in error.message
+        assert (
+            isinstance(error, EngineError) and error.kind == "load" and "/nonexistent/model" in error.message
+        )
 
         early = worker.submit(Generate(({"role": "user", "content": "hi"},)))
         [state] = _collect(inbox, early, _is_final)
@@ -50,7 +52,11 @@ def test_worker_loads_generates_cancels_and_shuts_down(toy_models):
         [loaded] = _collect(inbox, load, _is_final)
         assert isinstance(loaded, PairLoaded) and loaded.speculation_refusal is None
 
-        ask = Generate(({"role": "user", "content": "Write a haiku"},), speculation=SpeculationSettings("fixed", 3), max_tokens=24)
+        ask = Generate(
+            ({"role": "user", "content": "Write a haiku"},),
+            speculation=SpeculationSettings("fixed", 3),
+            max_tokens=24,
+        )
         events = _collect(inbox, worker.submit(ask), _is_final)
         done = events[-1]
         assert isinstance(done, GenerationFinished) and done.stats.tokens > 0
@@ -76,9 +82,13 @@ def test_a_request_cancelled_before_it_starts_ends_at_once_and_spares_the_runnin
     worker = EngineWorker(inbox.put)
     worker.start()
     try:
-        [loaded] = _collect(inbox, worker.submit(LoadPair(str(toy_models.main), str(toy_models.draft))), _is_final)
+        [loaded] = _collect(
+            inbox, worker.submit(LoadPair(str(toy_models.main), str(toy_models.draft))), _is_final
+        )
         assert isinstance(loaded, PairLoaded)
-        running = worker.submit(Generate(({"role": "user", "content": "Tell a long story"},), max_tokens=5000))
+        running = worker.submit(
+            Generate(({"role": "user", "content": "Tell a long story"},), max_tokens=5000)
+        )
         waiting = worker.submit(Generate(({"role": "user", "content": "Write a haiku"},), max_tokens=2000))
         first = inbox.get(timeout=120)
         while not isinstance(first.event, TokenEvent):
@@ -97,12 +107,14 @@ def test_a_request_cancelled_before_it_starts_ends_at_once_and_spares_the_runnin
         assert worker.shutdown(timeout=30)
 
 
-def test_a_pair_loaded_for_a_gpu_compiles_every_draft_length_before_it_is_reported_loaded(toy_models, monkeypatch):
+def test_a_pair_loaded_for_a_gpu_compiles_every_draft_length_before_it_is_reported_loaded(
+    toy_models, monkeypatch
+):
     """Compile time belongs to loading (with progress), not to the first answer's prices: a
     GPU's first pass at each shape cost 2-10 times the next and misled the controller. Work
     queued behind the warm-up stops it, and the pair is loaded all the same."""
     played: list[int] = []
-    import app.engine.warmup as warmup
+    import app.engine.policy.warmup as warmup
 
     real = warmup.generate
 

@@ -37,7 +37,9 @@ def test_smoke_test_generates_with_speculation_and_prints_one_ok_line(tmp_path):
 
 
 def test_smoke_test_failure_exits_non_zero_with_the_message(tmp_path):
-    result = _run("-m", "app", "--smoke-test", SPECCHAT_SMOKE_TIMEOUT="0", SPECCHAT_HOME=str(tmp_path / "home"))
+    result = _run(
+        "-m", "app", "--smoke-test", SPECCHAT_SMOKE_TIMEOUT="0", SPECCHAT_HOME=str(tmp_path / "home")
+    )
     assert result.returncode == 1
     assert "SMOKE_OK" not in result.stdout
     assert "SMOKE_FAIL timed out" in result.stderr

@@ -48,10 +48,12 @@ def _run_spec(monkeypatch, tmp_path, platform: str, metallib_dir: str = "mlx/lib
 
     def analysis(scripts, **kwargs):
         recorder.calls["Analysis"] = {"scripts": scripts, **kwargs}
-        toc = lambda entries, kind: [(f"{dest}/{Path(src).name}", src, kind) for src, dest in entries]  # noqa: E731
+        toc = lambda entries, kind: [(f"{dest}/{Path(src).name}", src, kind) for src, dest in entries]
         # As transformers' hook does: metadata of every back-end installed at build time.
-        metadata = [(f"{dist}.dist-info/METADATA", f"/site/{dist}.dist-info/METADATA", "DATA")
-                    for dist in ("torch-2.13.0+cpu", "tokenizers-0.23.3")]
+        metadata = [
+            (f"{dist}.dist-info/METADATA", f"/site/{dist}.dist-info/METADATA", "DATA")
+            for dist in ("torch-2.13.0+cpu", "tokenizers-0.23.3")
+        ]
         return types.SimpleNamespace(
             binaries=toc(kwargs["binaries"], "BINARY"),
             datas=toc(kwargs["datas"], "DATA") + metadata,
@@ -129,9 +131,10 @@ def test_spec_names_the_modules_loaded_by_name_at_run_time(monkeypatch, tmp_path
     collected = [dest for dest, _, _ in calls["COLLECT"]["args"][2]]
     assert "tokenizers-0.23.3.dist-info/METADATA" in collected
     assert not [dest for dest in collected if dest.startswith("torch")]
-    assert ("mlx/lib", "libmlx.so") == tuple(
-        (dest, Path(src).name) for src, dest in analysis["binaries"] if "libmlx" in src
-    )[0]
+    assert tuple((dest, Path(src).name) for src, dest in analysis["binaries"] if "libmlx" in src)[0] == (
+        "mlx/lib",
+        "libmlx.so",
+    )
 
 
 def test_build_fails_when_metallib_would_not_sit_next_to_libmlx(monkeypatch, tmp_path):

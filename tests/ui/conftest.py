@@ -6,7 +6,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
+import pytest
 
 
 @pytest.fixture(autouse=True)
@@ -22,13 +22,16 @@ def open_window(qtbot, home, library, main: str, draft: str | None):
     loaded through the real worker (the toy pair loads in seconds)."""
     from PySide6.QtCore import QSettings
 
-    from app.engine.conversations import ConversationStore
     from app.engine.library.discovery import Sources
+    from app.engine.store.conversations import ConversationStore
     from app.ui.main_window import MainWindow
 
-    w = MainWindow(store=ConversationStore(home / "c.sqlite3"),
-                   settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
-                   sources=Sources(None, None, library, use_hub=False), restore_pair=False)
+    w = MainWindow(
+        store=ConversationStore(home / "c.sqlite3"),
+        settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
+        sources=Sources(None, None, library, use_hub=False),
+        restore_pair=False,
+    )
     qtbot.addWidget(w)
     w.show()
     w.load_pair(main, draft)

@@ -9,10 +9,10 @@ import pytest
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
 
-from app.engine.arena import LOOKUP, load_results
-from app.engine.loading import ModelPair, load_model
-from app.engine.lossless import _main_logits
-from app.engine.templates import format_chat
+from app.engine.decoding.loading import ModelPair, load_model
+from app.engine.decoding.templates import format_chat
+from app.engine.features.arena import LOOKUP, load_results
+from app.engine.features.lossless import _main_logits
 from app.ui.picker import KEY, PickerDialog
 from app.ui.settings_dialog import ChatSettings
 from tests.ui.conftest import open_window
@@ -23,7 +23,11 @@ SLOW = 60_000
 @pytest.fixture
 def library(specchat_home, toy_models):
     lib = specchat_home / "lib"
-    for name, src in (("toy-main", toy_models.main), ("toy-draft", toy_models.draft), ("toy-random", toy_models.draft_random)):
+    for name, src in (
+        ("toy-main", toy_models.main),
+        ("toy-draft", toy_models.draft),
+        ("toy-random", toy_models.draft_random),
+    ):
         shutil.copytree(src, lib / name)
     return lib
 
@@ -37,7 +41,9 @@ def window(qtbot, specchat_home, library):
 
 
 def ask(qtbot, window, text: str, **settings) -> None:
-    window.controller.chat_settings = ChatSettings(**{"max_tokens": 16, "speculation": "fixed", "k": 3, **settings})
+    window.controller.chat_settings = ChatSettings(
+        **{"max_tokens": 16, "speculation": "fixed", "k": 3, **settings}
+    )
     window.composer.editor.setPlainText(text)
     qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=SLOW)
@@ -58,7 +64,7 @@ def test_lossless_identical_then_tampered_then_sampled(qtbot, window, library):
     answer = window.view.messages[-1]
     ids = list(answer.stats["token_ids"])
     assert len(ids) == answer.stats["tokens"] and answer.stats["temperature"] == 0.0
-    link = lambda: window.view.anchorClicked.emit(QUrl(f"specchat:check/{answer.key}"))  # noqa: E731
+    link = lambda: window.view.anchorClicked.emit(QUrl(f"specchat:check/{answer.key}"))
     verdict = check(qtbot, window, answer.key, link)  # the link under the answer
     assert verdict["verdict"] == "identical" and verdict["compared"] == len(ids)
     assert "✓ Losslessness: Identical" in window.view.toPlainText()
@@ -72,7 +78,10 @@ def test_lossless_identical_then_tampered_then_sampled(qtbot, window, library):
     [shortcut] = [a for a in window.findChildren(QAction) if a.shortcut() == QKeySequence("Ctrl+Shift+L")]
     verdict = check(qtbot, window, answer.key, shortcut.trigger)  # the last answer
     assert (verdict["verdict"], verdict["position"]) == ("wide-margin", 4)
-    assert "bug in speculative decoding" in verdict["message"] and "where plain decoding has" in verdict["message"]
+    assert (
+        "bug in speculative decoding" in verdict["message"]
+        and "where plain decoding has" in verdict["message"]
+    )
     [mark] = window.view.extraSelections()  # the divergent token is underlined
     span = window.view.token_range(answer.key, 4)
     assert span is not None and (mark.cursor.selectionStart(), mark.cursor.selectionEnd()) == span
@@ -80,7 +89,10 @@ def test_lossless_identical_then_tampered_then_sampled(qtbot, window, library):
     ask(qtbot, window, "Another one", temperature=0.8)
     sampled = window.view.messages[-1]
     assert not window.check_answer(sampled.key) and not window.checker.busy
-    assert sampled.stats["lossless"]["verdict"] == "not-checked" and "temperature 0.8" in sampled.stats["lossless"]["message"]
+    assert (
+        sampled.stats["lossless"]["verdict"] == "not-checked"
+        and "temperature 0.8" in sampled.stats["lossless"]["message"]
+    )
     assert "Losslessness not checked" in window.view.toPlainText()
 
 
@@ -112,13 +124,22 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
     ranked = [dialog.table.item(r, 0).data(KEY) for r in range(dialog.table.rowCount())]
     assert set(ranked) == {good, bad, LOOKUP} and ranked.index(good) < ranked.index(bad)
     assert [dialog.table.item(r, 0).text() for r in range(3)] == ["1", "2", "3"]
-    assert dialog.table.item(ranked.index(good), 2).text().endswith("×") and "user" in dialog.table.item(0, 5).text()
+    assert (
+        dialog.table.item(ranked.index(good), 2).text().endswith("×")
+        and "user" in dialog.table.item(0, 5).text()
+    )
     assert load_results(main) == dialog.results
 
     picker = PickerDialog(window.sources, usable_memory=64 * 2**30)
     qtbot.addWidget(picker)
-    qtbot.waitUntil(lambda: picker.current_main() is not None and picker.current_main().path in picker.verdicts, timeout=SLOW)
-    texts = {picker.draft_model.item(i).data(KEY): picker.draft_model.item(i).text() for i in range(picker.draft_model.rowCount())}
+    qtbot.waitUntil(
+        lambda: picker.current_main() is not None and picker.current_main().path in picker.verdicts,
+        timeout=SLOW,
+    )
+    texts = {
+        picker.draft_model.item(i).data(KEY): picker.draft_model.item(i).text()
+        for i in range(picker.draft_model.rowCount())
+    }
     speedup = {r.candidate: r.speedup for r in dialog.results}
     assert f"arena: {speedup[good]:.2f}× vs plain" in texts[good] and "arena:" in texts[LOOKUP]
 
@@ -131,7 +152,7 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
 
 
 def test_a_candidate_that_proposed_nothing_is_not_shown_as_rejected():
-    from app.engine.arena import ArenaResult
+    from app.engine.features.arena import ArenaResult
     from app.ui.arena import arena_note
 
     silent = ArenaResult(LOOKUP, 1.0, None, None, 50.0, 50.0)  # lookup found no match to propose

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QMessageBox
 
-from app.engine.events import Provenance, TokenEvent
+from app.engine.decoding.events import Provenance, TokenEvent
 from app.ui.chat_view import ChatView, ViewMessage
 from app.ui.markdown import parse
 from app.ui.render import P_PROV, P_REJECTED, P_TOKEN, Options
@@ -30,7 +30,14 @@ def fragments(view: ChatView) -> list[tuple[str, object, object, bool]]:
         while not it.atEnd():
             frag = it.fragment()
             fmt = frag.charFormat()
-            out.append((frag.text(), fmt.property(P_TOKEN), fmt.property(P_PROV), fmt.hasProperty(fmt.Property.BackgroundBrush)))
+            out.append(
+                (
+                    frag.text(),
+                    fmt.property(P_TOKEN),
+                    fmt.property(P_PROV),
+                    fmt.hasProperty(fmt.Property.BackgroundBrush),
+                )
+            )
             it += 1
         block = block.next()
     return out
@@ -53,8 +60,11 @@ def test_streamed_tokens_are_highlighted_exactly_per_token(qtbot):
     view.paint_live(m, 5)
     frags = [f for f in fragments(view) if f[1] is not None]
     assert [(t, i, p, bg) for t, i, p, bg in frags] == [
-        ("Hel", 0, "main", False), ("lo", 1, "draft", True), (" wor", 2, "draft", True),
-        ("ld", 3, "main", False), ("!", 4, "lookup", True),
+        ("Hel", 0, "main", False),
+        ("lo", 1, "draft", True),
+        (" wor", 2, "draft", True),
+        ("ld", 3, "main", False),
+        ("!", 4, "lookup", True),
     ]
     view.set_options(Options(highlight=False))
     assert not any(bg for _, i, _, bg in fragments(view) if i is not None)
@@ -62,8 +72,17 @@ def test_streamed_tokens_are_highlighted_exactly_per_token(qtbot):
 
 def test_markdown_render_keeps_token_boundaries_and_code_copy(qtbot):
     view = make_view(qtbot)
-    pieces = [("Some ", M), ("**bo", D), ("ld** ", D), ("text", M), ("\n\n```py", M), ("thon\nx = ", D),
-              ("1\n", D), ("```\n", M), ("<img src=/dev/zero>", M)]
+    pieces = [
+        ("Some ", M),
+        ("**bo", D),
+        ("ld** ", D),
+        ("text", M),
+        ("\n\n```py", M),
+        ("thon\nx = ", D),
+        ("1\n", D),
+        ("```\n", M),
+        ("<img src=/dev/zero>", M),
+    ]
     m = ViewMessage(view.new_key(), "assistant", answer_of(pieces))
     view.set_messages([m])
     frags = [f for f in fragments(view) if f[1] is not None]
@@ -80,8 +99,12 @@ def test_markdown_render_keeps_token_boundaries_and_code_copy(qtbot):
 
 def test_hover_maps_position_to_token_and_stats(qtbot):
     view = make_view(qtbot)
-    m = ViewMessage(view.new_key(), "assistant", answer_of([("alpha ", M), ("beta ", D), ("gamma", L)]),
-                    stats={"tokens": 3, "tok_s": 12.5, "proposed": 4, "acceptance": 0.5, "mean_accepted": 1.0})
+    m = ViewMessage(
+        view.new_key(),
+        "assistant",
+        answer_of([("alpha ", M), ("beta ", D), ("gamma", L)]),
+        stats={"tokens": 3, "tok_s": 12.5, "proposed": 4, "acceptance": 0.5, "mean_accepted": 1.0},
+    )
     view.set_messages([m])
     at = view.toPlainText().index("beta")
     info = view.info_at(at + 1)
@@ -92,15 +115,17 @@ def test_hover_maps_position_to_token_and_stats(qtbot):
 
 def test_untrusted_output_loads_nothing_and_links_need_confirmation(qtbot, monkeypatch):
     view = make_view(qtbot)
-    evil = ("![](file:///etc/passwd) ![x](/dev/zero) <img src=\"http://example.com/a.png\"> "
-            "[site](https://example.com) [f](file:///etc/hosts) <b>bold?</b> <script>alert(1)</script>")
+    evil = (
+        '![](file:///etc/passwd) ![x](/dev/zero) <img src="http://example.com/a.png"> '
+        "[site](https://example.com) [f](file:///etc/hosts) <b>bold?</b> <script>alert(1)</script>"
+    )
     m = ViewMessage(view.new_key(), "assistant", answer_of([(evil, M)]))
     view.set_messages([m])
     view.show()
     qtbot.waitExposed(view)
     assert view.resource_requests == []
     doc_text = view.toPlainText()
-    assert "<img src=\"http://example.com/a.png\">" in doc_text and "<b>bold?</b>" in doc_text
+    assert '<img src="http://example.com/a.png">' in doc_text and "<b>bold?</b>" in doc_text
     assert "<script>" in doc_text
     block = view.document().begin()
     while block.isValid():
@@ -111,7 +136,9 @@ def test_untrusted_output_loads_nothing_and_links_need_confirmation(qtbot, monke
         block = block.next()
     assert view.links.urls == ["file:///etc/passwd", "/dev/zero", "https://example.com", "file:///etc/hosts"]
     opened, asked = [], []
-    monkeypatch.setattr("app.ui.chat_view.QDesktopServices.openUrl", lambda url: opened.append(url.toString()))
+    monkeypatch.setattr(
+        "app.ui.chat_view.QDesktopServices.openUrl", lambda url: opened.append(url.toString())
+    )
     monkeypatch.setattr(QMessageBox, "information", lambda *a: asked.append(a[2]))
     view.confirm_link = lambda url: (asked.append(url), False)[1]
     from PySide6.QtCore import QUrl
@@ -159,5 +186,5 @@ def test_markdown_parser_ranges_are_source_slices():
     text = "# Title\n\n- one *two*\n- `three`\n\n> quote\n\npara [link](http://x) end\n```\ncode\n```"
     blocks = parse(text)
     assert [b.kind for b in blocks] == ["h", "li", "li", "quote", "p", "code"]
-    seen = "".join(text[s.start:s.end] for b in blocks for s in b.spans)
+    seen = "".join(text[s.start : s.end] for b in blocks for s in b.spans)
     assert seen == "Titleone twothreequotepara link endcode"

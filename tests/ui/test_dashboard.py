@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.baselines import MeasureBaseline, context_bucket
-from app.engine.events import Provenance, RoundEvent, TokenEvent
+from app.engine.decoding.events import Provenance, RoundEvent, TokenEvent
+from app.engine.features.baselines import MeasureBaseline, context_bucket
 from app.engine.worker import WorkerMessage
 from app.ui.dashboard import Dashboard
 from app.ui.plain_speed import BaselineStatus
@@ -20,11 +20,29 @@ def recorded_batch(request: int, step: float = 0.01) -> tuple[WorkerMessage, ...
     for i, (k, acc) in enumerate(RECORDED):
         ids = []
         for j in range(acc + 1):
-            out.append(WorkerMessage(request, TokenEvent(n, "x", Provenance.DRAFT if j < acc else Provenance.MAIN, n * step, i, n)))
+            out.append(
+                WorkerMessage(
+                    request,
+                    TokenEvent(n, "x", Provenance.DRAFT if j < acc else Provenance.MAIN, n * step, i, n),
+                )
+            )
             ids.append(n)
             n += 1
-        out.append(WorkerMessage(request, RoundEvent(i, k, tuple(range(k)), acc, tuple(ids), 0.001 * k, 0.02 + 0.002 * k,
-                                                     Provenance.DRAFT if k else Provenance.MAIN)))
+        out.append(
+            WorkerMessage(
+                request,
+                RoundEvent(
+                    i,
+                    k,
+                    tuple(range(k)),
+                    acc,
+                    tuple(ids),
+                    0.001 * k,
+                    0.02 + 0.002 * k,
+                    Provenance.DRAFT if k else Provenance.MAIN,
+                ),
+            )
+        )
     return tuple(out)
 
 
@@ -77,8 +95,10 @@ def test_baseline_news_applies_to_the_followed_generation_and_its_bucket(qtbot):
     assert d.rate.reference is None and "Measuring" in d.baseline_note.text()
     d.set_baseline(BaselineStatus("m", 280, 40.0))  # same model, same bucket (256)
     assert d.rate.reference == 40.0 and d.rate.reference_label == "plain 40.0 at this context"
-    assert d.baseline_note.text() == ("Plain speed at ~300 tokens of context: 40.0 tok/s, measured on this machine "
-                                      "for contexts of 256–511 tokens.")
+    assert d.baseline_note.text() == (
+        "Plain speed at ~300 tokens of context: 40.0 tok/s, measured on this machine "
+        "for contexts of 256–511 tokens."
+    )
     assert "2.50×" in d.summary.text()
 
 
@@ -106,7 +126,12 @@ def test_window_measures_a_missing_baseline_then_compares_with_it(qtbot, speccha
     assert baseline == pytest.approx(100.0, rel=0.3)
     assert w.dashboard.rate.reference == baseline == w.dashboard.telemetry.plain_tok_s
     [run] = w.controller.history.runs()
-    assert (run.kind, run.temperature, run.bucket, run.mode) == ("prose", 0.0, context_bucket(context), "adaptive")
+    assert (run.kind, run.temperature, run.bucket, run.mode) == (
+        "prose",
+        0.0,
+        context_bucket(context),
+        "adaptive",
+    )
     assert run.speedup == pytest.approx(run.tok_s / baseline)  # filled in when the measurement came
     [row] = w.dashboard.history.rows
     assert row.answers == 1 and w.dashboard.history.cell(0, "Speedup") == f"{run.speedup:.2f}×"

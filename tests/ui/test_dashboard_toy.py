@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.baselines import context_bucket
+from app.engine.features.baselines import context_bucket
 from app.ui.settings_dialog import ChatSettings
 from tests.ui.conftest import open_window
 
@@ -38,10 +38,14 @@ def test_toy_pair_baseline_reference_history_and_cancel(qtbot, window, toy_model
     assert run.bucket == context_bucket(context) and run.speedup == pytest.approx(run.tok_s / baseline)
     assert [(r.kind, r.answers) for r in w.dashboard.history.rows] == [("creative", 1)]
 
-    w.controller.chat_settings = ChatSettings(max_tokens=16, speculation="fixed", k=3, temperature=0.7, seed=1)
+    w.controller.chat_settings = ChatSettings(
+        max_tokens=16, speculation="fixed", k=3, temperature=0.7, seed=1
+    )
     assert w.controller.send("Another one")  # the same bucket: its baseline is the reference at once
-    qtbot.waitUntil(lambda: w.dashboard.baseline is not None and w.dashboard.baseline.request == w.dashboard.request,
-                    timeout=30_000)
+    qtbot.waitUntil(
+        lambda: w.dashboard.baseline is not None and w.dashboard.baseline.request == w.dashboard.request,
+        timeout=30_000,
+    )
     assert w.dashboard.rate.reference == baseline
     qtbot.waitUntil(lambda: not w.controller.busy, timeout=60_000)
     assert not w.controller.plain.measuring and w.controller.plain.target is None

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from app.engine.conversations import ConversationStore
+from app.devtools.fake_engine import FakeEngine, fake_decode
 from app.engine.library.discovery import Sources
+from app.engine.store.conversations import ConversationStore
 from app.engine.worker import Generate, LoadPair
-from app.ui.fake_engine import FakeEngine, fake_decode
 from app.ui.main_window import MainWindow
 
 
@@ -20,7 +20,8 @@ def make_window(qtbot, home, rate=300.0, models=None) -> MainWindow:
         store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
         sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
-        decoder=lambda main: fake_decode, restore_pair=False,
+        decoder=lambda main: fake_decode,
+        restore_pair=False,
     )
     qtbot.addWidget(window)
     window.resize(1000, 700)
@@ -71,7 +72,9 @@ def test_send_streams_highlighted_tokens_and_saves(qtbot, window):
 def test_stop_saves_partial_and_esc_stops(qtbot, window):
     window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=100_000)
     type_and_send(qtbot, window, "Tell a long story")
-    qtbot.waitUntil(lambda: window.controller.live and window.controller.live.stats.tokens > 40, timeout=10_000)
+    qtbot.waitUntil(
+        lambda: window.controller.live and window.controller.live.stats.tokens > 40, timeout=10_000
+    )
     qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
     assert not window.controller.busy and window.composer.button.text() == "Send"
     answer = window.store.load(window.controller.conversation).messages[1]
@@ -85,7 +88,9 @@ def test_regenerate_and_edit_resend(qtbot, window):
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     cid = window.controller.conversation
     first_answer = window.store.load(cid).messages[1].id
-    window.view._on_anchor(__import__("PySide6.QtCore", fromlist=["QUrl"]).QUrl(f"specchat:regenerate/{first_answer}"))
+    window.view._on_anchor(
+        __import__("PySide6.QtCore", fromlist=["QUrl"]).QUrl(f"specchat:regenerate/{first_answer}")
+    )
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     msgs = window.store.load(cid).messages
     assert len(msgs) == 2 and msgs[1].state == "complete"
@@ -105,7 +110,9 @@ def test_regenerate_and_edit_resend(qtbot, window):
 def test_switch_pair_mid_stream_cancels_cleanly(qtbot, window):
     window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=100_000)
     type_and_send(qtbot, window, "go on")
-    qtbot.waitUntil(lambda: window.controller.live and window.controller.live.stats.tokens > 20, timeout=10_000)
+    qtbot.waitUntil(
+        lambda: window.controller.live and window.controller.live.stats.tokens > 20, timeout=10_000
+    )
     window.load_pair("/models/other", None, "plain")
     assert not window.controller.busy
     qtbot.waitUntil(lambda: window.controller.pair == ("/models/other", None), timeout=10_000)
@@ -137,7 +144,9 @@ def test_sidebar_lists_switches_searches_and_survives_a_damaged_conversation(qtb
     window.sidebar.rename_requested.emit(a, "renamed")
     window.sidebar.delete_requested.emit(b)
     window.sidebar.search.setText("")
-    assert [window.sidebar.model.item(i).text() for i in range(window.sidebar.model.rowCount())] == ["renamed"]
+    assert [window.sidebar.model.item(i).text() for i in range(window.sidebar.model.rowCount())] == [
+        "renamed"
+    ]
 
 
 def test_welcome_panel_on_first_run(qtbot, specchat_home):
@@ -151,7 +160,7 @@ def test_closing_hides_the_window_before_waiting_for_background_work(qtbot, wind
     seen = []
 
     class SlowPool:  # stands in for a pool whose last scan takes a while
-        def waitForDone(self, ms: int) -> bool:  # noqa: N802 - Qt's name
+        def waitForDone(self, ms: int) -> bool:
             seen.append(window.isVisible())
             return True
 

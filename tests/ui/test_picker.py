@@ -6,8 +6,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from app.engine.library.discovery import Sources
@@ -19,7 +17,11 @@ BIG = 64 * 2**30
 
 def build_library(toy_models, root: Path) -> Path:
     """main, a compatible draft, and a draft whose tokenizer renames one special token."""
-    for name, src in (("toy-main", toy_models.main), ("toy-draft", toy_models.draft), ("toy-altered", toy_models.draft)):
+    for name, src in (
+        ("toy-main", toy_models.main),
+        ("toy-draft", toy_models.draft),
+        ("toy-altered", toy_models.draft),
+    ):
         shutil.copytree(src, root / name)
     tok_path = root / "toy-altered" / "tokenizer.json"
     tok = json.loads(tok_path.read_text(encoding="utf-8"))
@@ -34,15 +36,20 @@ def sources(root: Path) -> Sources:
 
 def rows(dialog: PickerDialog) -> list[tuple[str, str, bool, str]]:
     m = dialog.draft_model
-    return [(m.item(i).data(KEY), m.item(i).text(), m.item(i).isEnabled(), m.item(i).toolTip()) for i in range(m.rowCount())]
+    return [
+        (m.item(i).data(KEY), m.item(i).text(), m.item(i).isEnabled(), m.item(i).toolTip())
+        for i in range(m.rowCount())
+    ]
 
 
 def open_picker(qtbot, root: Path, **kwargs) -> PickerDialog:
     dialog = PickerDialog(sources(root), **kwargs)
     qtbot.addWidget(dialog)
     qtbot.waitUntil(lambda: dialog.main_model.rowCount() == 3, timeout=30_000)
-    qtbot.waitUntil(lambda: dialog.current_main() is not None and dialog.current_main().path in dialog.verdicts,
-                    timeout=30_000)
+    qtbot.waitUntil(
+        lambda: dialog.current_main() is not None and dialog.current_main().path in dialog.verdicts,
+        timeout=30_000,
+    )
     return dialog
 
 

@@ -9,9 +9,9 @@ import sys
 
 from PySide6.QtCore import QSettings
 
-from app.engine.conversations import ConversationStore
+from app.devtools.fake_engine import VOCAB, FakeEngine, fake_decode
 from app.engine.library.discovery import Sources
-from app.ui.fake_engine import VOCAB, FakeEngine, fake_decode
+from app.engine.store.conversations import ConversationStore
 from app.ui.main_window import MainWindow
 
 RATE = 200.0
@@ -23,9 +23,9 @@ from pathlib import Path
 import app.ui
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
-from app.engine.conversations import ConversationStore
+from app.engine.store.conversations import ConversationStore
 from app.engine.library.discovery import Sources
-from app.ui.fake_engine import FakeEngine, fake_decode
+from app.devtools.fake_engine import FakeEngine, fake_decode
 from app.ui.main_window import MainWindow
 from app.ui.settings_dialog import ChatSettings
 home = Path(sys.argv[1])
@@ -53,16 +53,20 @@ while True:
 def test_sigkill_mid_stream_then_reopen(qtbot, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(home)], stdout=subprocess.PIPE, text=True,
-                            cwd=os.getcwd())
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(home)], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+    )
     shown = int(proc.stdout.readline())
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert shown > 200
     window = MainWindow(
-        engine_factory=lambda emit: FakeEngine(emit), store=ConversationStore(home / "c.sqlite3"),
+        engine_factory=lambda emit: FakeEngine(emit),
+        store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
-        sources=Sources(None, None, home, use_hub=False), decoder=lambda m: fake_decode, restore_pair=False,
+        sources=Sources(None, None, home, use_hub=False),
+        decoder=lambda m: fake_decode,
+        restore_pair=False,
     )
     qtbot.addWidget(window)
     assert window.sidebar.model.rowCount() == 1

@@ -29,14 +29,18 @@ def test_toy_pair_send_stop_and_switch(qtbot, window, toy_models):
     window.controller.chat_settings = ChatSettings(max_tokens=5000)
     window.composer.editor.setPlainText("Tell a long story")
     qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: window.controller.live and window.controller.live.stats.tokens > 5, timeout=60_000)
+    qtbot.waitUntil(
+        lambda: window.controller.live and window.controller.live.stats.tokens > 5, timeout=60_000
+    )
     window.composer.button.click()  # Stop
     assert not window.controller.busy
     assert window.store.load(window.controller.conversation).messages[3].state == "cancelled"
 
     window.composer.editor.setPlainText("And another")
     qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: window.controller.live and window.controller.live.stats.tokens > 5, timeout=60_000)
+    qtbot.waitUntil(
+        lambda: window.controller.live and window.controller.live.stats.tokens > 5, timeout=60_000
+    )
     window.load_pair(str(toy_models.main), None, "plain")  # switch mid-stream
     qtbot.waitUntil(lambda: window.controller.pair == (str(toy_models.main), None), timeout=60_000)
     window.controller.chat_settings = ChatSettings(max_tokens=12)
@@ -48,7 +52,9 @@ def test_toy_pair_send_stop_and_switch(qtbot, window, toy_models):
     assert msgs[-1].stats["mode"] == "off" and msgs[-1].stats["proposed"] == 0
 
 
-def test_loading_on_a_gpu_shows_the_pass_shapes_compiling_then_answers(qtbot, specchat_home, toy_models, monkeypatch):
+def test_loading_on_a_gpu_shows_the_pass_shapes_compiling_then_answers(
+    qtbot, specchat_home, toy_models, monkeypatch
+):
     """Where the device builds kernels per shape, loading a pair goes on through a warm-up the
     status strip counts out; the window is then ready and answers as usual."""
     monkeypatch.setattr("app.engine.worker.compiles_per_shape", lambda: True)
@@ -56,7 +62,9 @@ def test_loading_on_a_gpu_shows_the_pass_shapes_compiling_then_answers(qtbot, sp
 
     states: list[str] = []
     real = StatusStrip.set_state
-    monkeypatch.setattr(StatusStrip, "set_state", lambda self, text: (states.append(text), real(self, text))[1])
+    monkeypatch.setattr(
+        StatusStrip, "set_state", lambda self, text: (states.append(text), real(self, text))[1]
+    )
     w = open_window(qtbot, specchat_home, specchat_home, str(toy_models.main), str(toy_models.draft))
     try:
         qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=60_000)

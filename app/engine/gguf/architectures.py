@@ -7,8 +7,9 @@ has to be undone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -117,7 +118,9 @@ def base_config(header: GGUFHeader, arch: Architecture) -> dict[str, Any]:
 
 
 def _llama(header: GGUFHeader, config: dict[str, Any]) -> dict[str, Any]:
-    head_dim = header.get("llama.rope.dimension_count", config["hidden_size"] // config["num_attention_heads"])
+    head_dim = header.get(
+        "llama.rope.dimension_count", config["hidden_size"] // config["num_attention_heads"]
+    )
     return {"head_dim": head_dim, "attention_bias": False, "mlp_bias": False, "rope_traditional": False}
 
 

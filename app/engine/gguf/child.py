@@ -14,10 +14,17 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from app.engine.gguf.events import ImportEvent, ImportFailed, ImportFinished, ImportProgress, from_json, to_json
+from app.engine.gguf.events import (
+    ImportEvent,
+    ImportFailed,
+    ImportFinished,
+    ImportProgress,
+    from_json,
+    to_json,
+)
 from app.engine.gguf.fixtures import cache_root
 from app.engine.gguf.header import GGUFError, read_header
 
@@ -56,7 +63,13 @@ def run_import(
     except GGUFError as exc:
         yield ImportFailed(str(exc), "invalid")
         return
-    args = {"source": str(source), "out": str(out), "bits": bits, "overwrite": overwrite, "memory_limit": memory_limit}
+    args = {
+        "source": str(source),
+        "out": str(out),
+        "bits": bits,
+        "overwrite": overwrite,
+        "memory_limit": memory_limit,
+    }
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.engine.gguf.child", json.dumps(args)],
         stdout=subprocess.PIPE,
@@ -66,11 +79,13 @@ def run_import(
     )
     watcher = None
     if cancel is not None:
+
         def watch() -> None:
             while proc.poll() is None:
                 if cancel.wait(0.2):
                     proc.send_signal(signal.SIGTERM)
                     return
+
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
     final: ImportEvent | None = None
@@ -127,8 +142,12 @@ def _child_main(raw: str) -> int:
     started = time.monotonic()
     try:
         path = import_gguf(
-            args["source"], args["out"], args["bits"],
-            emit=emit, overwrite=args["overwrite"], memory_limit=args.get("memory_limit"),
+            args["source"],
+            args["out"],
+            args["bits"],
+            emit=emit,
+            overwrite=args["overwrite"],
+            memory_limit=args.get("memory_limit"),
         )
     except ImportRefused as exc:
         emit(ImportFailed(str(exc), "refused"))

@@ -14,8 +14,9 @@ import os
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,9 @@ def check_supported(header: GGUFHeader) -> None:
     arch = architecture_of(header)
     for t in header.tensors:
         if t.type_name not in SUPPORTED_TYPES:
-            raise ImportRefused(f"tensor {t.name!r} has type {t.type_name}, not one of {sorted(SUPPORTED_TYPES)}")
+            raise ImportRefused(
+                f"tensor {t.name!r} has type {t.type_name}, not one of {sorted(SUPPORTED_TYPES)}"
+            )
         if arch.hf_name(t.name) is None:
             raise ImportRefused(f"tensor {t.name!r} is not part of a {arch.gguf_name} model")
 
@@ -89,7 +92,9 @@ def _quantizable(name: str, w: np.ndarray) -> bool:
     return name.endswith(".weight") and w.ndim == 2 and w.shape[-1] % GROUP_SIZE == 0 and "norm" not in name
 
 
-def _repacked(buf: Any, info: TensorInfo, name: str, transform: Any, config: dict[str, Any]) -> dict[str, Any]:
+def _repacked(
+    buf: Any, info: TensorInfo, name: str, transform: Any, config: dict[str, Any]
+) -> dict[str, Any]:
     """A quantized weight kept as the file's own integers, in MLX's layout (see direct.py)."""
     import mlx.core as mx
 
@@ -191,14 +196,19 @@ def import_gguf(
                     w = dequantize(buf, info)
                     if arch.transform is not None:
                         w = arch.transform(name, w, config)
-                    layer_bits, group = (WIDE_BITS, DIRECT_GROUP) if info.type_name in WIDE_TYPES else (bits, GROUP_SIZE)
+                    layer_bits, group = (
+                        (WIDE_BITS, DIRECT_GROUP) if info.type_name in WIDE_TYPES else (bits, GROUP_SIZE)
+                    )
                     arr = mx.array(w)
                     del w  # one float32 copy of the tensor at a time
                     if keep:  # quantized from float32, scales stored like the model's bfloat16
                         q, scales, biases = mx.quantize(arr, group_size=group, bits=layer_bits)
                         base = name[: -len(".weight")]
-                        parts = {name: q, f"{base}.scales": scales.astype(mx.bfloat16),
-                                 f"{base}.biases": biases.astype(mx.bfloat16)}
+                        parts = {
+                            name: q,
+                            f"{base}.scales": scales.astype(mx.bfloat16),
+                            f"{base}.biases": biases.astype(mx.bfloat16),
+                        }
                     else:
                         parts = {name: arr.astype(mx.bfloat16)}
                 if keep and (layer_bits, group) != (bits, GROUP_SIZE):
@@ -218,7 +228,9 @@ def import_gguf(
         weight_map = _write_shards(shards, tmp)
         del shards
         (tmp / "model.safetensors.index.json").write_text(
-            json.dumps({"metadata": {"format": "mlx"}, "weight_map": dict(sorted(weight_map.items()))}, indent=2)
+            json.dumps(
+                {"metadata": {"format": "mlx"}, "weight_map": dict(sorted(weight_map.items()))}, indent=2
+            )
         )
         if bits < 16:
             config["quantization"] = {"group_size": GROUP_SIZE, "bits": bits, **per_layer}

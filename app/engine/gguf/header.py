@@ -29,9 +29,17 @@ DEFAULT_ALIGNMENT = 32
 
 # GGUF value types -> (name, struct format); STRING = 8 and ARRAY = 9 are handled apart.
 SCALARS: dict[int, tuple[str, str]] = {
-    0: ("uint8", "<B"), 1: ("int8", "<b"), 2: ("uint16", "<H"), 3: ("int16", "<h"),
-    4: ("uint32", "<I"), 5: ("int32", "<i"), 6: ("float32", "<f"), 7: ("bool", "<?"),
-    10: ("uint64", "<Q"), 11: ("int64", "<q"), 12: ("float64", "<d"),
+    0: ("uint8", "<B"),
+    1: ("int8", "<b"),
+    2: ("uint16", "<H"),
+    3: ("int16", "<h"),
+    4: ("uint32", "<I"),
+    5: ("int32", "<i"),
+    6: ("float32", "<f"),
+    7: ("bool", "<?"),
+    10: ("uint64", "<Q"),
+    11: ("int64", "<q"),
+    12: ("float64", "<d"),
 }
 STRING, ARRAY = 8, 9
 
@@ -86,8 +94,7 @@ class _Reader:
     def need(self, n: int, what: str) -> None:
         if n < 0 or self.pos + n > self.size:
             raise GGUFError(
-                f"truncated file: {what} needs {n:,} bytes at offset {self.pos:,}, "
-                f"file has {self.size:,}"
+                f"truncated file: {what} needs {n:,} bytes at offset {self.pos:,}, file has {self.size:,}"
             )
 
     def unpack(self, fmt: str, what: str) -> Any:
@@ -207,8 +214,7 @@ def _parse(buf: Any, size: int, path: Path) -> GGUFHeader:
         start = data_offset + offset
         if start + nbytes > size:
             raise GGUFError(
-                f"tensor {name!r} spans bytes {start:,}..{start + nbytes:,}, "
-                f"outside the {size:,}-byte file"
+                f"tensor {name!r} spans bytes {start:,}..{start + nbytes:,}, outside the {size:,}-byte file"
             )
         tensors.append(TensorInfo(name, shape, ttype, start, nbytes))
     spans = sorted((t.offset, t.offset + t.nbytes, t.name) for t in tensors)

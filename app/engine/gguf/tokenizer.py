@@ -38,7 +38,11 @@ PRE_TOKENIZER_SPLITS: dict[str, str] = {
 
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable character table used by byte-level vocabularies."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     table, extra = {}, 0
     for b in range(256):
         if b in printable:
@@ -84,11 +88,15 @@ def _byte_level(header: GGUFHeader, tokens: list[str]) -> Tokenizer:
     tok = Tokenizer(models.BPE(vocab, merges, fuse_unk=False, byte_fallback=False, ignore_merges=False))
     pre = header.get("tokenizer.ggml.pre", "default")
     if pre not in PRE_TOKENIZER_SPLITS:
-        raise GGUFError(f"pre-tokenizer {pre!r} is not supported (known: {', '.join(sorted(PRE_TOKENIZER_SPLITS))})")
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(PRE_TOKENIZER_SPLITS[pre]), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+        raise GGUFError(
+            f"pre-tokenizer {pre!r} is not supported (known: {', '.join(sorted(PRE_TOKENIZER_SPLITS))})"
+        )
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRE_TOKENIZER_SPLITS[pre]), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     return tok
 
@@ -114,13 +122,17 @@ def _sentencepiece(header: GGUFHeader, tokens: list[str]) -> Tokenizer:
         vocab.setdefault(t, i)
     unk_id = header.get("tokenizer.ggml.unknown_token_id")
     unk = tokens[unk_id] if isinstance(unk_id, int) and 0 <= unk_id < len(tokens) else None
-    tok = Tokenizer(models.BPE(vocab, sentencepiece_merges(tokens), unk_token=unk, fuse_unk=True, byte_fallback=True))
+    tok = Tokenizer(
+        models.BPE(vocab, sentencepiece_merges(tokens), unk_token=unk, fuse_unk=True, byte_fallback=True)
+    )
     steps = [normalizers.Replace(" ", "\u2581")]
     if header.get("tokenizer.ggml.add_space_prefix", False):
         steps.insert(0, normalizers.Prepend("\u2581"))
     tok.normalizer = normalizers.Sequence(steps)
     tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous")
-    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    tok.decoder = decoders.Sequence(
+        [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
+    )
     return tok
 
 
@@ -154,7 +166,12 @@ def special_tokens(header: GGUFHeader) -> dict[str, str]:
     """bos/eos/unk/pad token strings named by the metadata's ids."""
     tokens = _tokens(header)
     out = {}
-    for name, key in (("bos_token", "bos"), ("eos_token", "eos"), ("unk_token", "unknown"), ("pad_token", "padding")):
+    for name, key in (
+        ("bos_token", "bos"),
+        ("eos_token", "eos"),
+        ("unk_token", "unknown"),
+        ("pad_token", "padding"),
+    ):
         idx = header.get(f"tokenizer.ggml.{key}_token_id")
         if isinstance(idx, int) and 0 <= idx < len(tokens):
             out[name] = tokens[idx]

@@ -13,7 +13,7 @@ from typing import Any
 
 from app.engine.library.facts import ModelFacts, model_facts
 from app.engine.library.store import Store
-from app.engine.library.vocab import Vocabulary, VocabError, read_vocabulary
+from app.engine.library.vocab import VocabError, Vocabulary, read_vocabulary
 
 VOCAB_SLACK = 128  # mlx-lm's own limit: padded embedding rows may differ by this much
 REFUSE, WARN = "refuse", "warn"
@@ -46,7 +46,9 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "main": self.main, "draft": self.draft, "compatible": self.compatible,
+            "main": self.main,
+            "draft": self.draft,
+            "compatible": self.compatible,
             "reasons": [{"code": r.code, "severity": r.severity, "message": r.message} for r in self.reasons],
         }
 
@@ -62,33 +64,59 @@ def _show(text: str | None) -> str:
 def _token_reasons(main: Vocabulary, draft: Vocabulary) -> list[Reason]:
     out: list[Reason] = []
     if main.kind != draft.kind:
-        out.append(Reason("tokenizer_type", REFUSE,
-                          f"tokenizer types differ: {main.kind} in the main, {draft.kind} in the draft"))
+        out.append(
+            Reason(
+                "tokenizer_type",
+                REFUSE,
+                f"tokenizer types differ: {main.kind} in the main, {draft.kind} in the draft",
+            )
+        )
     shared = sorted(main.tokens.keys() & draft.tokens.keys())
     differ = [i for i in shared if main.tokens[i] != draft.tokens[i]]
     if differ:
         i = differ[0]
         more = f" ({len(differ) - 1} more ids differ)" if len(differ) > 1 else ""
-        out.append(Reason("token_text", REFUSE,
-                          f"token {i} differs: {main.tokens[i]!r} in the main, {draft.tokens[i]!r} in the draft{more}"))
+        out.append(
+            Reason(
+                "token_text",
+                REFUSE,
+                f"token {i} differs: {main.tokens[i]!r} in the main, {draft.tokens[i]!r} in the draft{more}",
+            )
+        )
     flips = [i for i in shared if (i in main.special) != (i in draft.special) and i not in differ]
     if flips:
         i = flips[0]
         where = "main" if i in main.special else "draft"
-        out.append(Reason("special_flag", REFUSE,
-                          f"token {i} ({main.tokens[i]!r}) is special only in the {where}"))
+        out.append(
+            Reason("special_flag", REFUSE, f"token {i} ({main.tokens[i]!r}) is special only in the {where}")
+        )
     missing = sorted(draft.tokens.keys() - main.tokens.keys())
     if missing:
         i = missing[0]
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-        out.append(Reason("draft_only_ids", REFUSE,
-                          f"the draft can emit token {i} ({draft.tokens[i]!r}){more}, which the main does not have"))
+        out.append(
+            Reason(
+                "draft_only_ids",
+                REFUSE,
+                f"the draft can emit token {i} ({draft.tokens[i]!r}){more}, which the main does not have",
+            )
+        )
     if abs(main.rows - draft.rows) > VOCAB_SLACK:
-        out.append(Reason("vocab_size", REFUSE,
-                          f"vocabulary sizes differ by more than {VOCAB_SLACK}: {main.rows} in the main, {draft.rows} in the draft"))
+        out.append(
+            Reason(
+                "vocab_size",
+                REFUSE,
+                f"vocabulary sizes differ by more than {VOCAB_SLACK}: {main.rows} in the main, {draft.rows} in the draft",
+            )
+        )
     elif draft.rows > main.rows:
-        out.append(Reason("draft_rows", REFUSE,
-                          f"the draft's output layer has {draft.rows} rows but the main embeds only {main.rows} ids"))
+        out.append(
+            Reason(
+                "draft_rows",
+                REFUSE,
+                f"the draft's output layer has {draft.rows} rows but the main embeds only {main.rows} ids",
+            )
+        )
     for name in ("bos", "eos", "pad"):
         a, b = getattr(main, name), getattr(draft, name)
         if a == b:
@@ -100,10 +128,15 @@ def _token_reasons(main: Vocabulary, draft: Vocabulary) -> list[Reason]:
     if main.turn_ends != draft.turn_ends:
         only_main = sorted(main.turn_ends - draft.turn_ends)
         only_draft = sorted(draft.turn_ends - main.turn_ends)
-        out.append(Reason("turn_ends", REFUSE,
-                          "end-of-turn tokens differ: "
-                          f"main only {[(i, main.tokens.get(i)) for i in only_main]}, "
-                          f"draft only {[(i, draft.tokens.get(i)) for i in only_draft]}"))
+        out.append(
+            Reason(
+                "turn_ends",
+                REFUSE,
+                "end-of-turn tokens differ: "
+                f"main only {[(i, main.tokens.get(i)) for i in only_main]}, "
+                f"draft only {[(i, draft.tokens.get(i)) for i in only_draft]}",
+            )
+        )
     return out
 
 
@@ -114,17 +147,32 @@ def _model_reasons(main: ModelFacts, draft: ModelFacts) -> list[Reason]:
         if facts.vision:
             out.append(Reason("vision", REFUSE, f"the {role} ({facts.name}) is a vision model"))
     if draft.trim == "none":
-        out.append(Reason("draft_untrimmable", REFUSE,
-                          f"the draft's cache ({draft.architecture}) holds recurrent state and cannot be rewound"))
+        out.append(
+            Reason(
+                "draft_untrimmable",
+                REFUSE,
+                f"the draft's cache ({draft.architecture}) holds recurrent state and cannot be rewound",
+            )
+        )
     elif draft.trim == "window":
-        out.append(Reason("draft_window", WARN,
-                          f"the draft's cache rewinds only inside its {draft.sliding_window}-token sliding window"))
+        out.append(
+            Reason(
+                "draft_window",
+                WARN,
+                f"the draft's cache rewinds only inside its {draft.sliding_window}-token sliding window",
+            )
+        )
     if Path(main.path).resolve() == Path(draft.path).resolve():
         out.append(Reason("same_model", WARN, "the draft is the main model itself"))
     elif main.params and draft.params and draft.params >= main.params:
-        out.append(Reason("draft_not_smaller", WARN,
-                          f"the draft ({draft.params / 1e9:.2f}B parameters) is not smaller than the main "
-                          f"({main.params / 1e9:.2f}B): speculation will likely be slower"))
+        out.append(
+            Reason(
+                "draft_not_smaller",
+                WARN,
+                f"the draft ({draft.params / 1e9:.2f}B parameters) is not smaller than the main "
+                f"({main.params / 1e9:.2f}B): speculation will likely be slower",
+            )
+        )
     return out
 
 

@@ -126,6 +126,6 @@ def resolve_model(text: str, sources: Sources | None = None) -> Path:
     if not valid_repo_id(text):
         check_repo_id(text)
     for f in discover(sources or default_sources()):
-        if f.kind == "mlx" and (f.label == text or f.label.endswith("/" + text) and f.source != HUB):
+        if f.kind == "mlx" and (f.label == text or (f.label.endswith("/" + text) and f.source != HUB)):
             return f.path
     raise FileNotFoundError(f"{text} is not downloaded: no folder or cached repo by that name")

@@ -13,9 +13,10 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from app.engine.library.paths import models_dir
 from app.engine.library.safety import UnsafeModel, check_relative_name, check_repo_id, weight_problem
@@ -114,7 +115,9 @@ def _list_files(repo_id: str, revision: str | None, endpoint: str | None) -> dic
     files = {e.path: int(e.size or 0) for e in entries if isinstance(e, RepoFile)}
     for name in files:
         check_relative_name(name)
-    wanted = {n: s for n, s in files.items() if any(fnmatch.fnmatch(n.rsplit("/", 1)[-1], p) for p in ALLOWED)}
+    wanted = {
+        n: s for n, s in files.items() if any(fnmatch.fnmatch(n.rsplit("/", 1)[-1], p) for p in ALLOWED)
+    }
     if not any(n.endswith(".safetensors") for n in wanted):
         pickles = [n for n in files if n.endswith((".bin", ".pt", ".pth"))]
         why = "it has only pickle weights" if pickles else "it has no .safetensors weights"
@@ -155,8 +158,13 @@ def download(
 
         partial.mkdir(parents=True, exist_ok=True)
         snapshot_download(
-            repo_id, revision=revision, local_dir=partial, endpoint=endpoint, allow_patterns=sorted(files),
-            tqdm_class=progress_tqdm_class(report, cancel), max_workers=4,
+            repo_id,
+            revision=revision,
+            local_dir=partial,
+            endpoint=endpoint,
+            allow_patterns=sorted(files),
+            tqdm_class=progress_tqdm_class(report, cancel),
+            max_workers=4,
         )
     except (DownloadCancelled, DownloadError, UnsafeModel):
         raise
@@ -166,7 +174,9 @@ def download(
         raise DownloadError(f"downloading {repo_id} failed: {exc}") from exc
     missing = [n for n in files if not (partial / n).is_file()]
     if missing or not (partial / "config.json").is_file() or weight_problem(partial):
-        raise DownloadError(f"downloading {repo_id} left an incomplete folder (missing {missing[:3] or 'config.json'})")
+        raise DownloadError(
+            f"downloading {repo_id} left an incomplete folder (missing {missing[:3] or 'config.json'})"
+        )
     shutil.rmtree(partial / ".cache", ignore_errors=True)
     final.parent.mkdir(parents=True, exist_ok=True)
     os.replace(partial, final)

@@ -19,20 +19,63 @@ from app.engine.library.store import Store
 from app.engine.library.vocab import VocabError, read_vocabulary
 
 # mlx-lm model types whose cache holds recurrent state (ArraysCache/MambaCache): never trimmable.
-RECURRENT_TYPES = frozenset({
-    "baichuan_m1", "bailing_hybrid", "bailing_moe_linear", "falcon_h1", "granitemoehybrid", "jamba",
-    "kimi_linear", "lfm2", "lfm2_moe", "mamba", "mamba2", "nemotron_h", "olmo_hybrid", "plamo2",
-    "qwen3_5", "qwen3_next", "recurrent_gemma", "rwkv7",
-})
+RECURRENT_TYPES = frozenset(
+    {
+        "baichuan_m1",
+        "bailing_hybrid",
+        "bailing_moe_linear",
+        "falcon_h1",
+        "granitemoehybrid",
+        "jamba",
+        "kimi_linear",
+        "lfm2",
+        "lfm2_moe",
+        "mamba",
+        "mamba2",
+        "nemotron_h",
+        "olmo_hybrid",
+        "plamo2",
+        "qwen3_5",
+        "qwen3_next",
+        "recurrent_gemma",
+        "rwkv7",
+    }
+)
 # Types whose sliding-window layers use a rotating cache: trimmable only inside the window.
-ROTATING_TYPES = frozenset({
-    "gemma2", "gemma3", "gemma3_text", "gemma3n", "gemma4", "gemma4_text", "cohere2", "exaone4", "gpt_oss",
-    "mimo_v2_flash", "afmoe", "step3p5",
-})
-VISION_TYPES = frozenset({
-    "llava", "llava_next", "mllama", "pixtral", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe",
-    "kimi_vl", "lfm2-vl", "idefics3", "paligemma", "smolvlm", "mistral3",
-})
+ROTATING_TYPES = frozenset(
+    {
+        "gemma2",
+        "gemma3",
+        "gemma3_text",
+        "gemma3n",
+        "gemma4",
+        "gemma4_text",
+        "cohere2",
+        "exaone4",
+        "gpt_oss",
+        "mimo_v2_flash",
+        "afmoe",
+        "step3p5",
+    }
+)
+VISION_TYPES = frozenset(
+    {
+        "llava",
+        "llava_next",
+        "mllama",
+        "pixtral",
+        "qwen2_vl",
+        "qwen2_5_vl",
+        "qwen3_vl",
+        "qwen3_vl_moe",
+        "kimi_vl",
+        "lfm2-vl",
+        "idefics3",
+        "paligemma",
+        "smolvlm",
+        "mistral3",
+    }
+)
 MAX_HEADER = 100 * 2**20
 
 
@@ -182,7 +225,9 @@ def compute_facts(folder: Path, source: str = "user") -> ModelFacts:
         problems.append(bad)
     warnings += [f"asks for remote code ({r}); it is ignored" for r in remote_code_requests(folder)]
     vision = (
-        "vision_config" in raw or model_type in VISION_TYPES or (folder / "preprocessor_config.json").exists()
+        "vision_config" in raw
+        or model_type in VISION_TYPES
+        or (folder / "preprocessor_config.json").exists()
         or any(k in raw for k in ("image_token_index", "image_token_id"))
     )
     try:

@@ -45,7 +45,9 @@ class MemoryFit:
 
 
 def kv_bytes(facts: ModelFacts, context: int) -> int:
-    tokens = min(context, facts.sliding_window) if facts.trim == "window" and facts.sliding_window else context
+    tokens = (
+        min(context, facts.sliding_window) if facts.trim == "window" and facts.sliding_window else context
+    )
     return facts.kv_bytes_per_token * tokens
 
 
@@ -76,7 +78,9 @@ def available_ram() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def memory_fit(main: ModelFacts, draft: ModelFacts | None, context: int, usable: int | None = None) -> MemoryFit:
+def memory_fit(
+    main: ModelFacts, draft: ModelFacts | None, context: int, usable: int | None = None
+) -> MemoryFit:
     return MemoryFit(
         main_weights=main.size_bytes,
         draft_weights=draft.size_bytes if draft is not None else 0,

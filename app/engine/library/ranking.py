@@ -26,8 +26,16 @@ def same_family(main: ModelFacts, draft: ModelFacts) -> bool:
     )
 
 
-def rank_drafts(main: ModelFacts, drafts: list[tuple[ModelFacts, Verdict]]) -> list[tuple[ModelFacts, Verdict]]:
+def rank_drafts(
+    main: ModelFacts, drafts: list[tuple[ModelFacts, Verdict]]
+) -> list[tuple[ModelFacts, Verdict]]:
     others = [(d, v) for d, v in drafts if d.path != main.path]
-    return sorted(others, key=lambda dv: (
-        not dv[1].compatible, not same_family(main, dv[0]), _ratio_distance(main, dv[0]), dv[0].name,
-    ))
+    return sorted(
+        others,
+        key=lambda dv: (
+            not dv[1].compatible,
+            not same_family(main, dv[0]),
+            _ratio_distance(main, dv[0]),
+            dv[0].name,
+        ),
+    )

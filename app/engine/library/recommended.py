@@ -19,10 +19,25 @@ class RecommendedPair:
 
 
 RECOMMENDED: tuple[RecommendedPair, ...] = (
-    RecommendedPair("Qwen2.5 7B with 0.5B", "mlx-community/Qwen2.5-7B-Instruct-4bit",
-                    "mlx-community/Qwen2.5-0.5B-Instruct-4bit", 4_300_000_000, 280_000_000),
-    RecommendedPair("Llama 3.1 8B with 3.2 1B", "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit",
-                    "mlx-community/Llama-3.2-1B-Instruct-4bit", 4_520_000_000, 700_000_000),
-    RecommendedPair("Qwen2.5-Coder 7B with 0.5B", "mlx-community/Qwen2.5-Coder-7B-Instruct-4bit",
-                    "mlx-community/Qwen2.5-Coder-0.5B-Instruct-4bit", 4_300_000_000, 280_000_000),
+    RecommendedPair(
+        "Qwen2.5 7B with 0.5B",
+        "mlx-community/Qwen2.5-7B-Instruct-4bit",
+        "mlx-community/Qwen2.5-0.5B-Instruct-4bit",
+        4_300_000_000,
+        280_000_000,
+    ),
+    RecommendedPair(
+        "Llama 3.1 8B with 3.2 1B",
+        "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit",
+        "mlx-community/Llama-3.2-1B-Instruct-4bit",
+        4_520_000_000,
+        700_000_000,
+    ),
+    RecommendedPair(
+        "Qwen2.5-Coder 7B with 0.5B",
+        "mlx-community/Qwen2.5-Coder-7B-Instruct-4bit",
+        "mlx-community/Qwen2.5-Coder-0.5B-Instruct-4bit",
+        4_300_000_000,
+        280_000_000,
+    ),
 )

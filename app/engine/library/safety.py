@@ -67,7 +67,9 @@ def weight_problem(folder: Path) -> str | None:
     """Why the folder's weights are unusable, or None when it has safetensors."""
     if any(folder.glob("*.safetensors")):
         return None
-    pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES) if folder.is_dir() else []
+    pickles = (
+        sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES) if folder.is_dir() else []
+    )
     if pickles:
         return f"only pickle weights ({', '.join(pickles[:3])}); SpecChat loads safetensors only"
     return "no .safetensors weights"

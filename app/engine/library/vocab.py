@@ -92,7 +92,11 @@ def _declared_tokens(spec: dict[str, Any]) -> tuple[dict[int, str], frozenset[in
         tokens = {i: p[0] for i, p in enumerate(vocab) if isinstance(p, list) and p and isinstance(p[0], str)}
     special = set()
     for added in spec.get("added_tokens") or []:
-        if isinstance(added, dict) and isinstance(added.get("id"), int) and isinstance(added.get("content"), str):
+        if (
+            isinstance(added, dict)
+            and isinstance(added.get("id"), int)
+            and isinstance(added.get("content"), str)
+        ):
             tokens[added["id"]] = added["content"]
             if added.get("special"):
                 special.add(added["id"])

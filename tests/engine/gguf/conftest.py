@@ -19,13 +19,17 @@ MODEL_KEYS = ("smollm2", "qwen0.5b", "qwen1.5b", "gemma3")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "torch_oracle: compares against transformers + PyTorch (extra 'oracle')")
+    config.addinivalue_line(
+        "markers", "torch_oracle: compares against transformers + PyTorch (extra 'oracle')"
+    )
 
 
 def need_gguf(key: str) -> Path:
     path = gguf_path(key)
     if not path.is_file() or path.stat().st_size != FIXTURES[key].size:
-        pytest.skip(f"{FIXTURES[key].name} is not in the model cache: run `python -m app fetch-models --models {key}`")
+        pytest.skip(
+            f"{FIXTURES[key].name} is not in the model cache: run `python -m app fetch-models --models {key}`"
+        )
     return path
 
 

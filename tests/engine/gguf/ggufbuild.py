@@ -35,8 +35,11 @@ def header(n_tensors: int, n_kv: int, version: int = 3, magic: bytes = b"GGUF") 
 
 
 def tensor_info(name: str, shape: tuple[int, ...], ttype: int, offset: int) -> bytes:
-    return gstr(name) + struct.pack("<I", len(shape)) + struct.pack(f"<{len(shape)}Q", *shape) + struct.pack(
-        "<IQ", ttype, offset
+    return (
+        gstr(name)
+        + struct.pack("<I", len(shape))
+        + struct.pack(f"<{len(shape)}Q", *shape)
+        + struct.pack("<IQ", ttype, offset)
     )
 
 

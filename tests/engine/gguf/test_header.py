@@ -173,8 +173,10 @@ def test_random_garbage_never_crashes(tmp_path: Path) -> None:
 def test_malformed_file_in_a_child_exits_cleanly(tmp_path: Path) -> None:
     """The case that crashes mx.load: validation alone must end with an error, not a signal."""
     path = write(tmp_path, header(1000, 0) + b"\0" * 64)
-    code = "import sys\nfrom app.engine.gguf.header import read_header, GGUFError\n" \
+    code = (
+        "import sys\nfrom app.engine.gguf.header import read_header, GGUFError\n"
         f"try:\n read_header({str(path)!r})\nexcept GGUFError as e:\n print(e); sys.exit(3)\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 3, done.stderr
     assert "1,000 tensors" in done.stdout

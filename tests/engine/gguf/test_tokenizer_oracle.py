@@ -70,7 +70,7 @@ def test_ids_match_transformers(key: str) -> None:
 @pytest.mark.parametrize("key", MODEL_KEYS)
 def test_chat_template_matches_transformers(key: str) -> None:
     need_torch()
-    from app.engine.templates import render_chat
+    from app.engine.decoding.templates import render_chat
 
     header = read_header(need_gguf(key))
     config = tokenizer_config(header)
@@ -81,7 +81,10 @@ def test_chat_template_matches_transformers(key: str) -> None:
     for generation_prompt in (True, False):
         theirs = oracle.apply_chat_template(MESSAGES, add_generation_prompt=generation_prompt, tokenize=False)
         mine = render_chat(
-            config["chat_template"], MESSAGES, add_generation_prompt=generation_prompt, special=special_tokens(header)
+            config["chat_template"],
+            MESSAGES,
+            add_generation_prompt=generation_prompt,
+            special=special_tokens(header),
         )
         assert mine == theirs
         assert build_tokenizer(header).encode(mine).ids == oracle(theirs)["input_ids"]

@@ -118,8 +118,9 @@ def _agreement(key: str, bits: int, compute: str, stored_precision: bool = False
     return _record(key, f"{bits}-bit import", compute, ours, started, stored_precision)
 
 
-def _record(key: str, weights: str, compute: str, ours: np.ndarray, started: float,
-            stored_precision: bool = False) -> float:
+def _record(
+    key: str, weights: str, compute: str, ours: np.ndarray, started: float, stored_precision: bool = False
+) -> float:
     """Agreement of `ours` (argmax per position) with the reference, printed and appended to the report."""
     logits = _reference(key, stored_precision)
     ref = logits.argmax(-1)
@@ -130,15 +131,23 @@ def _record(key: str, weights: str, compute: str, ours: np.ndarray, started: flo
     report = cache_root() / "reports"
     report.mkdir(parents=True, exist_ok=True)
     with open(report / "argmax_agreement.jsonl", "a") as f:
-        row = {"model": key, "weights": weights, "compute": compute, "positions": len(ref),
-               "reference": "bfloat16-rounded weights" if stored_precision else "float32 weights",
-               "agreement": round(agree, 4),
-               "mismatch_reference_gaps": rounded,
-               "seconds": round(time.monotonic() - started, 1), "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        row = {
+            "model": key,
+            "weights": weights,
+            "compute": compute,
+            "positions": len(ref),
+            "reference": "bfloat16-rounded weights" if stored_precision else "float32 weights",
+            "agreement": round(agree, 4),
+            "mismatch_reference_gaps": rounded,
+            "seconds": round(time.monotonic() - started, 1),
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
         f.write(json.dumps(row) + "\n")
     against = "bf16-rounded reference" if stored_precision else "float32 reference"
-    print(f"\n{key}, {weights}, {compute} compute, {against}: argmax agreement {agree:.2%} over {len(ref)} positions"
-          f" (reference top-2 gaps at mismatches: {rounded})")
+    print(
+        f"\n{key}, {weights}, {compute} compute, {against}: argmax agreement {agree:.2%} over {len(ref)} positions"
+        f" (reference top-2 gaps at mismatches: {rounded})"
+    )
     return agree
 
 

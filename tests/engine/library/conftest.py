@@ -17,7 +17,9 @@ import pytest
 from app.engine.gguf.fixtures import FIXTURES, gguf_path, mlx_path
 
 
-def write_header_only_safetensors(path: Path, tensors: dict[str, tuple[int, ...]], dtype: str = "F16") -> None:
+def write_header_only_safetensors(
+    path: Path, tensors: dict[str, tuple[int, ...]], dtype: str = "F16"
+) -> None:
     header, offset = {}, 0
     for name, shape in tensors.items():
         n = 2
@@ -59,7 +61,9 @@ def real_model(tmp_path_factory: pytest.TempPathFactory):
             return made[key]
         source = gguf_path(key)
         if not source.is_file() or source.stat().st_size != FIXTURES[key].size:
-            pytest.skip(f"{FIXTURES[key].name} is not in the model cache: run `python -m app fetch-models --models {key}`")
+            pytest.skip(
+                f"{FIXTURES[key].name} is not in the model cache: run `python -m app fetch-models --models {key}`"
+            )
         made[key] = metadata_folder(key, tmp_path_factory.mktemp("real") / key)
         return made[key]
 

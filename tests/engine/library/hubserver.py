@@ -50,12 +50,16 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                     return self.send_error(404)
                 files = state.repos[repo]
                 if parts[4] == "revision":
-                    return self._json({"id": repo, "sha": COMMIT, "siblings": [{"rfilename": n} for n in files]})
+                    return self._json(
+                        {"id": repo, "sha": COMMIT, "siblings": [{"rfilename": n} for n in files]}
+                    )
                 if parts[4] == "tree":
-                    return self._json([
-                        {"type": "file", "path": n, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
-                        for n, b in files.items()
-                    ])
+                    return self._json(
+                        [
+                            {"type": "file", "path": n, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
+                            for n, b in files.items()
+                        ]
+                    )
             if len(parts) >= 5 and parts[2] == "resolve":
                 repo, name = "/".join(parts[:2]), "/".join(parts[4:])
                 body = state.repos.get(repo, {}).get(name)
@@ -109,7 +113,9 @@ class LocalHub:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
         self.server.daemon_threads = True
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._timer = threading.Timer(lifetime, self.server.shutdown)
         self._timer.daemon = True
 

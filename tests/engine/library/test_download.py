@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from app.engine.library.download import (
-    DownloadCancelled, DownloadError, DownloadProgress, destination, download, partial_folder,
+    DownloadCancelled,
+    DownloadError,
+    DownloadProgress,
+    destination,
+    download,
+    partial_folder,
 )
 from app.engine.library.facts import compute_facts
 from app.engine.library.safety import UnsafeModel
@@ -61,9 +66,8 @@ def test_truncated_file_is_resumed_with_a_range_request(repo_files, tmp_path):
 
 def test_dropped_connection_fails_without_a_complete_looking_model_then_resumes(repo_files, tmp_path):
     state = HubState({REPO: repo_files}, faults={"model.safetensors": "truncate_then_503"})
-    with LocalHub(state) as hub:
-        with pytest.raises(DownloadError):
-            run(hub, tmp_path)
+    with LocalHub(state) as hub, pytest.raises(DownloadError):
+        run(hub, tmp_path)
     assert not destination(REPO, tmp_path).exists()
     fetched = {p.name for p in partial_folder(REPO, tmp_path).iterdir()}
     assert "config.json" in fetched and "model.safetensors" not in fetched
@@ -80,35 +84,31 @@ def test_dropped_connection_fails_without_a_complete_looking_model_then_resumes(
 def test_cancel_leaves_nothing_that_looks_complete(repo_files, tmp_path):
     cancel = threading.Event()
     state = HubState({REPO: repo_files})
-    with LocalHub(state) as hub:
-        with pytest.raises(DownloadCancelled):
-            download(REPO, endpoint=hub.endpoint, root=tmp_path, cancel=cancel, progress=lambda p: cancel.set())
+    with LocalHub(state) as hub, pytest.raises(DownloadCancelled):
+        download(REPO, endpoint=hub.endpoint, root=tmp_path, cancel=cancel, progress=lambda p: cancel.set())
     assert not destination(REPO, tmp_path).exists()
 
 
 def test_offline_mode_is_respected(repo_files, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     state = HubState({REPO: repo_files})
-    with LocalHub(state) as hub:
-        with pytest.raises(DownloadError, match="offline"):
-            run(hub, tmp_path)
+    with LocalHub(state) as hub, pytest.raises(DownloadError, match="offline"):
+        run(hub, tmp_path)
     assert state.log == []
 
 
 def test_pickle_only_repo_is_refused(tmp_path):
     state = HubState({REPO: {"config.json": b"{}", "pytorch_model.bin": b"x"}})
-    with LocalHub(state) as hub:
-        with pytest.raises(DownloadError, match="only pickle weights"):
-            run(hub, tmp_path)
+    with LocalHub(state) as hub, pytest.raises(DownloadError, match="only pickle weights"):
+        run(hub, tmp_path)
     assert not destination(REPO, tmp_path).exists()
 
 
 @pytest.mark.parametrize("bad", ["../evil.json", "sub/../../evil.json", "/etc/evil.json"])
 def test_escaping_file_names_are_refused(tmp_path, bad):
     state = HubState({REPO: {"config.json": b"{}", "model.safetensors": b"x", bad: b"{}"}})
-    with LocalHub(state) as hub:
-        with pytest.raises(UnsafeModel):
-            run(hub, tmp_path)
+    with LocalHub(state) as hub, pytest.raises(UnsafeModel):
+        run(hub, tmp_path)
     assert not any(p.name == "evil.json" for p in tmp_path.rglob("*"))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.engine.library.compat import check_pair
-from app.engine.library.discovery import Sources, folder_models, hub_models, resolve_model, scan_library
+from app.engine.library.discovery import Sources, hub_models, resolve_model, scan_library
 from app.engine.library.facts import compute_facts, model_facts
 from app.engine.library.memory import memory_fit
 from app.engine.library.paths import app_data_dir, lmstudio_models_dir
@@ -134,7 +134,10 @@ def test_remote_code_is_never_run(toy_models, tmp_path):
     for name in ("modeling_evil.py", "tokenization_evil.py", "configuration_evil.py"):
         (folder / name).write_text(evil)
     config = json.loads((folder / "config.json").read_text())
-    config["auto_map"] = {"AutoConfig": "configuration_evil.Evil", "AutoModelForCausalLM": "modeling_evil.Evil"}
+    config["auto_map"] = {
+        "AutoConfig": "configuration_evil.Evil",
+        "AutoModelForCausalLM": "modeling_evil.Evil",
+    }
     config["model_file"] = "modeling_evil.py"
     (folder / "config.json").write_text(json.dumps(config))
     tok_config = json.loads((folder / "tokenizer_config.json").read_text())
@@ -144,7 +147,7 @@ def test_remote_code_is_never_run(toy_models, tmp_path):
     facts = compute_facts(folder)
     assert any("auto_map" in w and "ignored" in w for w in facts.warnings)
     assert check_pair(folder, Path(toy_models.draft)).compatible
-    from app.engine.loading import ModelLoadError, load_model
+    from app.engine.decoding.loading import ModelLoadError, load_model
 
     with pytest.raises(ModelLoadError, match="custom module"):  # mlx-lm refuses model_file outright
         load_model(folder)

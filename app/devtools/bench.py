@@ -1,0 +1,152 @@
+"""UI benchmark (not a test): the real window fed by a synthetic engine at a fixed token rate.
+
+Measures what reached the view (and in what order), how long the GUI thread's event loop was
+stalled (lateness of a 10 ms precise timer), and resident memory along a long answer.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtWidgets import QApplication
+
+
+def rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:  # macOS: peak RSS is the best cheap figure
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    tokens: int
+    visible: int  # tokens with a character other than a line break (a bare break is no fragment)
+    shown: int
+    in_order: bool
+    stall_p50_ms: float
+    stall_p99_ms: float
+    stall_max_ms: float
+    final_render_ms: float
+    rss_mb: tuple[tuple[int, float], ...]  # (tokens so far, MB)
+    seconds: float
+
+
+def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    home = Path(tempfile.mkdtemp(prefix="specchat-bench-"))
+    os.environ["SPECCHAT_HOME"] = str(home)
+    app = QApplication.instance() or QApplication([])
+    from app.devtools.fake_engine import FakeEngine, fake_decode
+    from app.engine.library.discovery import Sources
+    from app.engine.store.conversations import ConversationStore
+    from app.ui.main_window import MainWindow
+    from app.ui.render import P_MESSAGE, P_TOKEN
+    from app.ui.settings_dialog import ChatSettings
+
+    (home / "m").mkdir()
+    window = MainWindow(
+        engine_factory=lambda emit: FakeEngine(emit, rate=rate),
+        store=ConversationStore(home / "c.sqlite3"),
+        settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
+        sources=Sources(None, None, home / "m", use_hub=False),
+        decoder=lambda m: fake_decode,
+        restore_pair=False,
+    )
+    window.resize(1100, 720)
+    window.show()
+    window.load_pair("/bench/main", "/bench/draft")
+    while window.controller.pair is None:
+        app.processEvents()
+    shown: list[int] = []
+    view = window.view
+    original_finish = view.finish_live
+    final_ms: list[float] = []
+
+    def finish_and_count(m) -> None:  # what the live view showed, read just before the markdown render
+        block = view.document().begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                fmt = it.fragment().charFormat()
+                if fmt.property(P_MESSAGE) == m.key and fmt.property(P_TOKEN) is not None:
+                    if not shown or shown[-1] != fmt.property(P_TOKEN):
+                        shown.append(int(fmt.property(P_TOKEN)))
+                it += 1
+            block = block.next()
+        t = time.perf_counter()
+        original_finish(m)
+        final_ms.append((time.perf_counter() - t) * 1000)
+
+    view.finish_live = finish_and_count  # type: ignore[method-assign]
+    gaps: list[float] = []
+    last = [time.perf_counter()]
+    samples: list[tuple[int, float]] = [(0, rss_mb())]
+
+    def tick() -> None:
+        now = time.perf_counter()
+        gaps.append(max(0.0, (now - last[0]) * 1000 - 10))
+        last[0] = now
+        live = window.controller.live
+        if live is not None and live.stats.tokens >= samples[-1][0] + 2000:
+            samples.append((live.stats.tokens, rss_mb()))
+
+    timer = QTimer()
+    timer.setTimerType(Qt.TimerType.PreciseTimer)
+    timer.setInterval(10)
+    timer.timeout.connect(tick)
+    window.controller.chat_settings = ChatSettings(max_tokens=tokens)
+    start = time.perf_counter()
+    window.controller.send("Benchmark: a very long answer")
+    timer.start()
+    while window.controller.busy:
+        app.processEvents()
+        time.sleep(0.001)
+    timer.stop()
+    seconds = time.perf_counter() - start
+    samples.append((tokens, rss_mb()))
+    window.close()
+    ordered = sorted(gaps)
+    p = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+    from app.devtools.fake_engine import VOCAB
+
+    visible = sum(1 for i in range(tokens) if VOCAB[i % len(VOCAB)].strip("\n"))
+    return BenchResult(
+        tokens,
+        visible,
+        len(set(shown)),
+        shown == sorted(shown),
+        p(0.5),
+        p(0.99),
+        ordered[-1] if ordered else 0.0,
+        final_ms[0] if final_ms else 0.0,
+        tuple(samples),
+        seconds,
+    )
+
+
+def report(r: BenchResult) -> str:
+    lines = [
+        f"tokens streamed: {r.tokens} in {r.seconds:.1f} s ({r.tokens / r.seconds:.0f} tok/s end to end)",
+        f"shown by the live view: {r.shown} of {r.visible} tokens with visible characters"
+        f" ({r.shown / r.visible:.2%}), in order: {r.in_order} (the other {r.tokens - r.visible} are bare line breaks)",
+        f"event-loop stall: p50 {r.stall_p50_ms:.1f} ms, p99 {r.stall_p99_ms:.1f} ms, max {r.stall_max_ms:.1f} ms",
+        f"final markdown render of the whole answer: {r.final_render_ms:.0f} ms (once, at the end)",
+        "RSS MB by tokens: " + ", ".join(f"{n}:{mb:.0f}" for n, mb in r.rss_mb),
+    ]
+    growth = r.rss_mb[-1][1] - r.rss_mb[1][1] if len(r.rss_mb) > 2 else 0.0
+    lines.append(f"RSS growth from {r.rss_mb[1][0]} tokens to the end: {growth:.1f} MB")
+    if len(r.rss_mb) > 3:
+        lines.append(
+            f"median step per 2000 tokens: {statistics.median(b[1] - a[1] for a, b in zip(r.rss_mb[1:], r.rss_mb[2:])):.2f} MB"
+        )
+    return "\n".join(lines)

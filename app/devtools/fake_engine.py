@@ -1,0 +1,190 @@
+"""A synthetic engine with the worker's interface: scripted tokens at a chosen rate, no MLX.
+
+Used by the screenshots, the UI benchmark and the widget tests, so they exercise the real bridge
+and window with a predictable stream (draft, lookup and main tokens, refused drafts, bypass).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+
+from app.engine.decoding.events import (
+    EngineError,
+    GenerationFinished,
+    GenerationStats,
+    PrefillProgress,
+    Provenance,
+    RoundEvent,
+    TokenEvent,
+)
+from app.engine.features.baselines import (
+    BaselineMeasured,
+    GenerationContext,
+    MeasureBaseline,
+    Preemptible,
+    context_bucket,
+)
+from app.engine.jobs import CheckLossless, RunArena
+from app.engine.worker import Command, EngineWorker, Generate, LoadPair, PairLoaded, WorkerMessage
+
+SAMPLE = """Speculative decoding lets a **small draft model** guess the next few tokens, and the
+*main model* checks them all in one pass.
+
+1. The draft proposes `k` tokens.
+2. The main keeps the longest prefix it agrees with.
+
+```python
+def accept(draft, main):
+    n = 0
+    while n < len(draft) and draft[n] == main[n]:
+        n += 1
+    return draft[:n] + [main[n]]
+```
+
+When the draft is right, you get several tokens for the price of one verification.
+"""
+
+VOCAB = re.findall(r"\s*\S+|\s+", SAMPLE)
+
+
+def fake_decode(ids: list[int]) -> str:
+    return "".join(VOCAB[i % len(VOCAB)] for i in ids)
+
+
+class FakeEngine(EngineWorker):
+    """The worker's queue, thread and cancel, with scripted answers instead of models.
+
+    `rate`: tokens per second; `script`: the answer's pieces.
+    """
+
+    def __init__(
+        self,
+        emit: Callable[[WorkerMessage], None],
+        rate: float = 400.0,
+        script: list[str] | None = None,
+        k: int = 4,
+        load_seconds: float = 0.0,
+        prefill_seconds: float = 0.0,
+        plain_rate: float | None = None,
+    ) -> None:
+        super().__init__(emit, name="specchat-fake-engine")
+        self.plain_rate = plain_rate or rate / 1.8  # what a baseline measurement finds
+        self.rate, self.k, self.load_seconds = rate, k, load_seconds
+        self.prefill_seconds = prefill_seconds
+        self.script = script or VOCAB
+        self.commands: list[Command] = []
+        self.loaded: str | None = None
+
+    def _run(self) -> None:
+        self._serve()  # no MLX stream: nothing here touches MLX
+
+    def _handle(self, request: int, command: Command) -> None:
+        self.commands.append(command)
+        if isinstance(command, LoadPair):
+            time.sleep(self.load_seconds)
+            self.loaded = command.main
+            self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
+        elif isinstance(command, Generate):
+            self._generate(request, command)
+        elif isinstance(command, MeasureBaseline):
+            self._measure(request, command)
+        elif isinstance(command, (CheckLossless, RunArena)):
+            self._emit(
+                WorkerMessage(
+                    request, EngineError("the synthetic engine has no models to measure", kind="state")
+                )
+            )
+
+    def _measure(self, request: int, command: MeasureBaseline) -> None:
+        """Plain tokens at `plain_rate`, giving way to queued work as the real worker does."""
+        stop = Preemptible(self._cancel, lambda: not self._queue.empty())
+        start = time.perf_counter()
+        times: list[float] = []
+        while len(times) < command.tokens and not stop.is_set():
+            times.append(time.perf_counter() - start)
+            time.sleep(1 / self.plain_rate)
+        done = len(times) == command.tokens and len(times) > 1
+        rate = (len(times) - 1) / (times[-1] - times[0]) if done else None
+        self._emit(
+            WorkerMessage(
+                request,
+                BaselineMeasured(
+                    self.loaded or "",
+                    command.context_tokens,
+                    context_bucket(command.context_tokens),
+                    rate,
+                    len(times),
+                    time.perf_counter() - start,
+                    not done,
+                ),
+            )
+        )
+
+    def _generate(self, request: int, command: Generate) -> None:
+        emit = lambda event: self._emit(WorkerMessage(request, event))
+        start = time.perf_counter()
+        prompt = sum(len(m["content"]) for m in command.messages) // 4 + 8
+        emit(GenerationContext(self.loaded or "", prompt))
+        time.sleep(self.prefill_seconds)
+        emit(PrefillProgress(prompt, prompt, 0.001))
+        prefill = time.perf_counter() - start
+        n = rnd = proposed_total = accepted_total = 0
+        ids: list[int] = []
+        reason = "length"
+        while n < command.max_tokens:
+            if self._cancel.is_set():
+                reason = "cancelled"
+                break
+            bypass = command.speculation.mode == "off" or (rnd // 12) % 4 == 3
+            k = 0 if bypass else self.k
+            source = Provenance.LOOKUP if rnd % 5 == 4 else Provenance.DRAFT
+            accepted = 0 if k == 0 else (rnd * 7 + 3) % (k + 1)
+            emitted = min(accepted + 1, command.max_tokens - n)
+            now = time.perf_counter() - start
+            proposed = (
+                tuple(n + j for j in range(k))
+                if accepted == k
+                else tuple(
+                    [n + j for j in range(accepted)] + [(n * 31 + j) % len(VOCAB) for j in range(accepted, k)]
+                )
+            )
+            for j in range(emitted):
+                token = n % len(self.script)
+                ids.append(token)
+                emit(
+                    TokenEvent(
+                        token, self.script[token], source if j < accepted else Provenance.MAIN, now, rnd, n
+                    )
+                )
+                n += 1
+            policy = {
+                "policy": "adaptive",
+                "k": k,
+                "bypassed": bypass,
+                "expected_speedup": 1.0 if bypass else 1.8,
+            }
+            emit(
+                RoundEvent(
+                    rnd,
+                    k,
+                    proposed,
+                    min(accepted, emitted),
+                    tuple(ids[-emitted:]),
+                    0.0,
+                    emitted / self.rate,
+                    source if k else Provenance.MAIN,
+                    policy,
+                )
+            )
+            rnd += 1
+            proposed_total += k
+            accepted_total += min(accepted, emitted)
+            delay = start + prefill + n / self.rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+        decode = time.perf_counter() - start - prefill
+        stats = GenerationStats(prompt, 0, n, prefill, decode, rnd, proposed_total, accepted_total)
+        text = "".join(self.script[i] for i in ids)
+        emit(GenerationFinished(reason, text, tuple(ids), stats))

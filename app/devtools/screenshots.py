@@ -1,0 +1,160 @@
+"""`python -m app --screenshot DIR`: scripted states rendered offscreen and saved as PNGs.
+
+Everything runs against a throwaway app-data folder, the synthetic engine and the toy models,
+so the pictures are reproducible and nothing of the user's is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication, QWidget
+
+
+def _wait(app: QApplication, until, timeout: float = 30.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        app.processEvents()
+        if until():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _save(app: QApplication, widget: QWidget, path: Path) -> Path:
+    app.processEvents()
+    if not widget.grab().save(str(path)):
+        raise OSError(f"could not write {path}")
+    print(path)
+    return path
+
+
+def _window(home: Path, models: Path, rate: float):
+    from app.devtools.fake_engine import FakeEngine, fake_decode
+    from app.engine.library.discovery import Sources
+    from app.engine.store.conversations import ConversationStore
+    from app.ui.main_window import MainWindow
+
+    window = MainWindow(
+        engine_factory=lambda emit: FakeEngine(emit, rate=rate, prefill_seconds=0.15),
+        store=ConversationStore(home / "c.sqlite3"),
+        settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
+        sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
+        decoder=lambda main: fake_decode,
+        restore_pair=False,
+    )
+    window.resize(1180, 760)
+    window.show()
+    return window
+
+
+def _toy_library(root: Path) -> Path:
+    from app.engine.measure.toy import write_toy_models
+
+    toy = write_toy_models(root / "toy", seed=0)
+    lib = root / "lib"
+    for name, src in (("toy-main", toy.main), ("toy-draft", toy.draft), ("toy-altered-draft", toy.draft)):
+        shutil.copytree(src, lib / name)
+    path = lib / "toy-altered-draft" / "tokenizer.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["added_tokens"][2]["content"] = "<|im_stop|>"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return lib
+
+
+def _history_and_baseline(app: QApplication, window, out: Path) -> None:
+    """Short answers of other kinds in their own chats fill the history; the first one's context
+    has no plain speed yet, so the app measures it in the background (shot while measuring)."""
+    from app.ui.settings_dialog import ChatSettings
+
+    window.dashboard.show()
+    window.resize(1640, 820)
+    for text, settings in (
+        ("Write a Python function that reverses a string", ChatSettings(max_tokens=60)),
+        ("Write a haiku about the sea", ChatSettings(max_tokens=40, temperature=0.7)),
+    ):
+        window.controller.new_conversation()
+        window.controller.chat_settings = settings
+        window.controller.send(text)
+        _wait(app, lambda: not window.controller.busy, 30)
+        if _wait(app, lambda: "Measuring" in window.dashboard.baseline_note.text(), 2):
+            _save(app, window, out / "dashboard-measuring-baseline.png")
+        _wait(
+            app, lambda: not window.controller.plain.measuring and window.controller.plain.target is None, 30
+        )
+    window.dashboard.hide()
+    window.resize(1180, 760)
+
+
+def render_all(out_dir: str) -> int:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="specchat-shots-"))
+    os.environ["SPECCHAT_HOME"] = str(home)
+    app = QApplication.instance() or QApplication(sys.argv)
+    from app.ui.settings_dialog import ChatSettings
+
+    empty = home / "empty"
+    empty.mkdir()
+    window = _window(home, empty, rate=60.0)
+    _wait(app, lambda: window.stack.currentWidget() is window.welcome, 10)
+    _save(app, window, out / "welcome.png")
+
+    window.load_pair("/models/Qwen2.5-7B-Instruct-4bit", "/models/Qwen2.5-0.5B-Instruct-4bit")
+    _wait(app, lambda: window.controller.pair is not None and window.bridge.decode is not None, 10)
+    _history_and_baseline(app, window, out)
+    window.controller.new_conversation()
+    window.controller.chat_settings = ChatSettings(max_tokens=110)
+    window.controller.send("How does speculative decoding work?")
+    _wait(app, lambda: not window.controller.busy, 30)
+    window.controller.chat_settings = ChatSettings(max_tokens=10_000)
+    window.controller.send("Say it again, briefly <img src='file:///etc/passwd'>")
+    _wait(app, lambda: window.controller.live is not None and window.controller.live.stats.tokens > 45, 30)
+    _save(app, window, out / "streaming.png")
+    window.rejected_action.setChecked(True)
+    _wait(app, lambda: window.controller.live.stats.tokens > 70, 30)
+    _save(app, window, out / "streaming-rejected-drafts.png")
+    window.dashboard.show()
+    window.resize(1640, 820)
+    _wait(app, lambda: window.controller.live.stats.tokens > 110, 30)
+    _save(app, window, out / "dashboard-mid-generation.png")
+    window.dashboard.hide()
+    window.resize(1180, 760)
+    _wait(app, lambda: window.controller.live.stats.bypassed, 30)
+    _save(app, window.strip, out / "stats-speculation-paused.png")
+    window.controller.stop()
+    _save(app, window, out / "stopped-with-stats.png")
+    window.dashboard.show()
+    window.dashboard.tabs.setCurrentWidget(window.dashboard.history)
+    window.resize(1640, 820)
+    _save(app, window, out / "dashboard-history.png")
+    window.close()
+
+    from app.engine.library.discovery import Sources
+    from app.ui.picker import PickerDialog
+
+    lib = _toy_library(home)
+    picker = PickerDialog(
+        Sources(hub_cache=None, lmstudio=None, specchat=lib, use_hub=False), usable_memory=64 * 2**30
+    )
+    picker.resize(1000, 720)
+    picker.show()
+    _wait(
+        app, lambda: picker.current_main() is not None and picker.current_main().path in picker.verdicts, 60
+    )
+    picker.show_incompatible.setChecked(True)
+    _save(app, picker, out / "picker-incompatible.png")
+    picker.close()
+
+    from app.devtools.screenshots_checks import render_checks
+
+    render_checks(app, home, out, _wait, _save)
+    shutil.rmtree(home, ignore_errors=True)
+    return 0

@@ -1,0 +1,113 @@
+"""Draft-length policies: the loop asks one each round how many tokens to draft.
+
+A policy sees every finished round and may change its mind; k == 0 means a plain decoding step
+with no draft work at all. `choose` may return a bare k (drafted by the draft model) or a
+`DraftPlan` naming the source, so prompt lookup can stand in for the draft model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from app.engine.decoding.events import Provenance, RoundEvent
+
+MAX_DRAFT = 16
+
+
+@dataclass(frozen=True, slots=True)
+class RoundContext:
+    """What the loop knows before a round."""
+
+    has_draft: bool
+    remaining: int  # tokens still allowed in this answer
+    position: int  # tokens emitted so far in this answer
+    lookup_len: int = 0  # tokens prompt lookup could propose this round (0: no match)
+    lookup: tuple[int, ...] = ()  # those tokens, so a policy can score lookup without using it
+
+
+@dataclass(frozen=True, slots=True)
+class DraftPlan:
+    """k tokens from `source` (DRAFT or LOOKUP); k == 0 is a plain step whatever the source.
+
+    `read_limit`: of the tokens a bypassed draft has not read, read only the last this many
+    and skip the rest (a probe priced where reading costs a share of a step per token)."""
+
+    k: int
+    source: Provenance = Provenance.DRAFT
+    read_limit: int | None = None
+
+
+def as_plan(choice: int | DraftPlan) -> DraftPlan:
+    return choice if isinstance(choice, DraftPlan) else DraftPlan(choice)
+
+
+def playable(plan: DraftPlan, remaining: int, lookup_len: int, can_draft: bool) -> tuple[int, Provenance]:
+    """The k a plan can play this round and who proposes (MAIN when k = 0): never past the
+    answer's end, lookup no further than its match, the draft model only where it may speculate.
+    The decode loop and the replay both play plans by this rule."""
+    k = max(0, min(plan.k, MAX_DRAFT, remaining - 1))
+    if plan.source is Provenance.LOOKUP:
+        k = min(k, lookup_len)
+    elif not can_draft:
+        k = 0
+    return k, plan.source if k else Provenance.MAIN
+
+
+class DraftPolicy(Protocol):
+    def choose(self, context: RoundContext) -> int | DraftPlan: ...
+
+    def observe(self, event: RoundEvent) -> None: ...
+
+    def snapshot(self) -> dict[str, object]: ...
+
+    def begin_answer(self) -> None:
+        """A new answer starts: a policy kept across answers forgets the time in between."""
+
+    # optional: `choose_ahead(context) -> bool`, asked during a plain round before its token is
+    # read; True commits the next round to plain (its choose is then not called), so the loop
+    # can queue that round's pass under this one
+
+
+class FixedDraftLength:
+    """Always drafts k tokens when the source can propose them (lookup: up to k)."""
+
+    def __init__(self, k: int, source: Provenance = Provenance.DRAFT) -> None:
+        if not 1 <= k <= MAX_DRAFT:
+            raise ValueError(f"draft length must be between 1 and {MAX_DRAFT}, got {k}")
+        self.k = k
+        self.source = source
+
+    def choose(self, context: RoundContext) -> DraftPlan:
+        if self.source is Provenance.LOOKUP:
+            return DraftPlan(min(self.k, context.lookup_len), Provenance.LOOKUP)
+        return DraftPlan(self.k if context.has_draft else 0)
+
+    def observe(self, event: RoundEvent) -> None:
+        pass
+
+    def begin_answer(self) -> None:
+        pass
+
+    def snapshot(self) -> dict[str, object]:
+        return {"policy": "fixed", "k": self.k, "source": self.source.value}
+
+
+class PlainDecoding:
+    """Never drafts: the baseline, run through the same loop as speculation."""
+
+    def choose(self, context: RoundContext) -> int:
+        return 0
+
+    def observe(self, event: RoundEvent) -> None:
+        pass
+
+    def choose_ahead(self, context: RoundContext) -> bool:
+        """Every round is plain: the loop may always queue the next one (see decode)."""
+        return True
+
+    def snapshot(self) -> dict[str, object]:
+        return {"policy": "plain"}
+
+    def begin_answer(self) -> None:
+        pass

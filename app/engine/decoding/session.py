@@ -1,0 +1,207 @@
+"""A chat session: the main and draft KV caches kept across turns, and the tokens they hold.
+
+Invariant after every round: the main cache holds exactly `tokens`; the draft cache holds
+`tokens[:draft_len]` but the spans in `draft_gaps` (it may lag: a fully accepted round leaves its
+last proposal unfed, and a bypassed draft sees nothing until it is needed). `pending` is the
+newest token, emitted but not yet fed to either model: it is the first input of the next round.
+
+A gap is a stretch the draft skipped instead of reading: where reading costs a share of a main
+step per token (a CPU), probing a draft that sat out 500 tokens would otherwise cost more than
+the probe can win. The draft is only a proposer, so a gap can cost acceptance, never correctness.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from threading import Event
+
+import mlx.core as mx
+from mlx_lm.models.cache import make_prompt_cache
+
+from app.engine.decoding.events import PrefillProgress
+from app.engine.decoding.loading import LoadedModel, ModelPair
+
+PREFILL_CHUNK = 512
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class ChatSession:
+    """Owns both caches; only the engine's worker thread may touch it."""
+
+    def __init__(self, pair: ModelPair, *, prefill_chunk: int = PREFILL_CHUNK) -> None:
+        self.pair = pair
+        self.prefill_chunk = prefill_chunk
+        self.main_cache = make_prompt_cache(pair.main.model)
+        self.draft_cache = make_prompt_cache(pair.draft.model) if pair.draft else None
+        self.tokens: list[int] = []
+        self.draft_len = 0
+        self.draft_gaps: list[tuple[int, int]] = []  # [start, end) spans of tokens the draft skipped
+        self.pending: int | None = None
+        # tokens the main's cache holds beyond `tokens`: a queued plain step's (only mid-answer)
+        self.main_ahead = 0
+        self.main_trimmable = all(c.is_trimmable() for c in self.main_cache)
+        self.draft_trimmable = self.draft_cache is not None and all(
+            c.is_trimmable() for c in self.draft_cache
+        )
+        self.speculation_refusal = self._speculation_refusal()
+
+    def _speculation_refusal(self) -> str | None:
+        """Why this pair cannot speculate, or None. Rejected drafts must be trimmed away."""
+        for role, cache in (("main", self.main_cache), ("draft", self.draft_cache)):
+            if cache is None:
+                continue
+            bad = sorted({type(c).__name__ for c in cache if not c.is_trimmable()})
+            if bad:
+                return (
+                    f"speculation is off: the {role} model's cache cannot be rewound "
+                    f"({', '.join(bad)}), so rejected draft tokens could not be undone; "
+                    "generating plainly"
+                )
+        return None
+
+    @property
+    def can_speculate(self) -> bool:
+        return self.draft_cache is not None and self.speculation_refusal is None
+
+    @property
+    def draft(self) -> LoadedModel | None:
+        return self.pair.draft
+
+    def cache_offsets(self) -> tuple[list[int], list[int]]:
+        """Every layer's offset, main then draft: what the consistency tests check."""
+        main = [getattr(c, "offset", -1) for c in self.main_cache]
+        draft = [getattr(c, "offset", -1) for c in self.draft_cache] if self.draft_cache else []
+        return main, draft
+
+    def _draft_slots(self, position: int) -> int:
+        """Entries the draft cache holds for `tokens[:position]` (a gap holds none)."""
+        return position - sum(
+            min(end, position) - start for start, end in self.draft_gaps if start < position
+        )
+
+    @property
+    def draft_offset(self) -> int:
+        """Entries the draft cache holds: `draft_len` less the gaps."""
+        return self._draft_slots(self.draft_len)
+
+    def skip_draft(self, read_at_most: int) -> None:
+        """Let the draft skip all but the last `read_at_most` tokens it has not read (a gap)."""
+        skip = len(self.tokens) - self.draft_len - max(read_at_most, 0)
+        if skip <= 0 or self.draft_cache is None:
+            return
+        if self.draft_gaps and self.draft_gaps[-1][1] == self.draft_len:  # nothing read since the last
+            self.draft_gaps[-1] = (self.draft_gaps[-1][0], self.draft_len + skip)
+        else:
+            self.draft_gaps.append((self.draft_len, self.draft_len + skip))
+        self.draft_len += skip
+
+    def reset(self) -> None:
+        self.truncate(0)
+        self.pending = None
+
+    def truncate(self, keep: int) -> None:
+        """Rewind both caches so that they hold `tokens[:keep]` at most."""
+        keep = min(keep, len(self.tokens))
+        drop = len(self.tokens) - keep
+        if drop:
+            if self.main_trimmable:
+                for c in self.main_cache:
+                    c.trim(drop)
+            else:  # a recurrent state cannot be rewound: start over
+                self.main_cache = make_prompt_cache(self.pair.main.model)
+                keep = 0
+            self.tokens = self.tokens[:keep]
+        if self.draft_cache is not None and self.draft_len > keep:
+            if self.draft_trimmable:
+                # a cut inside a gap goes back to the gap's start: nothing after it was read
+                cut = next((start for start, end in self.draft_gaps if start < keep < end), keep)
+                drop = self.draft_offset - self._draft_slots(cut)
+                if drop:
+                    for c in self.draft_cache:
+                        c.trim(drop)
+                self.draft_len = cut
+                self.draft_gaps = [g for g in self.draft_gaps if g[0] < cut]
+            else:
+                self.draft_cache = make_prompt_cache(self.pair.draft.model)  # type: ignore[union-attr]
+                self.draft_len = 0
+                self.draft_gaps = []
+
+    def _feed(self, model, cache, ids: list[int]) -> None:
+        model(mx.array(ids, dtype=mx.uint32)[None], cache=cache)
+        mx.eval([c.state for c in cache])
+
+    def prefill(
+        self, prompt: list[int], cancel: Event | None, *, with_draft: bool
+    ) -> Iterator[PrefillProgress]:
+        """Make the caches hold `prompt[:-1]` and set `pending = prompt[-1]`.
+
+        Reuses the longest common prefix of what the caches already hold (an edited or
+        regenerated turn trims back to it). Cancellable between chunks; a cancel leaves the
+        caches consistent with `tokens` and `pending` unset.
+        """
+        if not prompt:
+            raise ValueError("the prompt is empty")
+        self.pending = None
+        keep = min(common_prefix(self.tokens, prompt), len(prompt) - 1)
+        self.truncate(keep)
+        main_todo = prompt[len(self.tokens) : -1]
+        draft_todo = prompt[self.draft_len : -1] if with_draft and self.can_speculate else []
+        total = len(main_todo) + len(draft_todo)
+        done = 0
+        start = time.perf_counter()
+        yield PrefillProgress(0, total, 0.0)
+        for ids, is_draft in ((main_todo, False), (draft_todo, True)):
+            for at in range(0, len(ids), self.prefill_chunk):
+                if cancel is not None and cancel.is_set():
+                    return
+                chunk = ids[at : at + self.prefill_chunk]
+                if is_draft:
+                    self._feed(self.pair.draft.model, self.draft_cache, chunk)  # type: ignore[union-attr]
+                    self.draft_len += len(chunk)
+                else:
+                    self._feed(self.pair.main.model, self.main_cache, chunk)
+                    self.tokens.extend(chunk)
+                done += len(chunk)
+                yield PrefillProgress(done, total, time.perf_counter() - start)
+        self.pending = prompt[-1]
+
+    def catch_up_draft(self) -> list[int]:
+        """Feed the draft all it has not seen but a short tail; return that tail.
+
+        The tail is fed together with `pending` in the first draft step of the round, so a
+        lag of one token (the usual case) costs no extra pass.
+        """
+        assert self.draft_cache is not None and self.pair.draft is not None
+        backlog = self.tokens[self.draft_len :]
+        while len(backlog) > self.prefill_chunk:
+            self._feed(self.pair.draft.model, self.draft_cache, backlog[: self.prefill_chunk])
+            self.draft_len += self.prefill_chunk
+            backlog = backlog[self.prefill_chunk :]
+        return backlog
+
+    def accept(self, fed: list[int], keep: int, draft_end: int | None) -> None:
+        """After a verify pass over `fed` (pending first), keep its first `keep` tokens.
+
+        `draft_end` is how many conversation tokens the draft cache held after drafting this
+        round (None when the draft did not run).
+        """
+        main_drop = len(fed) - keep
+        if main_drop:
+            for c in self.main_cache:
+                c.trim(main_drop)
+        base = len(self.tokens)
+        self.tokens.extend(fed[:keep])
+        if self.draft_cache is not None and draft_end is not None:
+            target = min(draft_end, base + keep)
+            if draft_end > target:
+                for c in self.draft_cache:
+                    c.trim(draft_end - target)
+            self.draft_len = target

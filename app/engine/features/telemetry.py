@@ -1,0 +1,242 @@
+"""The dashboard's numbers for one generation, from the engine's own events (no Qt).
+
+Fed TokenEvents and RoundEvents in arrival order, it keeps the series the charts draw: tok/s
+over engine time, acceptance by draft position, accepted tokens per round, k over time, and the
+oracle's best fixed k. Rates use TokenEvent.time, never when the UI got round to painting. The
+same rows export as CSV, and a summary as a Markdown report, so a run can be shared.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.engine.decoding.events import RoundEvent, TokenEvent
+from app.engine.measure.oracle import Oracle, RoundRecord, best_fixed
+
+RATE_WINDOW_S = 1.0  # tok/s is averaged over the last second of engine time
+CSV_FIELDS = (
+    "round",
+    "time",
+    "k",
+    "source",
+    "accepted",
+    "emitted",
+    "draft_seconds",
+    "verify_seconds",
+    "wall_seconds",
+    "bypassed",
+    "policy_k",
+    "expected_speedup",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRow:
+    """One round as exported: what was proposed, kept, and what it cost."""
+
+    round: int
+    time: float  # engine time of the round's last token
+    k: int
+    source: str
+    accepted: int
+    emitted: int
+    draft_seconds: float
+    verify_seconds: float
+    wall_seconds: float  # since the previous round's last token; 0 for the first
+    bypassed: bool
+    policy_k: int
+    expected_speedup: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What the report's header says about a generation."""
+
+    tokens: int
+    rounds: int
+    seconds: float
+    tok_s: float
+    plain_tok_s: float | None
+    achieved_speedup: float | None  # measured tok/s over the plain baseline
+    oracle_k: int | None
+    oracle_speedup: float | None  # best fixed k, predicted from this run's acceptance and costs
+    acceptance: float  # accepted over proposed
+    mean_accepted: float  # accepted drafts per drafting round
+
+
+@dataclass
+class Telemetry:
+    """Accumulates one generation; every series is a plain list the charts and tests can read."""
+
+    plain_tok_s: float | None = None
+    max_k: int = 8
+    token_times: list[float] = field(default_factory=list)
+    tok_s: list[tuple[float, float]] = field(default_factory=list)  # (engine time, windowed tok/s)
+    k_series: list[tuple[int, int]] = field(default_factory=list)  # (round, k; 0 = plain step)
+    rows: list[RoundRow] = field(default_factory=list)
+    hits: list[int] = field(default_factory=list)
+    trials: list[int] = field(default_factory=list)
+    histogram: list[int] = field(default_factory=list)  # index: accepted drafts in a drafting round
+    _records: list[RoundRecord] = field(default_factory=list)
+    _last_round_time: float | None = None
+
+    def token(self, event: TokenEvent) -> None:
+        self.token_times.append(event.time)
+        t, times = event.time, self.token_times
+        lo = len(times) - 1
+        while lo > 0 and t - times[lo - 1] <= RATE_WINDOW_S:
+            lo -= 1
+        span = t - times[lo]
+        if span > 0:
+            self.tok_s.append((t, (len(times) - 1 - lo) / span))
+
+    def round(self, event: RoundEvent) -> None:
+        now = self.token_times[-1] if self.token_times else 0.0
+        wall = now - self._last_round_time if self._last_round_time is not None else 0.0
+        self._last_round_time = now
+        policy = event.policy or {}
+        expected = policy.get("expected_speedup")
+        self.rows.append(
+            RoundRow(
+                event.index,
+                now,
+                event.k,
+                event.source.value,
+                event.accepted,
+                len(event.emitted),
+                event.draft_seconds,
+                event.verify_seconds,
+                wall,
+                bool(policy.get("bypassed", False)),
+                int(policy.get("k", event.k) or 0),
+                float(expected) if isinstance(expected, (int, float)) else None,
+            )
+        )
+        self._records.append(
+            RoundRecord(
+                event.k,
+                event.accepted,
+                event.draft_seconds,
+                event.verify_seconds,
+                wall,
+                event.source.value,
+                event.catch_up,
+                overlapped=event.overlapped,
+            )
+        )
+        self.k_series.append((event.index, event.k))
+        if event.k:
+            self._grow(event.k)
+            self.histogram[event.accepted] += 1
+            for i in range(min(event.accepted + 1, event.k)):
+                self.trials[i] += 1
+                self.hits[i] += i < event.accepted
+
+    def _grow(self, k: int) -> None:
+        while len(self.trials) < k:
+            self.trials.append(0)
+            self.hits.append(0)
+        while len(self.histogram) < k + 1:
+            self.histogram.append(0)
+
+    @property
+    def acceptance_by_position(self) -> list[float]:
+        """P(position i accepted | position i-1 was), for every position that was tried."""
+        return [h / t if t else 0.0 for h, t in zip(self.hits, self.trials)]
+
+    def oracle(self) -> Oracle | None:
+        return best_fixed(self._records, self.max_k)
+
+    def summary(self) -> Summary:
+        times = self.token_times
+        span = times[-1] - times[0] if len(times) > 1 else 0.0
+        rate = (len(times) - 1) / span if span > 0 else 0.0
+        drafting = [r for r in self.rows if r.k]
+        proposed = sum(r.k for r in drafting)
+        accepted = sum(r.accepted for r in drafting)
+        o = self.oracle()
+        return Summary(
+            tokens=len(times),
+            rounds=len(self.rows),
+            seconds=span,
+            tok_s=rate,
+            plain_tok_s=self.plain_tok_s,
+            achieved_speedup=rate / self.plain_tok_s if self.plain_tok_s and rate else None,
+            oracle_k=o.best_k if o else None,
+            oracle_speedup=o.predicted_speedup if o else None,
+            acceptance=accepted / proposed if proposed else 0.0,
+            mean_accepted=accepted / len(drafting) if drafting else 0.0,
+        )
+
+    def csv_text(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(CSV_FIELDS)
+        for r in self.rows:
+            writer.writerow([getattr(r, f) for f in CSV_FIELDS])
+        return out.getvalue()
+
+
+def _num(value: float | None, fmt: str = "{:.2f}", missing: str = "—") -> str:
+    return missing if value is None else fmt.format(value)
+
+
+def markdown_report(
+    t: Telemetry,
+    title: str = "Speculative decoding report",
+    charts: dict[str, str] | None = None,
+    appendix: str = "",
+) -> str:
+    """A self-contained summary; `charts` maps a caption to a PNG path relative to the report;
+    `appendix` is Markdown added at the end (the per-pair history)."""
+    s = t.summary()
+    lines = [
+        f"# {title}",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| tokens | {s.tokens} |",
+        f"| rounds | {s.rounds} |",
+        f"| decode rate | {s.tok_s:.1f} tok/s |",
+        f"| plain rate (baseline) | {_num(s.plain_tok_s, '{:.1f} tok/s', 'not measured')} |",
+        f"| achieved speedup | {_num(s.achieved_speedup, '{:.2f}×')} |",
+        f"| oracle: best fixed k | {_num(s.oracle_k, '{}')} ({_num(s.oracle_speedup, '{:.2f}×')}) |",
+        f"| acceptance | {s.acceptance:.0%} |",
+        f"| accepted per drafting round | {s.mean_accepted:.2f} |",
+        "",
+        "## Acceptance by draft position",
+        "",
+        "| position | accepted | tried | rate |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {i + 1} | {h} | {n} | {h / n:.0%} |" for i, (h, n) in enumerate(zip(t.hits, t.trials)) if n]
+    lines += ["", "## Accepted drafts per round", "", "| accepted | rounds |", "|---|---|"]
+    lines += [f"| {a} | {n} |" for a, n in enumerate(t.histogram)]
+    for caption, path in (charts or {}).items():
+        lines += ["", f"## {caption}", "", f"![{caption}]({path})"]
+    if appendix:
+        lines += ["", appendix.rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def export_report(
+    t: Telemetry,
+    folder: Path,
+    charts: dict[str, bytes] | None = None,
+    title: str = "Speculative decoding report",
+    appendix: str = "",
+) -> Path:
+    """Write report.md, rounds.csv and the given PNG charts (name -> bytes) into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    links: dict[str, str] = {}
+    for name, data in (charts or {}).items():
+        file = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-") + ".png"
+        (folder / file).write_bytes(data)
+        links[name] = file
+    (folder / "rounds.csv").write_text(t.csv_text(), encoding="utf-8")
+    report = folder / "report.md"
+    report.write_text(markdown_report(t, title, links, appendix), encoding="utf-8")
+    return report

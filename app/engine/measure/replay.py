@@ -1,0 +1,403 @@
+"""Replay a draft policy over a recorded answer under a known cost model: the controller judged
+without timing noise.
+
+On a real machine every speed ratio carries noise (seen on one 16-core CPU: identical plain runs
+at 67 to 91 tok/s, and a verify pass over 9 tokens at 35 ms one minute and 55 ms the next), and
+`bench` compares the best of several noisy fixed-k runs with one noisy adaptive run. Under greedy
+decoding, though, a round's outcome is fixed by the text: a draft round starting at token t
+accepts the run of tokens from t that the draft, reading the true text, would itself have picked.
+So an answer and the draft's teacher-forced verdicts on it determine what any sequence of draft
+lengths would have had accepted, and prompt lookup's proposals follow from the text alone. With a
+cost model (a verify pass over n tokens, a draft step, reading skipped tokens) the replay gives
+each policy's time exactly, and the best fixed k is known rather than estimated.
+
+Recording needs the models (`record_trace`, `measure_costs`); replaying is plain Python.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from itertools import takewhile
+from pathlib import Path
+
+from app.engine.decoding.events import Provenance, RoundEvent
+from app.engine.decoding.lookup import PromptLookup
+from app.engine.decoding.policy import MAX_DRAFT, DraftPolicy, RoundContext, as_plan, playable
+from app.engine.policy.costs import cost_curve, fit_line
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A greedy answer and, per answer token, whether the draft's greedy pick there was it (and,
+    where recorded, the main's top probability there)."""
+
+    prompt: tuple[int, ...]
+    answer: tuple[int, ...]
+    draft_hits: tuple[bool, ...]
+    label: str = ""
+    main_confidence: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.draft_hits) != len(self.answer):
+            raise ValueError("one draft verdict per answer token")
+        if self.main_confidence and len(self.main_confidence) != len(self.answer):
+            raise ValueError("one confidence per answer token")
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    """Seconds per pass. `verify[n - 1]` is a main pass over n tokens (n = 1 is a plain step);
+    a draft round of k tokens costs `draft_fixed + draft_step * k`, plus `draft_read` per skipped
+    token it reads in its first step; `noise` is the spread (log-normal sigma) of every timed pass."""
+
+    verify: tuple[float, ...]
+    draft_step: float
+    draft_fixed: float = 0.0
+    draft_read: float = 0.0
+    overhead: float = 0.0
+    noise: float = 0.0
+    name: str = ""
+
+    def verify_seconds(self, n: int) -> float:
+        if n <= len(self.verify):
+            return self.verify[n - 1]
+        slope = self.verify[-1] - self.verify[-2] if len(self.verify) > 1 else self.verify[0]
+        return self.verify[-1] + slope * (n - len(self.verify))
+
+    def draft_seconds(self, k: int, lag: int) -> float:
+        return self.draft_fixed + self.draft_step * k + self.draft_read * lag
+
+    def with_noise(self, noise: float) -> CostModel:
+        return CostModel(
+            self.verify, self.draft_step, self.draft_fixed, self.draft_read, self.overhead, noise, self.name
+        )
+
+    @classmethod
+    def shaped(cls, name: str, step: float = 0.01, noise: float = 0.0) -> CostModel:
+        """Two shapes seen on real machines, in plain steps:
+
+        * 'compute' (a CPU; fitted to the toy pair on a 16-core one): a pass over n >= 2 tokens
+          costs 0.6 + 0.4 n steps; a draft step 0.15, plus 0.12 per round and per token read
+          in catch-up;
+        * 'bandwidth' (a GPU, Apple's included: reading the weights dominates): a pass over n
+          tokens costs 1 + 0.04 (n - 1) steps; a draft a third of the main (small models are
+          bound by kernel launches, not by their size), catch-up reads nearly free.
+        """
+        if name == "compute":
+            verify = tuple(step * (1.0 if n == 1 else 0.6 + 0.4 * n) for n in range(1, MAX_DRAFT + 2))
+            return cls(verify, 0.15 * step, 0.12 * step, 0.12 * step, 0.02 * step, noise, name)
+        if name == "bandwidth":
+            verify = tuple(step * (1.0 + 0.04 * (n - 1)) for n in range(1, MAX_DRAFT + 2))
+            return cls(verify, 0.33 * step, 0.02 * step, 0.01 * step, 0.02 * step, noise, name)
+        raise ValueError(f"unknown cost shape {name!r}: 'compute' or 'bandwidth'")
+
+
+class SimulatedClock:
+    """The time a policy sees during a replay: advanced by the simulated passes."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    tokens: int
+    seconds: float
+    rounds: int
+    accepted: int = 0
+    plans: Counter = field(default_factory=Counter)  # (source, k) -> rounds
+    # real seconds the policy's own choose and observe took: its Python time per round, which
+    # the decode loop pays between the main's passes
+    policy_seconds: float = 0.0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+    def plus(self, other: ReplayResult) -> ReplayResult:
+        """Both replays as one (the same answer under another seed)."""
+        return ReplayResult(
+            self.tokens + other.tokens,
+            self.seconds + other.seconds,
+            self.rounds + other.rounds,
+            self.accepted + other.accepted,
+            self.plans + other.plans,
+            self.policy_seconds + other.policy_seconds,
+        )
+
+
+def _leading(flags: Iterable[bool]) -> int:
+    """How many flags are true before the first false: the proposals a round accepts."""
+    return sum(1 for _ in takewhile(bool, flags))
+
+
+def replay(
+    trace: Trace,
+    policy: DraftPolicy,
+    costs: CostModel,
+    *,
+    clock: SimulatedClock | None = None,
+    seed: int = 0,
+    has_draft: bool = True,
+) -> ReplayResult:
+    """Run `policy` over `trace` round by round, as `decode.generate` would, on simulated time.
+
+    The draft starts level with the prompt (prefilled); after rounds it sits out it reads the
+    skipped tokens in its first step, and under greedy decoding those reveal its verdicts on
+    them (the hindsight), exactly as in the real loop. Pass the clock the policy was built with.
+    """
+    rng = random.Random(seed)
+    clock = clock or SimulatedClock()
+
+    def timed(seconds: float) -> float:
+        return seconds * math.exp(rng.gauss(0.0, costs.noise)) if costs.noise else seconds
+
+    answer, hits = trace.answer, trace.draft_hits
+    lookup = PromptLookup(trace.prompt)
+    result = ReplayResult(0, 0.0, 0)
+    if hasattr(policy, "begin_answer"):
+        policy.begin_answer()
+    t, lag, start = 0, 0, clock.now
+    while t < len(answer):
+        remaining = len(answer) - t
+        candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0]
+        tick = time.perf_counter()
+        plan = as_plan(
+            policy.choose(RoundContext(has_draft, remaining, t, len(candidates), tuple(candidates)))
+        )
+        result.policy_seconds += time.perf_counter() - tick
+        k, source = playable(plan, remaining, len(candidates), has_draft)
+        draft_s, hindsight, catch_up = 0.0, (), 0
+        if source is Provenance.DRAFT:
+            if plan.read_limit is not None:  # skips the rest; the acceptance a gap costs is not replayed
+                lag = min(lag, plan.read_limit)
+            accepted = _leading(hits[t : t + k])
+            proposed = tuple(answer[t : t + accepted]) + (-1,) * (k - accepted)
+            draft_s = timed(costs.draft_seconds(k, lag))
+            catch_up = lag
+            hindsight = tuple(hits[max(0, t - lag) : t]) if lag else ()
+        elif source is Provenance.LOOKUP:
+            proposed = tuple(candidates[:k])
+            accepted = _leading(a == b for a, b in zip(candidates[:k], answer[t:]))
+        else:
+            proposed, accepted = (), 0
+        verify_s = timed(costs.verify_seconds(k + 1))
+        overhead = timed(costs.overhead) if costs.overhead else 0.0
+        clock.now += draft_s + verify_s + overhead
+        emitted = answer[t : t + min(accepted + 1, remaining)]
+        tick = time.perf_counter()
+        snapshot = policy.snapshot()
+        result.policy_seconds += time.perf_counter() - tick
+        event = RoundEvent(
+            index=result.rounds,
+            k=k,
+            proposed=proposed,
+            accepted=accepted,
+            emitted=emitted,
+            draft_seconds=draft_s,
+            verify_seconds=verify_s,
+            source=source,
+            policy=snapshot,
+            catch_up=catch_up,
+            hindsight=hindsight,
+            confidence=(
+                tuple(trace.main_confidence[t : t + len(emitted)])
+                if getattr(policy, "wants_confidence", False)
+                else ()
+            ),
+        )
+        tick = time.perf_counter()
+        policy.observe(event)
+        result.policy_seconds += time.perf_counter() - tick
+        # the draft holds every kept token but the last it proposed when all of them passed
+        lag = (1 if accepted == k else 0) if source is Provenance.DRAFT else lag + len(emitted)
+        lookup.extend(emitted)
+        t += len(emitted)
+        result.rounds += 1
+        result.accepted += accepted
+        result.plans[(source.value, k)] += 1
+    result.tokens, result.seconds = t, clock.now - start
+    return result
+
+
+def save_traces(path: Path, traces: list[Trace], costs: CostModel | None) -> None:
+    """Recorded answers (and the costs measured with them) as JSON, to replay without the models."""
+    payload = {
+        "traces": [
+            {
+                "label": t.label,
+                "prompt": list(t.prompt),
+                "answer": list(t.answer),
+                "draft_hits": list(t.draft_hits),
+                "main_confidence": list(t.main_confidence),
+            }
+            for t in traces
+        ],
+        "costs": asdict(costs) if costs else None,
+    }
+    path.write_text(json.dumps(payload), encoding="utf-8")
+
+
+def load_traces(path: Path) -> tuple[list[Trace], CostModel | None]:
+    """What `save_traces` wrote."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    traces = [
+        Trace(
+            tuple(t["prompt"]),
+            tuple(t["answer"]),
+            tuple(t["draft_hits"]),
+            t.get("label", ""),
+            tuple(t.get("main_confidence", ())),
+        )
+        for t in data["traces"]
+    ]
+    costs = data.get("costs")
+    return traces, CostModel(**{**costs, "verify": tuple(costs["verify"])}) if costs else None
+
+
+def run_policies(
+    traces: list[Trace],
+    costs: CostModel,
+    ks: tuple[int, ...],
+    *,
+    seed: int = 0,
+    has_draft: bool = True,
+    adaptive: dict[str, dict] | None = None,
+) -> dict[str, list[ReplayResult]]:
+    """Plain, every fixed k and adaptive controllers over `traces` in order, one result per
+    trace. `adaptive` maps a label to the controller's options (default: "adaptive", as shipped,
+    and "adaptive-draft", without prompt lookup, which is the fair match for fixed k). One
+    controller serves all the traces, as the app keeps one per loaded pair."""
+    from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
+    from app.engine.policy.adaptive import AdaptiveDraftLength
+
+    variants = adaptive if adaptive is not None else {"adaptive": {}, "adaptive-draft": {"use_lookup": False}}
+    controllers = {}
+    for label, options in variants.items():
+        clock = SimulatedClock()
+        controllers[label] = (AdaptiveDraftLength(clock=clock, **options), clock)
+    out: dict[str, list[ReplayResult]] = {
+        "plain": [],
+        **{f"fixed{k}": [] for k in ks},
+        **{v: [] for v in variants},
+    }
+    for i, trace in enumerate(traces):
+        run_seed = seed * 100_003 + i
+        out["plain"].append(replay(trace, PlainDecoding(), costs, seed=run_seed, has_draft=has_draft))
+        for k in ks:
+            out[f"fixed{k}"].append(
+                replay(trace, FixedDraftLength(k), costs, seed=run_seed, has_draft=has_draft)
+            )
+        for label, (controller, clock) in controllers.items():
+            out[label].append(
+                replay(trace, controller, costs, clock=clock, seed=run_seed, has_draft=has_draft)
+            )
+    return out
+
+
+def record_trace(pair, prompt: list[int], max_tokens: int, label: str = "") -> Trace:
+    """The main's greedy answer to `prompt` with its confidence in each token (from the loop's own
+    rounds), and the draft's verdict on each token from one teacher-forced pass over prompt and
+    answer."""
+    import mlx.core as mx
+
+    from app.engine.decoding.decode import generate
+    from app.engine.decoding.events import GenerationFinished
+    from app.engine.decoding.policy import PlainDecoding
+    from app.engine.decoding.session import ChatSession
+
+    class PlainAndSure(PlainDecoding):
+        wants_confidence = True
+
+    answer: tuple[int, ...] = ()
+    confidence: list[float] = []
+    for event in generate(ChatSession(pair), prompt, policy=PlainAndSure(), max_tokens=max_tokens):
+        if isinstance(event, RoundEvent):
+            confidence.extend(event.confidence)
+        elif isinstance(event, GenerationFinished):
+            answer = event.token_ids
+    if not answer:
+        return Trace(tuple(prompt), (), (), label)
+    assert pair.draft is not None
+    logits = pair.draft.model(mx.array(list(prompt) + list(answer[:-1]), dtype=mx.uint32)[None])[0]
+    picks = mx.argmax(logits[len(prompt) - 1 :], axis=-1).tolist()
+    # a stop token the loop emitted is not part of the answer, nor is its confidence
+    return Trace(
+        tuple(prompt),
+        answer,
+        tuple(a == b for a, b in zip(picks, answer)),
+        label,
+        tuple(round(c, 4) for c in confidence[: len(answer)]),
+    )
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else 0.0
+
+
+def measure_costs(
+    pair, context: list[int], ks: tuple[int, ...] = (1, 2, 4, 8), tokens: int = 32
+) -> CostModel:
+    """This machine's costs for `pair`, from the decode loop's own rounds after `context`: plain
+    decoding and each fixed k in `ks` answer it, and every round reports its verify pass, its
+    drafting, and (from the wall clock between rounds) what the loop spends besides. Timing
+    bare forward passes instead priced speculation far too cheap against `bench` on a 16-core
+    CPU (fixed k = 4 at 1.44x plain against 1.11x measured): a round also pays sampling over
+    k + 1 rows, host syncs and bookkeeping. Reading skipped tokens is timed on bare draft passes."""
+    from app.engine.decoding.decode import generate
+    from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
+    from app.engine.decoding.session import ChatSession
+
+    verify: dict[int, list[float]] = {}
+    drafting: dict[int, list[float]] = {}
+    overhead: list[float] = []
+    for k in (0, *ks):
+        policy = FixedDraftLength(k) if k else PlainDecoding()
+        last = None
+        for event in generate(ChatSession(pair), context, policy=policy, max_tokens=tokens):
+            if not isinstance(event, RoundEvent):
+                continue
+            now = time.perf_counter()
+            if last is not None:  # the first round pays for warming up
+                verify.setdefault(event.k + 1, []).append(event.verify_seconds)
+                overhead.append(max(0.0, now - last - event.draft_seconds - event.verify_seconds))
+                if event.k and event.catch_up <= 1:
+                    drafting.setdefault(event.k, []).append(event.draft_seconds)
+            last = now
+    sizes = {n: _median(v) for n, v in verify.items()}
+    # the measured sizes, and a fitted line between and beyond them
+    table = cost_curve(sizes, fit_line([(n, v, 1.0) for n, v in sizes.items()]), MAX_DRAFT + 1)
+    fixed, step = fit_line([(k, _median(v), 1.0) for k, v in drafting.items()]) if drafting else (0.0, 0.0)
+    reads = _catch_up_reads(pair, context)
+    return CostModel(tuple(table), step, max(fixed, 0.0), reads, _median(overhead), 0.0, "measured")
+
+
+def _catch_up_reads(pair, context: list[int], lag: int = 16) -> float:
+    """Seconds per skipped token the draft reads in its first step: a round after `lag` plain
+    steps against one right after another draft round."""
+    import mlx.core as mx
+    from mlx_lm.models.cache import make_prompt_cache
+
+    assert pair.draft is not None
+    draft = pair.draft.model
+    cache = make_prompt_cache(draft)
+    mx.eval(draft(mx.array(context, dtype=mx.uint32)[None], cache=cache))
+    times = {1: [], lag + 1: []}
+    for _ in range(5):
+        for n in times:
+            t0 = time.perf_counter()
+            mx.eval(mx.argmax(draft(mx.zeros((1, n), dtype=mx.uint32), cache=cache)[:, -1, :], axis=-1))
+            times[n].append(time.perf_counter() - t0)
+            for c in cache:
+                c.trim(n)
+    return max((_median(times[lag + 1]) - _median(times[1])) / lag, 0.0)

@@ -1,0 +1,2 @@
+"""The adaptive draft-length controller: its cost model, estimates, confidence link, probing,
+saved state and the warm-up that compiles the shapes it plays."""

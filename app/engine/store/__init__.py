@@ -1,0 +1,1 @@
+"""Durable storage in SQLite: conversations and the per-pair history of answers."""

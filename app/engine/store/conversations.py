@@ -1,0 +1,375 @@
+"""Conversations on disk: SQLite in WAL mode, so a killed app loses at most the last checkpoint.
+
+Every write is its own committed transaction; WAL keeps the file consistent whatever moment the
+process dies at. The schema carries a version (`PRAGMA user_version`) and migrations run in order
+on open. Listing never parses per-message JSON, so one damaged conversation cannot hide the
+others; loading a damaged one degrades field by field instead of raising.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.engine.library.paths import app_data_dir
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str | bytes) -> str:
+    """One replacement for every kind of bad text: invalid UTF-8 and lone surrogates become U+FFFD."""
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text).decode("utf-8", "replace")
+    return _SURROGATES.sub("\ufffd", text)
+
+
+def default_db_path() -> Path:
+    return app_data_dir() / "conversations.sqlite3"
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    """Statement by statement: executescript would commit the migration's open transaction."""
+    for statement in sql.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _v1(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY,
+            title TEXT NOT NULL,
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            system_prompt TEXT NOT NULL DEFAULT '',
+            settings TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL DEFAULT 'complete',
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            UNIQUE (conversation_id, position)
+        );
+        """,
+    )
+
+
+def _v2(db: sqlite3.Connection) -> None:
+    """Per-token provenance spans, rejected drafts and stats travel with each message."""
+    _script(
+        db,
+        """
+        ALTER TABLE messages ADD COLUMN tokens TEXT NOT NULL DEFAULT '';
+        ALTER TABLE messages ADD COLUMN rejected TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE messages ADD COLUMN stats TEXT NOT NULL DEFAULT '{}';
+        CREATE INDEX messages_by_conversation ON messages(conversation_id, position);
+        """,
+    )
+
+
+def _v3(db: sqlite3.Connection) -> None:
+    """One row per finished answer for the speedup history (app.engine.store.history).
+
+    Deleting a conversation deletes its rows; regenerating an answer keeps the old one's row, a
+    measurement that happened. `speedup` stays NULL until the plain speed at `bucket` is known.
+    """
+    _script(
+        db,
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER REFERENCES conversations(id) ON DELETE CASCADE,
+            message_id INTEGER,
+            created REAL NOT NULL,
+            main TEXT NOT NULL,
+            draft TEXT NOT NULL DEFAULT '',
+            mode TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            temperature REAL NOT NULL DEFAULT 0,
+            context_tokens INTEGER NOT NULL,
+            bucket INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,
+            tok_s REAL NOT NULL,
+            plain_tok_s REAL,
+            speedup REAL,
+            proposed INTEGER NOT NULL DEFAULT 0,
+            accepted INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL DEFAULT 'complete'
+        );
+        CREATE INDEX runs_by_pair ON runs(main, draft, created);
+        """,
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class ConversationError(Exception):
+    """A conversation could not be read; the others are unaffected."""
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    id: int
+    title: str
+    updated: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    id: int
+    position: int
+    role: str
+    content: str
+    state: str = "complete"  # complete, partial (checkpointed mid-answer), cancelled
+    tokens: str = ""  # encoded token spans, see app.ui token codec; opaque here
+    rejected: tuple[tuple[int, str], ...] = ()  # (token index it preceded, text)
+    stats: dict[str, Any] = field(default_factory=dict)
+    damaged: bool = False  # some field could not be read and was dropped
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    id: int
+    title: str
+    system_prompt: str
+    settings: dict[str, Any]
+    messages: tuple[StoredMessage, ...]
+    damaged: bool = False
+
+
+def _json(raw: object, default: Any) -> tuple[Any, bool]:
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else default
+        return (value, False) if isinstance(value, type(default)) else (default, True)
+    except (ValueError, TypeError):
+        return default, True
+
+
+class ConversationStore:
+    """One connection, used from the thread that opened it (the UI thread)."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
+        self.db.text_factory = lambda b: b.decode("utf-8", "replace")  # bad bytes never raise
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable to the last commit but one
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise ConversationError(f"conversations were written by a newer SpecChat (schema {version})")
+        for number in range(version, SCHEMA_VERSION):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                MIGRATIONS[number](self.db)
+                self.db.execute(f"PRAGMA user_version={number + 1}")
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- conversations ------------------------------------------------------------------------
+    def create(self, title: str = "New chat", system_prompt: str = "", settings: dict | None = None) -> int:
+        now = time.time()
+        cur = self.db.execute(
+            "INSERT INTO conversations(title, created, updated, system_prompt, settings) VALUES (?,?,?,?,?)",
+            (clean_text(title), now, now, clean_text(system_prompt), json.dumps(settings or {})),
+        )
+        return int(cur.lastrowid)
+
+    def list(self, search: str = "") -> list[Summary]:
+        """Newest first; `search` matches titles and message text (case-insensitive)."""
+        if search:
+            like = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self.db.execute(
+                "SELECT id, title, updated FROM conversations c WHERE title LIKE ? ESCAPE '\\' OR EXISTS "
+                "(SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\') "
+                "ORDER BY updated DESC, id DESC",
+                (like, like),
+            )
+        else:
+            rows = self.db.execute(
+                "SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC"
+            )
+        return [Summary(int(i), str(t), float(u or 0)) for i, t, u in rows]
+
+    def rename(self, conversation_id: int, title: str) -> None:
+        self.db.execute("UPDATE conversations SET title=? WHERE id=?", (clean_text(title), conversation_id))
+
+    def delete(self, conversation_id: int) -> None:
+        self.db.execute("DELETE FROM conversations WHERE id=?", (conversation_id,))
+
+    def set_system_prompt(self, conversation_id: int, prompt: str) -> None:
+        self.db.execute(
+            "UPDATE conversations SET system_prompt=? WHERE id=?", (clean_text(prompt), conversation_id)
+        )
+
+    def set_settings(self, conversation_id: int, settings: dict[str, Any]) -> None:
+        self.db.execute(
+            "UPDATE conversations SET settings=? WHERE id=?", (json.dumps(settings), conversation_id)
+        )
+
+    def load(self, conversation_id: int) -> Conversation:
+        """Raises ConversationError only when the conversation row itself cannot be read."""
+        try:
+            row = self.db.execute(
+                "SELECT title, system_prompt, settings FROM conversations WHERE id=?", (conversation_id,)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise ConversationError(f"conversation {conversation_id} could not be read: {exc}") from exc
+        if row is None:
+            raise ConversationError(f"conversation {conversation_id} does not exist")
+        settings, bad = _json(row[2], {})
+        messages: list[StoredMessage] = []
+        try:
+            rows = self.db.execute(
+                "SELECT id, position, role, content, state, tokens, rejected, stats FROM messages "
+                "WHERE conversation_id=? ORDER BY position",
+                (conversation_id,),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise ConversationError(
+                f"messages of conversation {conversation_id} could not be read: {exc}"
+            ) from exc
+        for mid, pos, role, content, state, tokens, rejected, stats in rows:
+            messages.append(self._message(mid, pos, role, content, state, tokens, rejected, stats))
+        damaged = bad or any(m.damaged for m in messages)
+        return Conversation(
+            conversation_id, str(row[0]), str(row[1] or ""), settings, tuple(messages), damaged
+        )
+
+    @staticmethod
+    def _message(mid, pos, role, content, state, tokens, rejected, stats) -> StoredMessage:
+        stats_value, bad_stats = _json(stats, {})
+        rejected_value, bad_rejected = _json(rejected, [])
+        pairs: list[tuple[int, str]] = []
+        try:
+            pairs = [(int(i), clean_text(str(t))) for i, t in rejected_value]
+        except (TypeError, ValueError):
+            bad_rejected = True
+        return StoredMessage(
+            int(mid),
+            int(pos),
+            str(role),
+            clean_text(str(content or "")),
+            str(state or "complete"),
+            str(tokens or ""),
+            tuple(pairs),
+            stats_value,
+            bad_stats or bad_rejected,
+        )
+
+    # -- messages -----------------------------------------------------------------------------
+    def append(self, conversation_id: int, role: str, content: str, state: str = "complete") -> int:
+        """Add a message after the last one and commit it before returning."""
+        now = time.time()
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            (last,) = self.db.execute(
+                "SELECT COALESCE(MAX(position), -1) FROM messages WHERE conversation_id=?", (conversation_id,)
+            ).fetchone()
+            cur = self.db.execute(
+                "INSERT INTO messages(conversation_id, position, role, content, state, created, updated) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (conversation_id, last + 1, role, clean_text(content), state, now, now),
+            )
+            self.db.execute("UPDATE conversations SET updated=? WHERE id=?", (now, conversation_id))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return int(cur.lastrowid)
+
+    def checkpoint(
+        self,
+        message_id: int,
+        content: str,
+        *,
+        state: str,
+        tokens: str = "",
+        rejected: list[tuple[int, str]] | tuple = (),
+        stats: dict[str, Any] | None = None,
+    ) -> None:
+        """Overwrite one message's text and metadata in a single committed transaction."""
+        self.db.execute(
+            "UPDATE messages SET content=?, state=?, tokens=?, rejected=?, stats=?, updated=? WHERE id=?",
+            (
+                clean_text(content),
+                state,
+                tokens,
+                json.dumps([[i, clean_text(t)] for i, t in rejected]),
+                json.dumps(stats or {}),
+                time.time(),
+                message_id,
+            ),
+        )
+
+    def edit(self, message_id: int, content: str) -> None:
+        self.db.execute(
+            "UPDATE messages SET content=?, updated=? WHERE id=?",
+            (clean_text(content), time.time(), message_id),
+        )
+
+    def truncate_after(self, conversation_id: int, position: int) -> None:
+        """Delete every message after `position` (regenerate and edit-and-resend)."""
+        self.db.execute(
+            "DELETE FROM messages WHERE conversation_id=? AND position>?", (conversation_id, position)
+        )
+
+    # -- export -------------------------------------------------------------------------------
+    def export_markdown(self, conversation_id: int) -> str:
+        c = self.load(conversation_id)
+        parts = [f"# {c.title}", ""]
+        if c.system_prompt:
+            parts += ["## System", "", c.system_prompt, ""]
+        for m in c.messages:
+            note = "" if m.state == "complete" else f" ({m.state})"
+            parts += [f"## {m.role.capitalize()}{note}", "", m.content, ""]
+        return "\n".join(parts)
+
+    def export_json(self, conversation_id: int) -> str:
+        c = self.load(conversation_id)
+        data = {
+            "format": "specchat-conversation",
+            "version": 1,
+            "title": c.title,
+            "system_prompt": c.system_prompt,
+            "settings": c.settings,
+            "messages": [
+                {
+                    "role": m.role,
+                    "content": m.content,
+                    "state": m.state,
+                    "stats": m.stats,
+                    "rejected_drafts": [list(r) for r in m.rejected],
+                }
+                for m in c.messages
+            ],
+        }
+        return json.dumps(data, ensure_ascii=False, indent=2)

@@ -1,0 +1,191 @@
+"""Speedup history per model pair, across conversations: rows in the conversations database.
+
+Every finished answer leaves one `Run` (the `runs` table, schema v3). The history view and the
+exported report group them by pair, prompt kind and temperature. Speedups are ratios, so they
+are averaged geometrically; acceptance is pooled (accepted over proposed across the answers).
+Plain answers are stored too (they are the baseline's evidence) but are not a pair's speedup.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import astuple, dataclass, fields
+from pathlib import Path
+
+from app.engine.store.conversations import ConversationStore
+
+MIN_TOKENS = 8  # shorter answers give no meaningful rate and are not recorded
+LOOKUP = "lookup"  # the draft column for prompt lookup without a draft model
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One answer's measured speed, with what it is grouped by."""
+
+    main: str
+    draft: str  # a draft model, LOOKUP, or "" for plain decoding
+    mode: str
+    kind: str
+    temperature: float
+    context_tokens: int
+    bucket: int
+    tokens: int
+    tok_s: float
+    plain_tok_s: float | None
+    speedup: float | None
+    proposed: int
+    accepted: int
+    state: str = "complete"
+    created: float = 0.0
+    conversation_id: int | None = None
+    message_id: int | None = None
+
+
+_COLUMNS = tuple(f.name for f in fields(Run))
+
+
+def pair_label(main: str, draft: str) -> str:
+    name = lambda p: Path(p.rstrip("/")).name or p
+    return f"{name(main)} + {'prompt lookup' if draft == LOOKUP else name(draft) if draft else 'plain'}"
+
+
+def temperature_label(t: float) -> str:
+    return "greedy" if t <= 0 else f"T={t:.1f}"
+
+
+class RunHistory:
+    """Reads and writes the `runs` table through the store's connection (the UI thread's)."""
+
+    def __init__(self, store: ConversationStore) -> None:
+        self.db = store.db
+
+    def record(self, run: Run) -> int | None:
+        """Store one answer; None (nothing stored) when it was too short to time."""
+        if run.tokens < MIN_TOKENS or run.tok_s <= 0:
+            return None
+        cur = self.db.execute(
+            f"INSERT INTO runs({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})", astuple(run)
+        )
+        return int(cur.lastrowid)
+
+    def fill_baseline(self, main: str, bucket: int, plain_tok_s: float) -> int:
+        """Give speculative runs that were waiting for this bucket's plain speed their speedup."""
+        if plain_tok_s <= 0:
+            return 0
+        cur = self.db.execute(
+            "UPDATE runs SET plain_tok_s=?, speedup=tok_s/? WHERE main=? AND bucket=? AND speedup IS NULL AND mode!='off'",
+            (plain_tok_s, plain_tok_s, main, bucket),
+        )
+        return cur.rowcount
+
+    def runs(self, main: str | None = None, draft: str | None = None) -> list[Run]:
+        """Oldest first, optionally for one main model and one draft."""
+        where, args = [], []
+        for column, value in (("main", main), ("draft", draft)):
+            if value is not None:
+                where.append(f"{column}=?")
+                args.append(value)
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
+        return [Run(*row) for row in self.db.execute(sql + " ORDER BY created, id", args)]
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Speculative pairs that have history, most recently used first."""
+        rows = self.db.execute(
+            "SELECT main, draft FROM runs WHERE mode!='off' GROUP BY main, draft ORDER BY MAX(created) DESC"
+        )
+        return [(str(m), str(d)) for m, d in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRow:
+    """One group of answers: a pair, a prompt kind, a temperature."""
+
+    main: str
+    draft: str
+    kind: str
+    temperature: float
+    answers: int
+    speedup: float | None  # geometric mean over the answers whose plain speed is known
+    measured: int  # how many answers that is
+    acceptance: float | None  # pooled: accepted over proposed
+    tok_s: float
+
+
+def _geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def aggregate(runs: list[Run]) -> list[HistoryRow]:
+    """Speculative runs grouped by (main, draft, kind, temperature to one decimal), sorted."""
+    groups: dict[tuple[str, str, str, float], list[Run]] = {}
+    for r in runs:
+        if r.mode != "off":
+            groups.setdefault((r.main, r.draft, r.kind, round(r.temperature, 1)), []).append(r)
+    out = []
+    for (main, draft, kind, temp), rs in sorted(groups.items()):
+        proposed = sum(r.proposed for r in rs)
+        speedups = [r.speedup for r in rs if r.speedup]
+        out.append(
+            HistoryRow(
+                main,
+                draft,
+                kind,
+                temp,
+                len(rs),
+                _geomean(speedups),
+                len(speedups),
+                sum(r.accepted for r in rs) / proposed if proposed else None,
+                sum(r.tok_s for r in rs) / len(rs),
+            )
+        )
+    return out
+
+
+def speedup_series(runs: list[Run]) -> list[tuple[float, float]]:
+    """(answer number from 1, speedup) in time order, for answers whose speedup is known."""
+    known = [r for r in sorted(runs, key=lambda r: r.created) if r.mode != "off" and r.speedup]
+    return [(float(i + 1), float(r.speedup or 0)) for i, r in enumerate(known)]
+
+
+def _fmt(value: float | None, fmt: str) -> str:
+    return "—" if value is None else fmt.format(value)
+
+
+def history_markdown(rows: list[HistoryRow]) -> str:
+    """The history table as a Markdown section."""
+    lines = ["## History by pair, prompt kind and temperature", ""]
+    if not rows:
+        return "\n".join(lines + ["No answers recorded yet.", ""])
+    lines += [
+        "| pair | kind | temperature | answers | speedup | acceptance | tok/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {pair_label(r.main, r.draft)} | {r.kind} | {temperature_label(r.temperature)} | {r.answers} | "
+        f"{_fmt(r.speedup, '{:.2f}×')} | {_fmt(r.acceptance, '{:.0%}')} | {r.tok_s:.1f} |"
+        for r in rows
+    ]
+    return "\n".join(lines + [""])
+
+
+def history_csv(runs: list[Run]) -> str:
+    """Every stored run, one row each, with the columns of `Run`."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(_COLUMNS)
+    writer.writerows(astuple(r) for r in runs)
+    return out.getvalue()
+
+
+def export_history(folder: Path, runs: list[Run], chart_png: bytes | None = None) -> str:
+    """Write history.csv (and the speedup chart) into `folder`; returns the report's section."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "history.csv").write_text(history_csv(runs), encoding="utf-8")
+    section = history_markdown(aggregate(runs))
+    if chart_png:
+        (folder / "history-speedup.png").write_bytes(chart_png)
+        section += "\n![Speedup per answer over time](history-speedup.png)\n"
+    return section + "\nEvery answer's numbers: [history.csv](history.csv)\n"

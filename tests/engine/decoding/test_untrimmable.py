@@ -1,0 +1,46 @@
+"""A model whose cache cannot be rewound (recurrent layers) still chats, plainly."""
+
+from __future__ import annotations
+
+from mlx_lm.models.cache import KVCache
+
+from app.engine.decoding.loading import LoadedModel, ModelPair
+from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
+from app.engine.decoding.session import ChatSession
+from tests.engine.helpers import drive
+
+
+class _NoRewindCache(KVCache):
+    def is_trimmable(self) -> bool:
+        return False
+
+
+class _RecurrentLike:
+    """The toy main, but with caches that refuse to be trimmed, like Mamba state."""
+
+    def __init__(self, model) -> None:
+        self._model = model
+        self.layers = model.layers
+
+    def __call__(self, *args, **kwargs):
+        return self._model(*args, **kwargs)
+
+    def make_cache(self):
+        return [_NoRewindCache() for _ in self.layers]
+
+
+def test_untrimmable_main_refuses_speculation_with_a_reason_and_generates_plainly(toy_pair, toy_prompt):
+    main = toy_pair.main
+    wrapped = LoadedModel(_RecurrentLike(main.model), main.tokenizer, main.config, main.source)
+    session = ChatSession(ModelPair(wrapped, toy_pair.draft))
+    assert not session.can_speculate and "cannot be rewound" in session.speculation_refusal
+    out = drive(session, toy_prompt, FixedDraftLength(4), max_tokens=20, stop_ids=[])
+    assert [n.kind for n in out.notices] == ["notice"] and "main model" in out.notices[0].message
+    assert all(r.k == 0 for r in out.rounds)
+    reference = drive(ChatSession(toy_pair), toy_prompt, PlainDecoding(), max_tokens=20, stop_ids=[])
+    assert out.ids == reference.ids
+    # a second, edited turn must start over instead of trimming
+    edited = toy_prompt[:-2] + toy_pair.tokenizer.encode(" again")
+    again = drive(session, edited, FixedDraftLength(4), max_tokens=10, stop_ids=[])
+    fresh = drive(ChatSession(toy_pair), edited, PlainDecoding(), max_tokens=10, stop_ids=[])
+    assert again.ids == fresh.ids and again.offsets_ok

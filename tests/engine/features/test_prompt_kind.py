@@ -1,0 +1,40 @@
+"""The prompt-kind heuristic agrees with the benchmark's labelled prompts and with plain cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.features.prompt_kind import KINDS, classify
+from app.engine.measure.bench import BUILTIN_PROMPTS
+
+
+@pytest.mark.parametrize("prompt", BUILTIN_PROMPTS, ids=lambda p: p.id)
+def test_benchmark_prompts_get_their_labelled_kind(prompt):
+    assert classify(prompt.text) == prompt.prompt_class
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Tell a long story", "creative"),
+        ("Write a haiku about rain", "creative"),
+        ("Write a story about a bug in a spaceship", "creative"),  # a creative word outranks a code word
+        ("How does speculative decoding work?", "prose"),
+        ("Find the first non-repeating character in a string", "code"),
+        ("const add = (a, b) => a + b", "code"),
+        ("What does this print?\n```python\nprint(1)\n```", "code"),  # code, but nothing to transform
+        (
+            "Fix the indentation:\n```python\nif x:\nprint(1)\n```",
+            "repetitive",
+        ),  # the answer copies the block
+        ("Translate to French:\nGood morning.\nHow are you?\nSee you tomorrow.", "repetitive"),
+        ("Translate 'good morning' to French", "prose"),  # nothing carried to copy
+        ("row\nrow\nrow\nrow\nrow\nrow\nyour boat", "repetitive"),
+    ],
+)
+def test_kinds_of_everyday_prompts(text, kind):
+    assert classify(text) == kind
+
+
+def test_every_answer_is_a_known_kind():
+    assert {classify(t) for t in ("", " ", "?", "🙂", "x" * 10_000)} <= set(KINDS)

@@ -1,0 +1,176 @@
+"""The benchmark runs every mode on the same pair and reports comparable numbers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from app.engine.measure.bench import BUILTIN_PROMPTS, PROMPT_CLASSES, run_benchmark
+
+REQUIRED = {
+    "prompt_id",
+    "prompt_class",
+    "mode",
+    "k",
+    "temperature",
+    "tokens",
+    "seconds",
+    "tok_per_s",
+    "proposed",
+    "accepted",
+    "rounds",
+    "identical_to_plain",
+}
+
+
+def test_builtin_prompts_cover_every_class():
+    assert {p.prompt_class for p in BUILTIN_PROMPTS} == set(PROMPT_CLASSES)
+
+
+def test_modes_run_interleaved_and_greedy_speculation_matches_plain(toy_pair):
+    prompts = [p for p in BUILTIN_PROMPTS if p.id in ("code-1", "repetitive-1")]
+    runs = list(run_benchmark(toy_pair, prompts, k=3, max_tokens=24, warmup_tokens=2))
+    assert [(r.prompt_id, r.mode) for r in runs] == [
+        (p.id, m) for p in prompts for m in ("plain", "mlx_lm", "fixed")
+    ]
+    for r in runs:
+        assert set(r.to_json()) >= REQUIRED
+        assert r.tokens > 1 and r.tok_per_s > 0
+        assert r.identical_to_plain, f"{r.mode} on {r.prompt_id} diverged from plain decoding"
+        if r.mode != "plain":
+            assert r.proposed > 0 and 0 <= r.accepted <= r.proposed
+
+
+def test_bench_command_prints_ratios_and_writes_json(toy_models, tmp_path):
+    out = tmp_path / "runs.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "bench",
+            "--main",
+            str(toy_models.main),
+            "--draft",
+            str(toy_models.draft),
+            "--max-tokens",
+            "12",
+            "--classes",
+            "code",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "×plain" in result.stdout and "×mlx_lm" in result.stdout
+    runs = json.loads(out.read_text())
+    assert {r["mode"] for r in runs} == {"plain", "mlx_lm", "fixed"} and all(set(r) >= REQUIRED for r in runs)
+
+
+def test_bench_refuses_draft_modes_without_a_draft(toy_models):
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "bench", "--main", str(toy_models.main), "--modes", "plain,fixed"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2 and "need a draft model" in result.stderr
+
+
+def test_without_a_draft_mlx_lm_is_its_plain_loop_and_ours_keeps_up(toy_pair):
+    """Our plain decoding against mlx-lm's plain loop, same prompts: the same tokens, and no
+    round of ours reported as speculation."""
+    import dataclasses
+
+    plain_pair = dataclasses.replace(toy_pair, draft=None)
+    prompts = [p for p in BUILTIN_PROMPTS if p.id == "code-1"]
+    runs = list(run_benchmark(plain_pair, prompts, modes=("plain", "mlx_lm"), max_tokens=24, warmup_tokens=2))
+    assert [r.mode for r in runs] == ["plain", "mlx_lm"]
+    assert all(r.identical_to_plain and r.tokens > 1 for r in runs) and all(r.proposed == 0 for r in runs)
+
+
+def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair):
+    from app.cli.bench import format_oracle, format_table
+
+    prompts = [p for p in BUILTIN_PROMPTS if p.id == "repetitive-2"]
+    modes = ("plain", "fixed", "adaptive", "lookup")
+    runs = list(
+        run_benchmark(toy_pair, prompts, modes=modes, ks=(1, 3), max_tokens=16, warmup_tokens=2, repeats=2)
+    )
+    # the second repeat runs the variants in another order, but reports them in the same one
+    assert [r.label for r in runs] == ["plain", "fixed1", "fixed3", "adaptive", "lookup"] * 2
+    assert all(r.identical_to_plain for r in runs) and all(r.round_log for r in runs)
+    assert "adaptive" in format_table(runs)
+    oracle = format_oracle(runs).splitlines()[1].split()
+    drafted = max(x.k for r in runs for x in r.round_log if x.source == "draft")
+    assert oracle[0] == "repetitive-2" and oracle[1] == "exact" and 1 <= int(oracle[2]) <= drafted
+    # the JSON keeps each adaptive round's reason and prediction, so a surprising ratio can be explained
+    # (whether the policy coasts depends on this machine's timings, so it is allowed, not required)
+    adaptive_rounds = [x for r in runs if r.mode == "adaptive" for x in r.to_json()["round_log"]]
+    assert {x["why"] for x in adaptive_rounds} <= {"model", "probe", "neighbour", "explore", "coasting"}
+    assert any(x["why"] == "model" and x["expected_speedup"] > 0 for x in adaptive_rounds)
+    # and what each k was predicted to give, so a k not chosen can be explained
+    assert any(len(x["draft_speedup_by_k"]) == 8 for x in adaptive_rounds)
+    assert all(x["why"] == "" for r in runs if r.mode == "fixed" for x in r.to_json()["round_log"])
+
+
+def test_sampling_runs_compare_exact_and_residual(toy_pair):
+    from app.engine.decoding.sampling import SamplingParams
+
+    prompts = [p for p in BUILTIN_PROMPTS if p.id == "code-1"]
+    runs = list(
+        run_benchmark(
+            toy_pair,
+            prompts,
+            modes=("plain", "fixed"),
+            k=2,
+            max_tokens=12,
+            warmup_tokens=2,
+            sampling=SamplingParams(temperature=0.7, seed=0),
+        )
+    )
+    assert [r.label for r in runs] == ["plain", "fixed2/exact", "fixed2/resid"]
+    assert all(r.identical_to_plain is None for r in runs[1:])
+
+
+def test_repeats_are_paired_with_plain_and_plain2_shows_the_noise(toy_useless_pair):
+    from app.cli.bench import format_paired
+
+    prompts = [p for p in BUILTIN_PROMPTS if p.id in ("code-1", "prose-1")]
+    runs = list(
+        run_benchmark(
+            toy_useless_pair,
+            prompts,
+            modes=("plain", "plain2", "adaptive"),
+            max_tokens=12,
+            warmup_tokens=2,
+            repeats=3,
+        )
+    )
+    assert [(r.prompt_id, r.repeat, r.label) for r in runs[:3]] == [
+        ("code-1", 0, "plain"),
+        ("code-1", 0, "plain2"),
+        ("code-1", 0, "adaptive"),
+    ]
+    assert [r.repeat for r in runs] == [0, 0, 0, 1, 1, 1, 2, 2, 2] * 2
+    # plain2 is plain decoding again: the same answer, a different timing
+    assert all(r.identical_to_plain and r.k == 0 for r in runs if r.mode == "plain2")
+    table = format_paired(runs).splitlines()
+    row = next(line.split() for line in table if line.startswith("prose-1") and "adaptive" in line)
+    ratios = sorted(
+        a.tok_per_s / p.tok_per_s
+        for a, p in zip(
+            [r for r in runs if r.prompt_id == "prose-1" and r.mode == "adaptive"],
+            [r for r in runs if r.prompt_id == "prose-1" and r.mode == "plain"],
+        )
+    )
+    assert float(row[2]) == pytest.approx(ratios[1], abs=1e-3)  # the median of three paired ratios
+    assert (float(row[3]), float(row[4]), int(row[5])) == (round(ratios[0], 2), round(ratios[2], 2), 3)
+    worst = {line.split()[2]: line.split() for line in table if line.startswith("worst prompt")}
+    assert set(worst) == {"plain2", "adaptive"} and worst["adaptive"][4] in ("code-1", "prose-1")

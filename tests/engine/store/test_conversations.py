@@ -1,0 +1,126 @@
+"""Conversation storage: migrations, checkpoints, damage isolation, bad text, and SIGKILL safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from app.engine.store.conversations import SCHEMA_VERSION, ConversationError, ConversationStore, clean_text
+
+
+def test_schema_is_versioned_and_wal(store):
+    assert store.schema_version == SCHEMA_VERSION
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_migrates_a_version_one_database(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    from app.engine.store.conversations import MIGRATIONS
+
+    MIGRATIONS[0](db)
+    db.execute("PRAGMA user_version=1")
+    db.execute("INSERT INTO conversations(title, created, updated) VALUES ('old', 0, 0)")
+    db.execute(
+        "INSERT INTO messages(conversation_id, position, role, content, created, updated) VALUES (1,0,'user','hi',0,0)"
+    )
+    db.commit()
+    db.close()
+    s = ConversationStore(path)
+    c = s.load(1)
+    assert s.schema_version == SCHEMA_VERSION
+    assert c.messages[0].content == "hi" and c.messages[0].stats == {} and c.messages[0].tokens == ""
+
+
+def test_append_checkpoint_truncate_list_and_search(store):
+    a = store.create("First")
+    b = store.create("Second")
+    store.append(a, "user", "tell me about otters")
+    mid = store.append(a, "assistant", "", state="partial")
+    store.checkpoint(
+        mid, "Otters are", state="partial", tokens="x", rejected=[(1, "cats")], stats={"tokens": 2}
+    )
+    c = store.load(a)
+    assert [m.role for m in c.messages] == ["user", "assistant"]
+    assert c.messages[1].content == "Otters are" and c.messages[1].state == "partial"
+    assert c.messages[1].rejected == ((1, "cats"),) and c.messages[1].stats == {"tokens": 2}
+    assert [s.id for s in store.list()][0] == a  # most recently updated first
+    assert [s.id for s in store.list("OTTER")] == [a]
+    assert [s.id for s in store.list("Second")] == [b]
+    store.truncate_after(a, 0)
+    assert len(store.load(a).messages) == 1
+    store.rename(b, "Renamed")
+    store.delete(a)
+    assert [s.title for s in store.list()] == ["Renamed"]
+
+
+def test_damaged_conversation_never_hides_the_others(store):
+    good, bad = store.create("good"), store.create("bad")
+    store.append(good, "user", "fine")
+    mid = store.append(bad, "assistant", "text survives")
+    store.db.execute("UPDATE messages SET stats='{not json', rejected='7' WHERE id=?", (mid,))
+    store.db.execute("UPDATE conversations SET settings='[' WHERE id=?", (bad,))
+    store.db.execute("UPDATE messages SET content=CAST(X'66ff6f' AS TEXT) WHERE conversation_id=?", (good,))
+    assert {s.title for s in store.list()} == {"good", "bad"}
+    broken = store.load(bad)
+    assert broken.damaged and broken.messages[0].content == "text survives" and broken.messages[0].stats == {}
+    assert store.load(good).messages[0].content == "f\ufffdo"
+    with pytest.raises(ConversationError):
+        store.load(999)
+
+
+def test_bad_text_is_replaced_consistently(store):
+    cid = store.create("t\ud800")
+    store.append(cid, "user", "a\udcffb")
+    assert clean_text("a\udcffb") == clean_text(b"a\xffb") == "a\ufffdb"
+    c = store.load(cid)
+    assert c.title == "t\ufffd" and c.messages[0].content == "a\ufffdb"
+    exported = json.loads(store.export_json(cid))
+    assert exported["messages"][0]["content"] == "a\ufffdb"
+    assert "## User" in store.export_markdown(cid)
+
+
+WRITER = """
+import sys, time
+from app.engine.store.conversations import ConversationStore
+s = ConversationStore(sys.argv[1])
+cid = s.create("killed")
+s.append(cid, "user", "go")
+mid = s.append(cid, "assistant", "", state="partial")
+text = ""
+i = 0
+while True:
+    i += 1
+    text += f"word{i} "
+    s.checkpoint(mid, text, state="partial", stats={"tokens": i})
+    if i == 50:
+        print("ready", flush=True)
+    time.sleep(0.001)
+"""
+
+
+def test_sigkill_mid_checkpoint_leaves_a_readable_database(tmp_path):
+    path = tmp_path / "k.sqlite3"
+    for _ in range(3):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+        )
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    s = ConversationStore(path)
+    assert s.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    convs = s.list()
+    assert len(convs) == 3
+    for summary in convs:
+        m = s.load(summary.id).messages[-1]
+        n = m.stats["tokens"]
+        assert n >= 50 and m.content.split() == [f"word{i}" for i in range(1, n + 1)]
