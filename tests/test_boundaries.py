@@ -42,3 +42,24 @@ def test_importing_every_engine_module_loads_no_qt():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+APP = ENGINE.parent
+
+
+def _private_imports(path: Path) -> list[str]:
+    """`from app.x import _name` where `_name` is private to another module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("app"):
+            found += [
+                f"{node.module}.{a.name}"
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+            ]
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    offenders = {str(p.relative_to(APP)): _private_imports(p) for p in APP.rglob("*.py")}
+    assert {k: v for k, v in offenders.items() if v} == {}
