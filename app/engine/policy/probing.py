@@ -124,8 +124,8 @@ class Probing:
                 budget *= 4
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
             # plain steps (then the budget decides, as for any probe). So are fewer verdicts than
-            # the link needs, since without it only a probe can call the draft back (one met on a
-            # poem's first rounds was not probed again through the code answer after): rechecked
+            # the link needs, since without it only a probe can call the draft back (one judged on
+            # a poem's first rounds would sit out the code answer after it): rechecked
             # until the link has them, or twice that where the loop gives no confidence, unless
             # the draft was never once right (a random-weight draft, which would only pay probes)
             limit, share = None, self._probe_share(s)
