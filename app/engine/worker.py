@@ -145,9 +145,8 @@ class EngineWorker:
     def cancel(self, request: int | None = None) -> None:
         """Stop a command at its next safe point (between rounds or chunks): `request`, or
         whatever runs when None. A request cancelled before it started starts cancelled and
-        ends at its first safe point with its usual cancelled result: the flag used to be
-        cleared when a command started, so a Stop pressed while the worker was still busy let
-        the answer run to its end and kept the next one waiting."""
+        ends at its first safe point with its usual cancelled result, so a Stop pressed while
+        the worker is still busy with the command before it takes effect at once."""
         with self._lock:
             if request is None or request == self._running:
                 self._cancel.set()

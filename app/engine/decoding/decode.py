@@ -10,7 +10,7 @@ A plain round whose successor the policy has already committed to plain (`choose
 queues that successor's pass before reading its own token: the next graph is built from the
 token still being drawn, so the loop's Python (the policy, the events, the model's graph
 building) runs while the device computes, as in mlx-lm's plain loop. Without it plain decoding
-ran at 0.77-0.88x mlx-lm's speed on the toy main (CPU), and a bypassed draft paid that too.
+would trail mlx-lm's, and a bypassed draft would pay that too.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the Q4_K / Q5_K sub-blocks are all "scale * q + offset" over
 32 values, which is exactly MLX's affine quantization with group size 32. Keeping the file's own
-integers avoids a second rounding: dequantizing a 4-bit file and quantizing it again to 4 bits
-cost Qwen2.5-Coder-0.5B a sixth of its argmax agreement with the reference and Gemma-3 a third.
+integers avoids a second rounding: a 4-bit file dequantized and quantized again to 4 bits loses
+much of its agreement with the reference (docs/measurements/2026-11-22-gguf-import.md).
 
 The integers are not unpacked bit by bit here: `gguf.quants` (the format's own reader) gives the
 float values, the per-group scale and offset come from the block headers, and

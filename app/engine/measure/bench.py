@@ -25,7 +25,7 @@ from app.engine.policy.adaptive import AdaptiveDraftLength
 from app.engine.policy.warmup import compile_pass_shapes
 
 # plain2 is plain decoding run a second time: its ratio to plain is this machine's own noise
-# (on the shared CPU here the same answer took 0.65-1.75 s), the yardstick for any other ratio
+# (on a shared machine the same answer's time varies widely), the yardstick for any other ratio
 MODES = ("plain", "plain2", "mlx_lm", "fixed", "adaptive", "lookup")
 PLAIN_MODES = ("plain", "plain2")
 OURS_SPECULATIVE = ("fixed", "adaptive", "lookup")

@@ -1,8 +1,8 @@
 """Replay a draft policy over a recorded answer under a known cost model: the controller judged
 without timing noise.
 
-On a real machine every speed ratio carries noise (seen on one 16-core CPU: identical plain runs
-at 67 to 91 tok/s, and a verify pass over 9 tokens at 35 ms one minute and 55 ms the next), and
+On a real machine every speed ratio carries noise (identical runs differ by tens of percent,
+docs/measurements/2026-11-22-timing-noise.md), and
 `bench` compares the best of several noisy fixed-k runs with one noisy adaptive run. Under greedy
 decoding, though, a round's outcome is fixed by the text: a draft round starting at token t
 accepts the run of tokens from t that the draft, reading the true text, would itself have picked.
@@ -351,9 +351,8 @@ def measure_costs(
     """This machine's costs for `pair`, from the decode loop's own rounds after `context`: plain
     decoding and each fixed k in `ks` answer it, and every round reports its verify pass, its
     drafting, and (from the wall clock between rounds) what the loop spends besides. Timing
-    bare forward passes instead priced speculation far too cheap against `bench` on a 16-core
-    CPU (fixed k = 4 at 1.44x plain against 1.11x measured): a round also pays sampling over
-    k + 1 rows, host syncs and bookkeeping. Reading skipped tokens is timed on bare draft passes."""
+    bare forward passes instead prices speculation far too cheap against `bench`: a round also
+    pays sampling over k + 1 rows, host syncs and bookkeeping. Reading skipped tokens is timed on bare draft passes."""
     from app.engine.decoding.decode import generate
     from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
     from app.engine.decoding.session import ChatSession

@@ -7,7 +7,7 @@ It keeps running estimates of what this machine and this text are like, and noth
 * measured costs (`costs.py`): drafting k tokens and a verify pass over n tokens for every size
   seen, the draft's reading of skipped tokens, and the round's fixed overhead. Drafting is not
   k times a step: the first step also reads the tokens the draft has not seen and pays the
-  round's one host sync (on a CPU: 3.6 ms for k = 1, 9.4 ms for k = 6).
+  round's one host sync, so it is priced as a fixed part plus a cost per token.
 
 Expected rate of (k, source) = (1 + Σ_j Π_{i<j} a_i) / (overhead + draft(k) + verify(k + 1)).
 When plain decoding (k = 0) wins, the draft is bypassed: no draft passes at all, only a probe now
@@ -123,7 +123,7 @@ class AdaptiveDraftLength(Probing):
     @property
     def wants_confidence(self) -> bool:
         """Whether the loop computes the main's confidence in this round's tokens: a reduction
-        over every scored row, which cost 6% of a 1.1 ms step on a GPU (toy pair, H200). Draft
+        over every scored row, a visible share of a step as short as a GPU's on a small model. Draft
         rounds need it (their verdicts teach the link), bypassed rounds while the link predicts,
         or while it is still learning and a probe is near enough that its hindsight will judge
         these tokens (a useless draft, probed every few hundred rounds, paid it on every plain
@@ -133,7 +133,7 @@ class AdaptiveDraftLength(Probing):
         if self._plan.k and self._plan.source is DRAFT:
             # every draft round until the link has seen enough, and every round short of the
             # longest draft (its last token's confidence prices one position deeper); else one
-            # in four: at k = 8 on that GPU every round's reduction cost 1.5-2% of fixed k's speed
+            # in four: once the link is settled, a reduction every round costs more than it teaches
             return (
                 self._plan.k < self.max_k
                 or self.link.seen < 2 * self.link.minimum_seen
@@ -153,7 +153,7 @@ class AdaptiveDraftLength(Probing):
         is the next round's as far as it is known: lookup's match is this round's, and this
         round is not observed yet). A plain choice commits that round, and the loop queues its
         pass under this one; a speculative one is kept and played next round. So a bypassed
-        draft costs what plain decoding costs: the loop's Python, once a quarter of a step on a
+        draft costs what plain decoding costs: the loop's Python, a real share of a step on a
         fast GPU, runs while the device works. Not while the costs wait for a plain step timed
         alone (a queued one is not), nor for one in `clean_every` rounds, which keeps the
         reference every cost is kept against current."""
@@ -205,8 +205,8 @@ class AdaptiveDraftLength(Probing):
             return self._note(DraftPlan(0, MAIN), "explore")
         if self._queues and self.queued_plain.rounds < 3 and self._queue_tried < self.queue_trials:
             # plain decoding as a bypass plays it (queued) is what speculation must beat: a
-            # plain round timed alone costs 10-20% more on a CPU, and pricing plain by it kept
-            # the draft at k = 1 where it lost 10% to plain
+            # plain round timed alone costs more, and pricing plain by it would keep a draft
+            # playing short rounds that lose to plain
             self._queue_tried += 1
             return self._note(DraftPlan(0, MAIN), "explore")
         max_k, overhead = self.max_k, self.overhead.value
@@ -292,7 +292,7 @@ class AdaptiveDraftLength(Probing):
             if self._last_observed is not None and (event.k or not self.overhead.count):
                 # what a speculative round spends outside its passes (its policy work, the
                 # confidence, the events): plain steps spend less, and mixed in they made
-                # speculation look 1-2% cheaper than it was; plain is priced by its queued steps
+                # speculation look cheaper than it was; plain is priced by its queued steps
                 wall = now - self._last_observed
                 self.overhead.add(max(0.0, wall - event.draft_seconds - event.verify_seconds))
             self.verify.add(event.k + 1, event.verify_seconds)
@@ -336,13 +336,12 @@ class AdaptiveDraftLength(Probing):
     def _check_queued_price(self) -> None:
         """A plain step timed alone, with the round's overhead, that costs far less than queued
         steps are priced at says that price is stale: it is dropped and learnt again. Queued
-        steps are timed only while the draft sits out, so nothing else corrects it: on the H200
-        a stretch of them in a slow minute (5 ms a token against 1.6) priced plain at three
-        steps, and a useless draft, predicted at 1.2-1.8x plain, drafted through three whole
-        answers at 0.5x (the plain step at each answer's end was timed at the machine's speed)."""
+        steps are timed only while the draft sits out, so nothing else corrects it: a price set
+        in a slow minute would let a useless draft, predicted to pay, draft through whole
+        answers (docs/measurements/2026-11-23-probe-costs-h200.md)."""
         step = self.verify.plain.value
         # half again over it, not a noisy stretch: clearing restarts the price, and each move of
-        # it ends coasting (a full choice, about 0.5 ms a round there)
+        # it ends coasting (a full choice every round, which costs Python time)
         if self._plain_seconds(step) > 1.5 * self._plain_round(step):  # only where queued steps were seen
             self.queued_plain.clear()
 
@@ -417,8 +416,8 @@ class AdaptiveDraftLength(Probing):
         One controller serves every answer of a loaded pair (the worker and the benchmark keep
         it), so only the very first answer pays for exploring. How the last answer ended must
         not decide the next one: a hard stretch at its end kept the draft bypassed through easy
-        answers (seen: 0.98x plain where fixed k paid 1.2x, and on a CPU, where probing a long
-        bypass costs more than its budget, a whole answer plain). Halving the last estimates
+        answers (and on a CPU, where probing a long bypass costs more than its budget, kept it
+        out for a whole answer). Halving the last estimates
         instead handed a useless draft back to the prior after a few answers.
         """
         self._last_observed = self._probe_wall = None

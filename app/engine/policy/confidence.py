@@ -1,12 +1,11 @@
 """What the main's own confidence says about the draft: a free signal while the draft sits out.
 
 A bypassed draft is judged only by probing it, and a probe pays for the draft reading every token
-it skipped. On a CPU that reading costs 0.1-0.25 of a main step per token, so a probe after a
+it skipped. On a CPU that reading costs a share of a main step per token, so a probe after a
 long bypass costs several steps and no spacing keeps probes within budget. The main's top
 probability at each token it emits costs nothing extra (the verify pass computed the row anyway),
-and the draft tends to agree with the main where the main is sure: on the real Qwen2.5-Coder
-1.5B/0.5B pair the draft was right on 100% of tokens the main gave more than 0.7 and on about
-half of the rest. So the link from the main's confidence to the draft's hit rate is learnt from
+and the draft tends to agree with the main where the main is sure (a small model of the same
+family reads easy text as the large one does; docs/adaptive.md). So the link from the main's confidence to the draft's hit rate is learnt from
 every token whose draft verdict is known (draft rounds and catch-up hindsight), and during a
 bypass it turns the main's confidences into the hit rate the draft would be having now.
 """
@@ -32,8 +31,7 @@ class ConfidenceLink:
     that reads the text as the main does picks the main's token about as often as the main is
     sure of it. Borrowing the overall rate instead let a draft met only on hard text (a poem,
     where few tokens were sure) be predicted at its poem rate on code the main was sure of,
-    and stay bypassed through it (replay of the real pair, a code answer after two creative
-    ones: 1.00x plain where it drafted at 1.25x after any other). A draft that does not read
+    and stay bypassed through text it would have paid on. A draft that does not read
     the text so (a random-weight one) is soon judged in the bins the text fills, and its
     verdicts outweigh what they borrow. `informative` says whether the bins that hold data
     differ enough to be worth acting on.

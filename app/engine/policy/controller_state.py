@@ -1,9 +1,9 @@
 """What the adaptive controller learnt about a pair on this machine, kept across app sessions.
 
-The controller lives as long as a loaded pair, so every session's first answer used to explore
-(drafting a few tokens whatever the draft was worth, then a plain step to price the rest) and
-learn this machine's costs again from nothing: with a useless draft that first answer is where
-adaptive lost most to plain (0.955x in replay, the next answers 0.97-0.99x). The worker
+The controller lives as long as a loaded pair, so without this every session's first answer
+would explore (drafting a few tokens whatever the draft was worth, then a plain step to price
+the rest) and learn this machine's costs again from nothing: with a useless draft that first
+answer is where adaptive loses most to plain. The worker
 saves this state after every answer and restores it when the pair is loaded again, keyed by the
 two models and the MLX device, so a new session starts where the last one ended.
 

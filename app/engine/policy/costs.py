@@ -25,7 +25,7 @@ class RecentMedian:
         before = self.value
         if self.count == 1 and self.samples and self.samples[0] > x:
             # the first pass at a new size can carry one-time costs (a kernel compiled for the
-            # new shape, on MLX's CUDA backend 2-10x the pass): the second, cheaper one replaces
+            # new shape, several times the pass on a GPU): the second, cheaper one replaces
             # it, where a median of the two would keep half of that cost
             self.samples.clear()
         self.samples.append(x)
@@ -53,10 +53,10 @@ class RecentMedian:
 class QueuedSteps:
     """Per-token time of queued plain steps, as the median of the means of stretches of
     consecutive ones. A queued round's time is the time between two reads, and one read can
-    wait for two passes: on MLX's CUDA backend the first read of a stretch waited for the pass
-    queued behind it (2.2 ms, then 0.1 ms for the next). One round says nothing; a stretch's
-    mean is the speed, and a median of single rounds picked either end of such pairs (with
-    it, a draft that paid 2x on the H200 was priced at 1.05x and bypassed)."""
+    wait for two passes: on a GPU the first read of a stretch waits for the pass queued
+    behind it, and the next read almost not at all. One round says nothing; a stretch's
+    mean is the speed, and a median of single rounds picks either end of such pairs, which
+    can price a paying draft under plain."""
 
     def __init__(self, stretch: int = 8, window: int = 5) -> None:
         # a stretch's mean already smooths a burst: five of them follow a machine that slowed
@@ -140,10 +140,9 @@ def _rising(prices: list[float], scale: float) -> list[float]:
     the first size (in the verify table the plain step, the reference) stays as it is.
 
     A price too high keeps its size from being played, so nothing corrects it; one too low is
-    played and measured. Raising instead let one stale size hold every larger one up: on the
-    H200, after a stretch of k = 4 rounds while the machine ran 1.4x slower, k = 8 (accepting
-    7.9 of 8, its rounds back at their usual 4.4 ms) was predicted at 1.1-1.5x, not 1.7-1.9x, and
-    bypassed for the rest of the run, the sizes played then being dearer than those in play."""
+    played and measured. Raising instead lets one stale size, timed while the machine was
+    slow and not played since, hold every larger size up, so a paying k is bypassed for good
+    (docs/measurements/2026-11-23-price-drift.md)."""
     out, ceiling = [0.0] * len(prices), math.inf
     for n in range(len(prices) - 1, -1, -1):
         ceiling = min(ceiling, prices[n] * scale)
@@ -168,7 +167,7 @@ def interpolated_curve(measured: dict[int, float], up_to: int, scale: float = 1.
     """Cost for n = 1..up_to: measurements where there are some, straight lines between them,
     and beyond the largest measured size the cheapest it could be (that size's cost, since a
     pass over more tokens never costs less). A global line would misprice a cost that grows in
-    steps (seen on a CPU: a pass over 4 tokens 39 ms, over 7 tokens 43 ms) and keep the
+    steps (on a CPU a few more tokens can cost a jump, then nothing) and keep the
     controller from ever trying the far sizes; this optimism prices a size never measured so
     that it is tried once where it could win, and then its measurement decides."""
     sizes = sorted(measured)
@@ -198,7 +197,7 @@ class CostTable:
     the reference at the time it was taken, and read back times the reference now. A machine
     that speeds up or slows down (another process, thermals, a longer context) moves every
     size's cost at once, so a size not played for a while does not keep the price of an older,
-    slower moment: that stale price once kept the draft bypassed where it paid 1.2x.
+    slower moment, which could keep a paying draft bypassed.
     """
 
     def __init__(
@@ -276,8 +275,8 @@ class CostTable:
         for n in single:
             # one pass far above what the other sizes say may be a first pass's one-time cost:
             # held at their line until a second pass confirms it. Taken at face value, one such
-            # pass at k = 3 in the first answer priced every k >= 3 at 0.3-0.5x plain on a GPU,
-            # where k = 8 paid 2.2x, and k was never raised
+            # pass prices every larger k under plain, those sizes are never played, and so
+            # their price never comes down
             value, weight = measured[n], weights[n]
             sums.add(n, value, weight, -1)
             base, slope = sums.line()
@@ -297,10 +296,9 @@ class VerifyCosts(CostTable):
     While the reference rests on fewer than `young` plain steps, a move of its median is a
     correction, not the machine changing speed: every price kept against it (here and in
     `followers`, which share it) keeps its seconds. Plain steps are rare while the draft pays
-    (an answer's last token), so the reference was a median of two or three for several
-    answers; one fast step among them, 16% under the truth, inflated every price stored against
-    it by as much, and for good once the median settled: in replay a draft paying 1.13x was then
-    priced under plain and bypassed through most of an answer."""
+    (an answer's last token), so the reference can be a median of two or three for several
+    answers; one fast step among them would inflate every price stored against it, for good
+    once the median settled, and price a paying draft under plain."""
 
     young = 8
 

@@ -40,9 +40,8 @@ class AcceptanceCounts:
 
         Summed over a window this is a whole round known in expectation, but nothing waits for
         the window: counting a round only once its `longest` tokens had all been written kept a
-        bypassed draft's estimates still for the first `longest` tokens of every bypass (replay of
-        the real pair's repetitive answers under CPU-like costs: 0.92x the best fixed k that way,
-        0.96x counting at once)."""
+        bypassed draft's estimates still for the first `longest` tokens of every bypass, just when
+        they should be moving."""
         self._forget(weight)
         open_rounds.append(1.0)
         depth = len(open_rounds)

@@ -26,8 +26,8 @@ def affordable_interval(
     """The fewest bypassed rounds after which a probe fits the budget: its extra passes plus
     reading the skipped tokens; where that takes more than twice as long as reading only the
     last `probe_read` of them, the probe reads those, within the `base` budget (no close-call
-    premium: a gap costs the draft context, so such a probe undersells it; on the real pair,
-    acceptance after a 36-token gap fell from 0.76 to 0.55)."""
+    premium: a gap costs the draft context, so such a probe undersells the draft;
+    docs/measurements/2026-11-23-probe-gaps.md)."""
     windowed = max(floor, probe_read, math.ceil((extra + probe_read * read) / base))
     if budget > read:
         full = max(floor, math.ceil(extra / (budget - read)))
@@ -102,15 +102,14 @@ class Probing:
         exceed the budget, and no spacing would keep probes within it: there the probe reads
         only the last tokens the budget affords (at least `probe_read`) and skips the rest,
         leaving a gap in the draft's context, so that every draft is probed now and then at a
-        bounded cost. Before, such a draft was never probed again unless the main's confidence
-        (ConfidenceLink) called it back: on the toy pair here, four costly rounds at the start of
-        the first answer kept it bypassed through all eight (0.92x plain where fixed k = 2, 4
-        and 8 paid 1.05x, 1.10x and 1.16x).
+        bounded cost. Otherwise such a draft would never be probed again unless the main's
+        confidence (ConfidenceLink) called it back, and a few costly rounds at the start of a
+        pair's first answer could keep a paying draft out for good.
         Without the link's signal (not yet learnt, or one that does not tell hits from misses),
         a draft whose long-run record says it pays is probed every dozen rounds or wider
-        whatever reading costs: on prose the draft could not help with, those blind probes cost
-        10% of plain in replay, but without them a draft bypassed over a hard stretch would sit
-        out the rest of the answer."""
+        whatever reading costs: on prose the draft cannot help with those blind probes are a
+        real cost, but without them a draft bypassed over a hard stretch would sit out the rest
+        of the answer."""
         plain_round = self._plain_round(costs[1])
         read = self.catch_up_read.value * plain_round if self.catch_up_read.count else 0.0
         for s in self.sources:
@@ -125,8 +124,8 @@ class Probing:
                 budget *= 4
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
             # plain steps (then the budget decides, as for any probe). So are fewer verdicts than
-            # the link needs, since without it only a probe can call the draft back (one met on a
-            # poem's first rounds was not probed again through the code answer after): rechecked
+            # the link needs, since without it only a probe can call the draft back (one judged on
+            # a poem's first rounds would sit out the code answer after it): rechecked
             # until the link has them, or twice that where the loop gives no confidence, unless
             # the draft was never once right (a random-weight draft, which would only pay probes)
             limit, share = None, self._probe_share(s)
@@ -144,16 +143,16 @@ class Probing:
                 and self._speedup_by_record(available[s], costs, draft[s], plain_round) >= 1.0
             ):
                 # reads all it skipped: its hindsight over the whole stretch is what corrects
-                # the record (reading only a window, the record learnt too little per probe
-                # and blind probes went on through hard answers: 0.955x plain in replay)
+                # the record (reading only a window, the record learns too little per probe
+                # and blind probes go on through hard answers)
                 interval = max(self.close_probe_every, math.ceil(extra / budget))
             else:
                 interval = affordable_interval(
                     extra, read, budget, base, self.close_probe_every if close else 4, self.probe_read
                 )
                 # until reading has a price, a probe learns it from a window rather than paying for
-                # the whole stretch at an unknown rate (on a CPU a first probe after 66 bypassed
-                # tokens read them all: 8 steps, 8% of the answer)
+                # the whole stretch at an unknown rate (on a CPU reading a long bypass costs
+                # several plain steps)
                 limit = (
                     read_limit(self.since_used[s], extra, read, budget, base * share, self.probe_read)
                     if self.catch_up_read.count
@@ -171,10 +170,9 @@ class Probing:
         it, unless it is a draft right on fewer than one in `2 * minimum_seen` (48) of the
         proposals judged so far, which keeps a share in proportion. Such a draft (random
         weights, a mismatched tokenizer) has never shown a stretch where it pays, and a real
-        draft is right on a third of even a poem's tokens: on the H200 a random-weight draft's
-        probes, within the full 2% budget and its queue restarts, left it 0.96x plain at 64
-        tokens an answer. Probes never stop (every 512 rounds at the least), and a few hits
-        restore the full budget."""
+        draft is right on a third of even a poem's tokens, while a random-weight draft's probes,
+        even within the full budget, are pure loss against plain decoding. Probes never stop
+        (every 512 rounds at the least), and a few hits restore the full budget."""
         if source is not DRAFT:
             return 1.0
         judged = 2 * self.link.minimum_seen
@@ -187,9 +185,9 @@ class Probing:
     def _follow_probe(self, event: RoundEvent, wall: float) -> None:
         """What a probe really cost beyond the plain steps it stood in for: its round and, if the
         draft stays out, the next (the plain steps' queue starts again after it, with a full
-        choice), less reading the skipped tokens (priced apart). On the H200 with the toy pair
-        a probe was priced at about 1 ms and took 4-5 plain steps: a useless draft's probes cost
-        4-6% of plain at 64 tokens an answer, not the 2% budgeted."""
+        choice), less reading the skipped tokens (priced apart). Pricing a probe by its passes
+        alone misses the restarted queue, and a useless draft's probes then overspend the
+        budget (docs/measurements/2026-11-23-probe-costs-h200.md)."""
         if self._probe_wall is not None and self.verify.known():
             step = self.verify.plain.value  # the verify table's size 1, without building it
             read = self._probe_read * self.catch_up_read.value * self._plain_round(step)

@@ -1,10 +1,10 @@
 """Compile every pass shape the adaptive controller may play before it times any of them.
 
-MLX builds kernels for each new shape on first use (on its CUDA backend that first pass cost
-2-10 times the next; what a first pass costs on Metal was not measured). The controller
+MLX builds kernels for each new shape on first use, so a shape's first pass can cost several
+times the next (docs/measurements/2026-11-23-price-drift.md). The controller
 explores a pair with a few rounds at two draft lengths and a plain step, and prices every other
-size from them: when those rounds were the first of their shapes, a draft that paid 1.8x on the
-H200 was priced under plain and bypassed through two answers. A fixed-k pass at each size first
+size from them: when those rounds are the first of their shapes, a paying draft is priced
+under plain and bypassed. A fixed-k pass at each size first
 keeps compile time out of what it measures. `bench` does it before its timed runs; the worker
 after loading a pair on a GPU, so that compile time is part of loading, shown as such, and not
 of the first answer.
