@@ -29,7 +29,7 @@ from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecod
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import TemplateError, format_chat
-from app.engine.library.compat import Reason, Verdict, check_pair
+from app.engine.library.compat import REFUSE, Reason, Verdict, check_pair
 from app.engine.library.discovery import resolve_model
 from app.engine.library.store import Store
 from app.engine.policy.adaptive import AdaptiveDraftLength
@@ -71,7 +71,7 @@ class Compatibility:
 
     @property
     def warnings(self) -> tuple[Reason, ...]:
-        return tuple(r for r in self.reasons if r.severity != "refuse")
+        return tuple(r for r in self.reasons if r.severity != REFUSE)
 
     def to_json(self) -> dict[str, object]:
         return self.verdict.to_json()
@@ -244,7 +244,8 @@ class AnswerStream:
     """An answer being generated: iterate it for Tokens, then read `answer` (or `stats`).
 
     Tokens come a round at a time: a round's refused drafts are known only when it is judged.
-    To stop early, call `stop()`; the stream then ends with finish reason "cancelled"."""
+    To end early, call `stop()` (or `cancel()` from another thread, then read on): the answer
+    then ends with finish reason "cancelled" at the next round."""
 
     def __init__(
         self,
@@ -281,8 +282,13 @@ class AnswerStream:
     def stats(self) -> GenerationStats:
         return self.answer.stats
 
+    def cancel(self) -> None:
+        """Ask the answer to end at the next round; safe from any thread. Read on to its end."""
+        self._cancel.set()
+
     def stop(self) -> None:
-        """End the answer at the next round, keeping the tokens so far (and the caches whole)."""
+        """End the answer now, keeping the tokens so far (and the caches whole): the rest of the
+        round in progress is read and dropped. Call it from the thread that reads the stream."""
         self._cancel.set()
         for _ in self._tokens:
             pass

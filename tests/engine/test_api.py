@@ -117,6 +117,16 @@ def test_stop_ends_the_answer_and_keeps_its_tokens(toy_pair):
     assert list(answer) == []
 
 
+def test_cancel_ends_the_answer_at_the_next_round(toy_pair):
+    answer = LoadedPair(toy_pair).stream(QUESTION, mode="fixed", max_tokens=40)
+    first = next(answer)
+    answer.cancel()  # what another thread would do; the reader reads on
+    rest = list(answer)
+    assert answer.answer.finish_reason == "cancelled"
+    assert answer.answer.token_ids == (first.id, *(t.id for t in rest))
+    assert len(rest) < 39
+
+
 def test_stats_wait_for_the_last_token(toy_pair):
     answer = LoadedPair(toy_pair).stream(QUESTION, max_tokens=8)
     with pytest.raises(RuntimeError, match="still streaming"):
