@@ -9,8 +9,12 @@ import sys
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli.options import add_model_arguments
+
+if TYPE_CHECKING:  # imported when the command runs, so --help starts without MLX
+    from app.engine.measure.agreement import Agreement
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="OUT", help="write every position's acceptance chances as JSON")
 
 
-def format_rows(label: str, parts: list, ks: tuple[int, ...]) -> list[str]:
+def format_rows(label: str, parts: list[Agreement], ks: tuple[int, ...]) -> list[str]:
     from app.engine.measure.agreement import accepted_per_round, per_token
 
     exact, residual = per_token(parts, "exact"), per_token(parts, "residual")
@@ -96,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     header = f"{'prompt':<14}{'tokens':>6}{'exact':>8}{'resid':>8}{'ratio':>7}"
     header += "".join(f"{'k=' + str(k) + ' ex':>8}{'resid':>7}{'ratio':>6}" for k in ks)
     lines = [header]
-    by_class: dict[str, list] = defaultdict(list)
+    by_class: dict[str, list[Agreement]] = defaultdict(list)
     for prompt, found in results:
         lines += format_rows(prompt.id, [found], ks)
         by_class[prompt.prompt_class].append(found)

@@ -7,8 +7,12 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli.options import add_model_arguments
+
+if TYPE_CHECKING:  # imported when a command runs, so --help starts without MLX
+    from app.engine.measure.bench import BenchRun
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _aggregate(runs: list) -> dict[str, float]:
+def _aggregate(runs: list[BenchRun]) -> dict[str, float]:
     span = sum(r.seconds for r in runs)
     proposed = sum(r.proposed for r in runs)
     rounds = sum(r.rounds for r in runs)
@@ -51,9 +55,9 @@ def _aggregate(runs: list) -> dict[str, float]:
     }
 
 
-def format_table(runs: list) -> str:
+def format_table(runs: list[BenchRun]) -> str:
     """One table per prompt class, then all classes together."""
-    by_class: dict[str, list] = defaultdict(list)
+    by_class: dict[str, list[BenchRun]] = defaultdict(list)
     for r in runs:
         by_class[r.prompt_class].append(r)
     by_class["all"] = list(runs)
@@ -65,11 +69,14 @@ def format_table(runs: list) -> str:
         agg = {m: _aggregate([r for r in cls_runs if r.label == m]) for m in labels}
         for m in labels:
             a = agg[m]
-            rel = lambda ref: (
-                f"{a['tok_per_s'] / agg[ref]['tok_per_s']:.2f}"
-                if ref in agg and agg[ref]["tok_per_s"]
-                else "-"
-            )
+
+            def rel(ref: str) -> str:
+                return (
+                    f"{a['tok_per_s'] / agg[ref]['tok_per_s']:.2f}"
+                    if ref in agg and agg[ref]["tok_per_s"]
+                    else "-"
+                )
+
             same = (
                 "n/a"
                 if any(r.identical_to_plain is None for r in cls_runs if r.label == m)
@@ -83,7 +90,7 @@ def format_table(runs: list) -> str:
     return "\n".join(lines)
 
 
-def format_paired(runs: list) -> str:
+def format_paired(runs: list[BenchRun]) -> str:
     """Per prompt, over the repeats: each mode's speed over plain's in the same repeat (the two ran
     back to back), as the median ratio and its range, then each mode's worst prompt. On a shared
     machine one run's ratio moves by more than the 3% a target is about; with `plain2` in the
@@ -112,7 +119,7 @@ def format_paired(runs: list) -> str:
     return "\n".join(lines)
 
 
-def format_oracle(runs: list) -> str:
+def format_oracle(runs: list[BenchRun]) -> str:
     """Per prompt: the best fixed k in hindsight (predicted), the best measured, and adaptive's share."""
     from app.engine.measure.oracle import best_fixed
 
@@ -126,13 +133,16 @@ def format_oracle(runs: list) -> str:
         for rule in dict.fromkeys(r.acceptance for r in mine if r.acceptance):
             ruled = [r for r in mine if r.acceptance == rule]
             oracle = best_fixed([x for r in mine if r.mode == "plain" or r in ruled for x in r.round_log])
-            speed = lambda rs: _aggregate(rs)["tok_per_s"] / plain if rs and plain else 0.0
+
+            def speed(rs: list[BenchRun]) -> float:
+                return _aggregate(rs)["tok_per_s"] / plain if rs and plain else 0.0
+
             fixed = {
                 r.k: speed([x for x in ruled if x.mode == "fixed" and x.k == r.k])
                 for r in ruled
                 if r.mode == "fixed"
             }
-            best_k = max(fixed, key=fixed.get) if fixed else None
+            best_k = max(fixed, key=fixed.__getitem__) if fixed else None
             adaptive = speed([r for r in ruled if r.mode == "adaptive"])
             cells = [
                 f"{oracle.best_k:>9}{oracle.predicted_speedup:>7.2f}" if oracle else f"{'-':>9}{'-':>7}",
@@ -160,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         sampling = SamplingParams(temperature=args.temperature, seed=args.seed)
         ks = tuple(int(k) for k in str(args.k).split(","))
         acceptances = tuple(args.acceptance.split(",")) if args.acceptance else None
-        runs = []
+        runs: list[BenchRun] = []
         for r in run_benchmark(
             pair,
             prompts,

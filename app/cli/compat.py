@@ -14,19 +14,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.library.compat import check_pair
-    from app.engine.library.discovery import resolve_model
+    from app.engine.api import check_compatibility
 
     try:
-        main, draft = resolve_model(args.main), resolve_model(args.draft)
+        verdict = check_compatibility(args.main, args.draft)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    verdict = check_pair(main, draft)
     if args.json:
         print(json.dumps(verdict.to_json(), indent=2, ensure_ascii=False))
     else:
-        print(f"main:  {main}\ndraft: {draft}")
+        print(f"main:  {verdict.main}\ndraft: {verdict.draft}")
         print("verdict: " + ("compatible" if verdict.compatible else "incompatible"))
         for reason in verdict.reasons:
             print(f"  [{reason.severity}] {reason.code}: {reason.message}")

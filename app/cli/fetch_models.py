@@ -26,7 +26,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from app.engine.gguf.child import ImportFailed, ImportFinished, run_import
 
-    log = lambda msg: print(msg, file=sys.stderr)
+    def log(message: str) -> None:
+        print(message, file=sys.stderr)
+
     for key in keys:
         path = fetch(key, log=log)
         print(path)

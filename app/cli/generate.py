@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from app.cli.options import add_model_arguments, add_sampling_arguments, sampling_from_args
+
+if TYPE_CHECKING:
+    from app.engine.api import Notice
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,41 +27,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _print_notices(notices: tuple[Notice, ...], shown: int) -> int:
+    """Print the notices not shown yet, where they arrived in the stream; return how many are shown."""
+    for notice in notices[shown:]:
+        print(f"\n[{notice.kind}] {notice.message}", file=sys.stderr)
+    return len(notices)
+
+
 def run(args: argparse.Namespace) -> int:
-    from app.engine.decoding.decode import generate
-    from app.engine.decoding.events import EngineError, GenerationFinished, Provenance, TokenEvent
-    from app.engine.decoding.loading import ModelLoadError, load_pair
-    from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
-    from app.engine.decoding.session import ChatSession
-    from app.engine.decoding.templates import TemplateError, format_chat
+    from app.engine.api import ModelLoadError, Provenance, TemplateError, load_pair
 
     try:
         pair = load_pair(args.main, args.draft)
-        sampling = sampling_from_args(args)
-        policy = FixedDraftLength(args.k) if args.draft else PlainDecoding()
         messages = ([{"role": "system", "content": args.system}] if args.system else []) + [
             {"role": "user", "content": args.prompt}
         ]
-        prompt = format_chat(pair.tokenizer, messages)
+        answer = pair.stream(
+            messages,
+            mode="fixed" if args.draft else "plain",
+            k=args.k,
+            sampling=sampling_from_args(args),
+            max_tokens=args.max_tokens,
+        )
     except (ModelLoadError, TemplateError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    session = ChatSession(pair)
-    for event in generate(session, prompt, sampling=sampling, policy=policy, max_tokens=args.max_tokens):
-        if isinstance(event, TokenEvent):
-            drafted = colour and event.provenance is not Provenance.MAIN
-            sys.stdout.write(f"\x1b[32m{event.text}\x1b[0m" if drafted else event.text)
-            sys.stdout.flush()
-        elif isinstance(event, EngineError):
-            print(f"\n[{event.kind}] {event.message}", file=sys.stderr)
-        elif isinstance(event, GenerationFinished):
-            sys.stdout.write(event.tail + "\n")
-            s = event.stats
-            print(
-                f"[{event.reason}] {s.tokens} tokens, {s.tokens_per_second:.1f} tok/s, "
-                f"prefill {s.prefill_seconds:.2f}s, acceptance {s.acceptance:.0%} "
-                f"({s.accepted}/{s.proposed}), {s.mean_accepted_per_round:.2f} accepted per round",
-                file=sys.stderr,
-            )
+    shown = 0
+    for token in answer:
+        shown = _print_notices(answer.notices, shown)
+        drafted = colour and token.provenance is not Provenance.MAIN
+        sys.stdout.write(f"\x1b[32m{token.text}\x1b[0m" if drafted else token.text)
+        sys.stdout.flush()
+    _print_notices(answer.notices, shown)
+    finished = answer.answer
+    sys.stdout.write(finished.tail + "\n")
+    s = finished.stats
+    print(
+        f"[{finished.finish_reason}] {s.tokens} tokens, {s.tokens_per_second:.1f} tok/s, "
+        f"prefill {s.prefill_seconds:.2f}s, acceptance {s.acceptance:.0%} "
+        f"({s.accepted}/{s.proposed}), {s.mean_accepted_per_round:.2f} accepted per round",
+        file=sys.stderr,
+    )
     return 0

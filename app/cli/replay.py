@@ -7,6 +7,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when the command runs, so --help starts without MLX
+    from app.engine.measure.replay import CostModel, ReplayResult, Trace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _record(args: argparse.Namespace) -> tuple[list, object]:
+def _record(args: argparse.Namespace) -> tuple[list[Trace], CostModel | None]:
     from app.engine.decoding.loading import load_pair
     from app.engine.decoding.templates import format_chat
     from app.engine.measure.bench import load_prompts
@@ -50,7 +54,8 @@ def _record(args: argparse.Namespace) -> tuple[list, object]:
         raise ValueError("recording needs --main and --draft (or replay saved answers with --traces)")
     prompts = load_prompts(args.prompts, args.classes)
     pair = load_pair(args.main, args.draft)
-    traces, last = [], []
+    traces: list[Trace] = []
+    last: list[int] = []
     for p in prompts:
         last = format_chat(pair.tokenizer, [{"role": "user", "content": p.text}])
         traces.append(record_trace(pair, last, args.max_tokens, label=p.id))
@@ -63,11 +68,12 @@ def _record(args: argparse.Namespace) -> tuple[list, object]:
     return traces, measure_costs(pair, last) if "measured" in args.costs else None
 
 
-def _load(spec: str) -> tuple[list, object]:
+def _load(spec: str) -> tuple[list[Trace], CostModel | None]:
     """The answers of every comma-separated file, in order, and the first measured costs found."""
     from app.engine.measure.replay import load_traces
 
-    traces, measured = [], None
+    traces: list[Trace] = []
+    measured: CostModel | None = None
     for name in spec.split(","):
         more, costs = load_traces(Path(name))
         traces += more
@@ -75,7 +81,7 @@ def _load(spec: str) -> tuple[list, object]:
     return traces, measured
 
 
-def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
+def _table(traces: list[Trace], results: dict[str, list[ReplayResult]], name: str) -> list[str]:
     """Per class and overall: each variant's speed over plain, and adaptive's share of the best fixed k."""
     classes: dict[str, list[int]] = {}
     for i, t in enumerate(traces):
@@ -115,7 +121,7 @@ def _table(traces: list, results: dict[str, list], name: str) -> list[str]:
     return lines
 
 
-def _policy_time(results: dict[str, list]) -> str:
+def _policy_time(results: dict[str, list[ReplayResult]]) -> str:
     """Each policy's own Python time per round (choose, observe, snapshot), measured on this
     machine while replaying: the decode loop pays it between the main's passes, where a fast
     step (a small model on a GPU: a few milliseconds) makes it a share of the speed."""
@@ -157,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         "speeds relative to plain, tok/s of plain is simulated"
     )
     for costs in models:
-        merged: dict[str, list] = {}
+        merged: dict[str, list[ReplayResult]] = {}
         for seed in range(args.seeds if args.noise else 1):
             for start in range(len(traces) if args.rotate else 1):
                 order = traces[start:] + traces[:start]

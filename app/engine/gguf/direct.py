@@ -96,10 +96,11 @@ def repack(
 
 
 def _repack_rows(raw: np.ndarray, fmt: BlockFormat, qtype: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from gguf.constants import GGMLQuantizationType
     from gguf.quants import dequantize
 
     rows, cols = raw.shape[0], raw.shape[1] // fmt.block_bytes * fmt.block_values
-    values = dequantize(raw, qtype).reshape(rows, cols // GROUP, GROUP)
+    values = dequantize(raw, GGMLQuantizationType(qtype)).reshape(rows, cols // GROUP, GROUP)
     scales, biases = (
         a.reshape(rows, cols // GROUP) for a in fmt.params(raw.reshape(rows, -1, fmt.block_bytes))
     )

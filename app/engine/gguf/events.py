@@ -35,7 +35,7 @@ class ImportFailed:
 
 
 ImportEvent = ImportProgress | ImportFinished | ImportFailed
-_KINDS: dict[str, type] = {c.__name__: c for c in (ImportProgress, ImportFinished, ImportFailed)}
+_KINDS: dict[str, type[ImportEvent]] = {c.__name__: c for c in (ImportProgress, ImportFinished, ImportFailed)}
 
 
 def to_json(event: ImportEvent) -> dict[str, Any]:

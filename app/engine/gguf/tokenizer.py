@@ -73,8 +73,8 @@ def _byte_level(header: GGUFHeader, tokens: list[str]) -> Tokenizer:
     spelling = bytes_to_unicode()
     alphabet = set(spelling.values())
     vocab: dict[str, int] = {}
-    for i, tok in enumerate(tokens):
-        spelled = tok if set(tok) <= alphabet else "".join(spelling[b] for b in tok.encode("utf-8"))
+    for i, token in enumerate(tokens):
+        spelled = token if set(token) <= alphabet else "".join(spelling[b] for b in token.encode("utf-8"))
         vocab.setdefault(spelled, i)
     merges_raw = header.get("tokenizer.ggml.merges")
     if not isinstance(merges_raw, list):
@@ -125,7 +125,7 @@ def _sentencepiece(header: GGUFHeader, tokens: list[str]) -> Tokenizer:
     tok = Tokenizer(
         models.BPE(vocab, sentencepiece_merges(tokens), unk_token=unk, fuse_unk=True, byte_fallback=True)
     )
-    steps = [normalizers.Replace(" ", "\u2581")]
+    steps: list[normalizers.Normalizer] = [normalizers.Replace(" ", "\u2581")]
     if header.get("tokenizer.ggml.add_space_prefix", False):
         steps.insert(0, normalizers.Prepend("\u2581"))
     tok.normalizer = normalizers.Sequence(steps)

@@ -48,7 +48,7 @@ def _token_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and isinstance(value.get("content"), str):
-        return value["content"]
+        return str(value["content"])
     return None
 
 
@@ -62,7 +62,9 @@ def _ids(value: Any) -> list[int]:
     return []
 
 
-def _special_id(name: str, config: dict, tok_config: dict, by_text: dict[str, int]) -> int | None:
+def _special_id(
+    name: str, config: dict[str, Any], tok_config: dict[str, Any], by_text: dict[str, int]
+) -> int | None:
     ids = _ids(config.get(f"{name}_token_id"))
     if ids:
         return ids[0]
@@ -116,7 +118,8 @@ def read_vocabulary(folder: Path) -> Vocabulary:
     tokens, special = _declared_tokens(spec)
     by_text = {t: i for i, t in sorted(tokens.items(), reverse=True)}
     config = read_json(folder / "config.json")
-    text_config = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    nested = config.get("text_config")
+    text_config: dict[str, Any] = nested if isinstance(nested, dict) else {}
     merged = {**text_config, **{k: v for k, v in config.items() if v is not None}}
     tok_config = read_json(folder / "tokenizer_config.json")
     generation = read_json(folder / "generation_config.json")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import mlx.core as mx
 
@@ -82,7 +83,8 @@ def agreement(
     exact = (p * q).sum(axis=-1)
     residual = mx.minimum(p, q).sum(axis=-1)
     mx.eval(exact, residual)
-    return Agreement(tuple(exact.tolist()), tuple(residual.tolist()))
+    # one chance per position: a 1-D array's list
+    return Agreement(tuple(cast(list[float], exact.tolist())), tuple(cast(list[float], residual.tolist())))
 
 
 def per_token(parts: Iterable[Agreement], rule: str) -> float:

@@ -25,11 +25,15 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from itertools import takewhile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from app.engine.decoding.events import Provenance, RoundEvent
 from app.engine.decoding.lookup import PromptLookup
 from app.engine.decoding.policy import MAX_DRAFT, DraftPolicy, RoundContext, as_plan, playable
 from app.engine.policy.costs import cost_curve, fit_line
+
+if TYPE_CHECKING:
+    from app.engine.decoding.loading import ModelPair
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +118,7 @@ class ReplayResult:
     seconds: float
     rounds: int
     accepted: int = 0
-    plans: Counter = field(default_factory=Counter)  # (source, k) -> rounds
+    plans: Counter[tuple[str, int]] = field(default_factory=Counter)  # (source, k) -> rounds
     # real seconds the policy's own choose and observe took: its Python time per round, which
     # the decode loop pays between the main's passes
     policy_seconds: float = 0.0
@@ -176,7 +180,8 @@ def replay(
         )
         result.policy_seconds += time.perf_counter() - tick
         k, source = playable(plan, remaining, len(candidates), has_draft)
-        draft_s, hindsight, catch_up = 0.0, (), 0
+        hindsight: tuple[bool, ...] = ()
+        draft_s, catch_up = 0.0, 0
         if source is Provenance.DRAFT:
             if plan.read_limit is not None:  # skips the rest; the acceptance a gap costs is not replayed
                 lag = min(lag, plan.read_limit)
@@ -271,7 +276,7 @@ def run_policies(
     *,
     seed: int = 0,
     has_draft: bool = True,
-    adaptive: dict[str, dict] | None = None,
+    adaptive: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, list[ReplayResult]]:
     """Plain, every fixed k and adaptive controllers over `traces` in order, one result per
     trace. `adaptive` maps a label to the controller's options (default: "adaptive", as shipped,
@@ -304,7 +309,7 @@ def run_policies(
     return out
 
 
-def record_trace(pair, prompt: list[int], max_tokens: int, label: str = "") -> Trace:
+def record_trace(pair: ModelPair, prompt: list[int], max_tokens: int, label: str = "") -> Trace:
     """The main's greedy answer to `prompt` with its confidence in each token (from the loop's own
     rounds), and the draft's verdict on each token from one teacher-forced pass over prompt and
     answer."""
@@ -329,7 +334,7 @@ def record_trace(pair, prompt: list[int], max_tokens: int, label: str = "") -> T
         return Trace(tuple(prompt), (), (), label)
     assert pair.draft is not None
     logits = pair.draft.model(mx.array(list(prompt) + list(answer[:-1]), dtype=mx.uint32)[None])[0]
-    picks = mx.argmax(logits[len(prompt) - 1 :], axis=-1).tolist()
+    picks = cast(list[int], mx.argmax(logits[len(prompt) - 1 :], axis=-1).tolist())  # a 1-D array's list
     # a stop token the loop emitted is not part of the answer, nor is its confidence
     return Trace(
         tuple(prompt),
@@ -346,7 +351,7 @@ def _median(values: list[float]) -> float:
 
 
 def measure_costs(
-    pair, context: list[int], ks: tuple[int, ...] = (1, 2, 4, 8), tokens: int = 32
+    pair: ModelPair, context: list[int], ks: tuple[int, ...] = (1, 2, 4, 8), tokens: int = 32
 ) -> CostModel:
     """This machine's costs for `pair`, from the decode loop's own rounds after `context`: plain
     decoding and each fixed k in `ks` answer it, and every round reports its verify pass, its
@@ -381,7 +386,7 @@ def measure_costs(
     return CostModel(tuple(table), step, max(fixed, 0.0), reads, _median(overhead), 0.0, "measured")
 
 
-def _catch_up_reads(pair, context: list[int], lag: int = 16) -> float:
+def _catch_up_reads(pair: ModelPair, context: list[int], lag: int = 16) -> float:
     """Seconds per skipped token the draft reads in its first step: a round after `lag` plain
     steps against one right after another draft round."""
     import mlx.core as mx
@@ -391,7 +396,7 @@ def _catch_up_reads(pair, context: list[int], lag: int = 16) -> float:
     draft = pair.draft.model
     cache = make_prompt_cache(draft)
     mx.eval(draft(mx.array(context, dtype=mx.uint32)[None], cache=cache))
-    times = {1: [], lag + 1: []}
+    times: dict[int, list[float]] = {1: [], lag + 1: []}
     for _ in range(5):
         for n in times:
             t0 = time.perf_counter()

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -257,7 +258,7 @@ def _token_id(tokenizer_json: str, token: str) -> int:
     raise KeyError(token)
 
 
-def _tokenizer_config(tokenizer_json: str) -> dict:
+def _tokenizer_config(tokenizer_json: str) -> dict[str, Any]:
     added = {
         str(t["id"]): {
             "content": t["content"],
@@ -283,11 +284,11 @@ def _tokenizer_config(tokenizer_json: str) -> dict:
     }
 
 
-def _special_tokens_map() -> dict:
+def _special_tokens_map() -> dict[str, Any]:
     return {"eos_token": EOS_TOKEN, "pad_token": PAD_TOKEN, "additional_special_tokens": ["<|im_start|>"]}
 
 
-def _config(vocab: int, layers: int, eos_id: int, dtype: str, shape: ToyShape) -> dict:
+def _config(vocab: int, layers: int, eos_id: int, dtype: str, shape: ToyShape) -> dict[str, Any]:
     return {
         "architectures": ["Qwen2ForCausalLM"],
         "model_type": "qwen2",
@@ -350,7 +351,7 @@ def _save_weights(path: Path, weights: dict[str, np.ndarray], dtype: str) -> Non
     mx.save_safetensors(str(path), arrays, metadata={"format": "mlx"})
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 

@@ -1,0 +1,180 @@
+"""The public engine API: the documented example, provenance, refusals and compatibility."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from app.engine.api import LoadedPair, Provenance, check_compatibility, load_pair, stream_generate
+from app.engine.decoding.decode import generate
+from app.engine.decoding.events import GenerationFinished
+from app.engine.decoding.loading import LoadedModel, ModelPair
+from app.engine.decoding.policy import PlainDecoding
+from app.engine.decoding.session import ChatSession
+from app.engine.decoding.templates import format_chat
+from tests.engine.decoding.test_untrimmable import _RecurrentLike
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+QUESTION = "Hello, how are you?"
+
+
+@pytest.fixture(autouse=True)
+def specchat_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Compatibility verdicts are cached in the library store: one per test."""
+    home = tmp_path / "specchat-home"
+    monkeypatch.setenv("SPECCHAT_HOME", str(home))
+    return home
+
+
+def _example() -> str:
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+    assert len(blocks) == 1, "docs/api.md should hold exactly one Python example"
+    return str(blocks[0])
+
+
+def _plain_ids(pair: ModelPair, question: str, max_tokens: int) -> tuple[int, ...]:
+    prompt = format_chat(pair.tokenizer, [{"role": "user", "content": question}])
+    events = generate(ChatSession(pair), prompt, policy=PlainDecoding(), max_tokens=max_tokens)
+    return next(e for e in events if isinstance(e, GenerationFinished)).token_ids
+
+
+def test_the_documented_example_runs_and_prints_what_it_says(toy_models, tmp_path, monkeypatch, capsys):
+    (tmp_path / "toy").symlink_to(toy_models.main.parent)  # where `toy-models toy` would write
+    monkeypatch.chdir(tmp_path)
+    exec(compile(_example(), str(DOC), "exec"), {"__name__": "__main__"})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "compatibility: compatible"
+    summary = re.fullmatch(
+        r"(length|stop): (\d+) tokens, \d+ tok/s, (\d+) of (\d+) drafted tokens accepted", lines[-1]
+    )
+    assert summary, lines[-1]
+    tokens = lines[1:-1]
+    assert len(tokens) == int(summary[2])
+    assert sum(line.startswith("draft ") for line in tokens) == int(summary[3]) > 0
+    replaced = [line for line in tokens if "instead of the draft's" in line]
+    assert replaced and all(line.startswith("main ") for line in replaced)
+
+
+@pytest.mark.parametrize("mode", ["fixed", "adaptive", "lookup", "plain"])
+def test_greedy_answers_are_plain_decodings_whatever_the_mode(toy_pair, mode):
+    answer = stream_generate(LoadedPair(toy_pair), QUESTION, mode=mode, k=4, max_tokens=40)
+    tokens = list(answer)
+    assert tuple(t.id for t in tokens) == answer.answer.token_ids == _plain_ids(toy_pair, QUESTION, 40)
+    assert "".join(t.text for t in tokens) + answer.answer.tail == answer.answer.text
+    assert [t.index for t in tokens] == list(range(len(tokens)))
+    if mode == "fixed":
+        assert any(t.provenance is Provenance.DRAFT for t in tokens)
+    if mode == "plain":
+        assert {t.provenance for t in tokens} == {Provenance.MAIN} and answer.stats.proposed == 0
+
+
+def test_refused_drafts_ride_on_the_token_the_main_chose_instead(toy_pair):
+    answer = LoadedPair(toy_pair).stream(QUESTION, mode="fixed", k=4, max_tokens=40)
+    tokens = list(answer)
+    replacing = [t for t in tokens if t.refused_ids]
+    assert replacing, "the toy draft is refused somewhere on this question"
+    for token in replacing:
+        assert token.provenance is Provenance.MAIN
+        assert token.refused_ids[0] != token.id  # the main disagreed at the first refused place
+        assert token.refused_text == toy_pair.tokenizer.decode(list(token.refused_ids))
+    assert answer.answer.finish_reason == "length"  # so no refusal fell on a stop token
+    stats = answer.stats
+    assert sum(len(t.refused_ids) for t in tokens) == stats.proposed - stats.accepted
+    assert sum(t.provenance is Provenance.DRAFT for t in tokens) == stats.accepted
+
+
+def test_the_next_turn_reuses_the_conversation_in_the_caches(toy_pair):
+    pair = LoadedPair(toy_pair)
+    first = pair.stream(QUESTION, max_tokens=12)
+    reply = "".join(t.text for t in first) + first.answer.tail
+    conversation = [
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": "And then?"},
+    ]
+    second = pair.stream(conversation, max_tokens=12)
+    list(second)
+    assert second.stats.reused_tokens > 0
+
+
+def test_an_answer_left_half_read_is_stopped_before_the_next(toy_pair):
+    pair = LoadedPair(toy_pair)
+    first = pair.stream(QUESTION, mode="fixed", max_tokens=40)
+    next(first)
+    again = pair.stream(QUESTION, mode="fixed", max_tokens=40)  # the first is abandoned mid-answer
+    assert first.answer.finish_reason == "cancelled"
+    assert tuple(t.id for t in again) == _plain_ids(toy_pair, QUESTION, 40)
+
+
+def test_stop_ends_the_answer_and_keeps_its_tokens(toy_pair):
+    answer = LoadedPair(toy_pair).stream(QUESTION, max_tokens=40)
+    read = [next(answer), next(answer)]
+    answer.stop()
+    assert answer.answer.finish_reason == "cancelled"
+    assert answer.answer.token_ids[:2] == tuple(t.id for t in read)
+    assert list(answer) == []
+
+
+def test_cancel_ends_the_answer_at_the_next_round(toy_pair):
+    answer = LoadedPair(toy_pair).stream(QUESTION, mode="fixed", max_tokens=40)
+    first = next(answer)
+    answer.cancel()  # what another thread would do; the reader reads on
+    rest = list(answer)
+    assert answer.answer.finish_reason == "cancelled"
+    assert answer.answer.token_ids == (first.id, *(t.id for t in rest))
+    assert len(rest) < 39
+
+
+def test_stats_wait_for_the_last_token(toy_pair):
+    answer = LoadedPair(toy_pair).stream(QUESTION, max_tokens=8)
+    with pytest.raises(RuntimeError, match="still streaming"):
+        _ = answer.stats
+    assert len(list(answer)) == answer.stats.tokens
+
+
+def test_a_pair_that_cannot_speculate_says_so_before_its_first_token(toy_pair):
+    main = toy_pair.main
+    wrapped = LoadedModel(_RecurrentLike(main.model), main.tokenizer, main.config, main.source)
+    pair = LoadedPair(ModelPair(wrapped, toy_pair.draft))
+    assert not pair.can_speculate and "cannot be rewound" in (pair.speculation_refusal or "")
+    answer = pair.stream(QUESTION, mode="fixed", max_tokens=10)
+    next(answer)
+    assert [n.kind for n in answer.notices] == ["notice"]
+    assert {t.provenance for t in answer} == {Provenance.MAIN}
+
+
+def test_bad_settings_fail_before_any_model_work(toy_pair):
+    pair = LoadedPair(toy_pair)
+    with pytest.raises(ValueError, match="unknown mode"):
+        pair.stream(QUESTION, mode="sometimes")  # type: ignore[arg-type]  # a caller's typo
+    with pytest.raises(ValueError, match="max_tokens"):
+        pair.stream(QUESTION, max_tokens=0)
+    with pytest.raises(ValueError, match="draft length"):
+        pair.stream(QUESTION, mode="fixed", k=99)
+
+
+def test_compatibility_accepts_the_toy_draft(toy_models):
+    verdict = check_compatibility(toy_models.main, toy_models.draft)
+    assert verdict.compatible and verdict.reason == "compatible" and verdict.reasons == ()
+
+
+def test_compatibility_refuses_a_draft_whose_ids_mean_other_text(toy_models, toy_mismatched_draft):
+    verdict = check_compatibility(toy_models.main, toy_mismatched_draft)
+    assert not verdict.compatible
+    assert verdict.reason.startswith("incompatible: token 300 differs")
+    assert [r.code for r in verdict.reasons] == ["token_text"]
+    assert verdict.to_json()["compatible"] is False
+
+
+def test_compatibility_names_a_model_that_is_not_there(toy_models, tmp_path):
+    with pytest.raises(FileNotFoundError, match="is not downloaded"):
+        check_compatibility(toy_models.main, "nobody/no-such-model")
+
+
+def test_load_pair_explains_a_missing_folder():
+    from app.engine.api import ModelLoadError
+
+    with pytest.raises(ModelLoadError, match="neither an existing folder nor a hub repo id"):
+        load_pair("/no/such/folder")
