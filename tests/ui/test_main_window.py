@@ -8,6 +8,7 @@ from PySide6.QtCore import QSettings, Qt
 from app.devtools.fake_engine import FakeEngine, fake_decode
 from app.engine.library.discovery import Sources
 from app.engine.store.conversations import ConversationStore
+from app.engine.store.transcript import Role
 from app.engine.worker import Generate, LoadPair
 from app.ui.main_window import MainWindow
 
@@ -61,8 +62,8 @@ def test_send_streams_highlighted_tokens_and_saves(qtbot, window):
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     stored = window.store.load(window.controller.conversation)
     answer = stored.messages[1]
-    assert answer.state == "complete" and answer.stats["tokens"] == 60 and answer.tokens.count(";") == 59
-    assert answer.stats["proposed"] > 0 and 0 < answer.stats["acceptance"] < 1
+    assert answer.state == "complete" and answer.stats.tokens == 60 and answer.tokens.count(";") == 59
+    assert answer.stats.proposed > 0 and 0 < answer.stats.acceptance < 1
     assert "tok/s" in window.strip.text() and "acceptance" in window.strip.text()
     draft_chars = [window.view.info_at(i) for i in range(window.view.document().characterCount() - 1)]
     assert {"draft", "lookup", "main"} <= {i.get("provenance") for i in draft_chars if i}
@@ -129,9 +130,9 @@ def test_switch_pair_mid_stream_cancels_cleanly(qtbot, window):
 def test_sidebar_lists_switches_searches_and_survives_a_damaged_conversation(qtbot, window):
     s = window.store
     a = s.create("alpha chat")
-    s.append(a, "user", "about otters")
+    s.append(a, Role.USER, "about otters")
     b = s.create("beta chat")
-    mid = s.append(b, "assistant", "beta text")
+    mid = s.append(b, Role.ASSISTANT, "beta text")
     s.db.execute("UPDATE messages SET stats='{{' , tokens='garbage' WHERE id=?", (mid,))
     window.refresh_sidebar()
     assert window.sidebar.model.rowCount() == 2
