@@ -11,6 +11,7 @@ from app.engine.store.conversations import ConversationStore
 from app.engine.store.transcript import Role
 from app.engine.worker import Generate, LoadPair
 from app.ui.main_window import MainWindow
+from tests.engine.store.schema_v3 import write_v3_database
 
 
 def make_window(qtbot, home, rate=300.0, models=None) -> MainWindow:
@@ -148,6 +149,22 @@ def test_sidebar_lists_switches_searches_and_survives_a_damaged_conversation(qtb
     assert [window.sidebar.model.item(i).text() for i in range(window.sidebar.model.rowCount())] == [
         "renamed"
     ]
+
+
+def test_a_conversation_from_the_previous_schema_shows_its_stats_and_verdict(qtbot, specchat_home):
+    specchat_home.mkdir(parents=True, exist_ok=True)
+    write_v3_database(specchat_home / "c.sqlite3")
+    w = make_window(qtbot, specchat_home)
+    assert w.sidebar.ids() == [1]
+    w.sidebar.selected.emit(1)
+    text = w.view.toPlainText()
+    assert "Otters hold hands." in text and "✓ Losslessness: Identical to plain greedy decoding" in text
+    assert w.controller.transcript.last_answer().stats.speedup == 2.013
+    info = w.view.info_at(text.index("hold") + 1)
+    assert info["provenance"] == "draft"
+    tip = w.view.tooltip_for(info)
+    assert "41.3 tok/s" in tip and "first token 83 ms" in tip and "2.01× vs plain" in tip
+    w.close()
 
 
 def test_welcome_panel_on_first_run(qtbot, specchat_home):
