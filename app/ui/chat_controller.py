@@ -157,8 +157,9 @@ class ChatController(QObject):
         if self.pair is None:
             self.notice.emit("Choose a model pair first (Models ▸ Choose models…).")
             return False
-        if self.editing is not None:
+        if self.editing is not None and self.transcript.find(self.editing) is not None:
             return self._resend_edit(text)
+        self.editing = None  # the edited turn is gone (a regenerate removed it): a new question
         if self.conversation is None:
             title = " ".join(text.split())[:48] or "New chat"
             self.conversation = self.store.create(

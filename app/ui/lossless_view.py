@@ -29,7 +29,6 @@ class LosslessChecker(QObject):
     forgotten check are ignored."""
 
     busy_changed = Signal(bool)
-    verdict = Signal(int, object)  # message key, LosslessVerdict or None (cancelled)
 
     def __init__(self, controller: ChatController, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -141,5 +140,4 @@ class LosslessChecker(QObject):
                 c.store.save_answer(m)
         c.strip.set_state("Ready" if c.pair is not None else "No model loaded")
         c.notice.emit(text)
-        self.verdict.emit(key, record)
         self.busy_changed.emit(False)
