@@ -3,9 +3,8 @@
 Every write is its own committed transaction; WAL keeps the file consistent whatever moment the
 process dies at. The schema carries a version (`PRAGMA user_version`) and migrations run in order
 on open. Listing never parses per-message JSON, so one damaged conversation cannot hide the
-others; loading a damaged one degrades field by field instead of raising. Messages are read and
-written as the transcript's typed records (app.engine.store.transcript); an answer's stats are a
-JSON object under the keys the first schema used, so rows of every version read the same way.
+others; loading a damaged one degrades field by field instead of raising. Messages come and go
+as the transcript's typed records; stats keep the JSON keys of the first schema, so old rows load.
 """
 
 from __future__ import annotations
