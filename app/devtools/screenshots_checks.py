@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
@@ -32,6 +33,7 @@ def _library(root: Path) -> Path:
 def render_checks(app: QApplication, home: Path, out: Path, wait: Wait, save: Save) -> None:
     from app.engine.library.discovery import Sources
     from app.engine.store.conversations import ConversationStore
+    from app.engine.store.transcript import AnswerTurn
     from app.ui.main_window import MainWindow
     from app.ui.picker import PickerDialog
     from app.ui.settings_dialog import ChatSettings
@@ -53,14 +55,14 @@ def render_checks(app: QApplication, home: Path, out: Path, wait: Wait, save: Sa
         window.controller.chat_settings = ChatSettings(max_tokens=40, speculation="fixed", k=3)
         window.controller.send(text)
         wait(app, lambda: not window.controller.busy, 60)
-    first, second = (m for m in window.view.messages if m.role == "assistant")
+    transcript = window.controller.transcript
+    first, second = (m for m in transcript if isinstance(m, AnswerTurn))
     window.check_answer(first.key)
     wait(app, lambda: not window.checker.busy, 60)
     save(app, window, out / "lossless-identical.png")
-    ids = second.stats["token_ids"]
-    second.stats["token_ids"] = (
-        ids[:6] + [(ids[6] + 97) % 256] + ids[7:]
-    )  # a tampered answer, to show a divergence
+    ids = second.stats.token_ids
+    tampered = ids[:6] + ((ids[6] + 97) % 256,) + ids[7:]  # a tampered answer, to show a divergence
+    transcript.checkpoint(second, second.state, replace(second.stats, token_ids=tampered))
     window.check_answer(second.key)
     wait(app, lambda: not window.checker.busy, 60)
     window.view.scroll_to_end()

@@ -1,14 +1,17 @@
 """The conversation flow: send, stream, stop, regenerate, edit, switch pairs, checkpoint.
 
-The user's turn is committed before the Generate command is submitted; the growing answer is
-checkpointed at least twice a second and on every stop, so a killed app loses well under a second.
-Every engine call here is a non-blocking submit or cancel.
+The controller owns the conversation's `Transcript` (app.engine.store.transcript); the chat view
+draws it by following its notifications. The user's turn is committed before the Generate
+command is submitted; the growing answer is checkpointed at least twice a second and on every
+stop, so a killed app loses well under a second. Every engine call here is a non-blocking submit
+or cancel.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
 
@@ -22,28 +25,40 @@ from app.engine.decoding.events import (
 )
 from app.engine.features.baselines import BaselineCache, GenerationContext, context_bucket
 from app.engine.features.prompt_kind import classify
-from app.engine.store.conversations import ConversationError, ConversationStore, clean_text
+from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.store.history import LOOKUP, Run, RunHistory
+from app.engine.store.provenance import clean_text
+from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Role, Transcript
 from app.engine.worker import Generate, LoadPair, PairLoaded, WorkerMessage
-from app.ui.chat_view import ChatView, ViewMessage
 from app.ui.engine_bridge import EngineBridge
 from app.ui.plain_speed import BaselineStatus, PlainBaselines
 from app.ui.settings_dialog import ChatSettings
 from app.ui.stats import LiveStats, StatusStrip
-from app.ui.tokens import Answer, Assembler
+from app.ui.tokens import Assembler
 
 CHECKPOINT_SECONDS = 0.5
+FINISHED_STATES = {
+    MessageState.COMPLETE: "Done",
+    MessageState.CANCELLED: "Stopped",
+    MessageState.ERROR: "Failed",
+}
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 @dataclass
 class Live:
     request: int
-    message: ViewMessage
+    message: AnswerTurn
     assembler: Assembler
     stats: LiveStats
     last_checkpoint: float = field(default_factory=time.monotonic)
     ids: list[int] = field(default_factory=list)  # the answer's token ids, for the losslessness check
-    origin: dict[str, object] = field(default_factory=dict)  # what wrote it: kept with the stats
+    main: str = ""  # what wrote it, kept with the stats: a greedy replay needs the same model
+    draft: str | None = None
+    temperature: float = 0.0
     kind: str = "prose"  # the prompt's kind (app.engine.features.prompt_kind), for the speedup history
     context: int | None = None  # prompt tokens, once the worker has said
 
@@ -61,13 +76,13 @@ class ChatController(QObject):
         self,
         store: ConversationStore,
         bridge: EngineBridge,
-        view: ChatView,
         strip: StatusStrip,
         settings: QSettings,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
-        self.store, self.bridge, self.view, self.strip = store, bridge, view, strip
+        self.store, self.bridge, self.strip = store, bridge, strip
+        self.transcript = Transcript()
         self.baselines = BaselineCache()
         self.history = RunHistory(store)
         self.plain = PlainBaselines(
@@ -80,7 +95,8 @@ class ChatController(QObject):
         self.plain.status.connect(self.baseline_status)
         self.plain.status.connect(lambda _s: self.history_changed.emit())
         self.conversation: int | None = None
-        self.chat_settings = ChatSettings.from_dict(dict(settings.value("defaults", {}) or {}))
+        defaults: Any = settings.value("defaults", {}) or {}
+        self.chat_settings = ChatSettings.from_dict(dict(defaults))
         self.live: Live | None = None
         self.pair: tuple[str, str | None] | None = None
         self.mode_override: str | None = None  # "off"/"lookup" when the picker chose no draft model
@@ -114,19 +130,7 @@ class ChatController(QObject):
         self.conversation = c.id
         self.editing = None
         self.chat_settings = ChatSettings.from_dict(c.settings, c.system_prompt)
-        msgs = [
-            ViewMessage(
-                m.id,
-                m.role,
-                Answer.decode(m.content, m.tokens, m.rejected)
-                if m.role == "assistant"
-                else Answer.decode(m.content, ""),
-                m.state,
-                m.stats,
-            )
-            for m in c.messages
-        ]
-        self.view.set_messages(msgs)
+        self.transcript.reset(c.turns())
         if c.damaged:
             self.notice.emit("Part of this conversation was damaged; what could be read is shown.")
         return True
@@ -136,7 +140,7 @@ class ChatController(QObject):
             self.stop()
         self.conversation = None
         self.editing = None
-        self.view.set_messages([])
+        self.transcript.reset()
         self.conversations_changed.emit()
 
     def save_settings(self, settings: ChatSettings) -> None:
@@ -153,17 +157,17 @@ class ChatController(QObject):
         if self.pair is None:
             self.notice.emit("Choose a model pair first (Models ▸ Choose models…).")
             return False
-        if self.editing is not None:
+        if self.editing is not None and self.transcript.find(self.editing) is not None:
             return self._resend_edit(text)
+        self.editing = None  # the edited turn is gone (a regenerate removed it): a new question
         if self.conversation is None:
             title = " ".join(text.split())[:48] or "New chat"
             self.conversation = self.store.create(
                 title, self.chat_settings.system_prompt, self.chat_settings.to_dict()
             )
             self.conversations_changed.emit()
-        key = self.store.append(self.conversation, "user", text)  # committed before generation starts
-        user = ViewMessage(key, "user", Answer.decode(text, ""))
-        self.view.append(user)
+        key = self.store.append(self.conversation, Role.USER, text)  # committed before generation starts
+        self.transcript.append_user(key, text)
         self._generate()
         return True
 
@@ -171,23 +175,20 @@ class ChatController(QObject):
         """Returns the user text to put back in the composer."""
         if self.live is not None:
             self.stop()
-        message = next((m for m in self.view.messages if m.key == key and m.role == "user"), None)
-        if message is None:
+        message = self.transcript.find(key)
+        if message is None or message.role is not Role.USER:
             return None
         self.editing = key
-        return message.answer.text
+        return message.text
 
     def cancel_edit(self) -> None:
         self.editing = None
 
     def _resend_edit(self, text: str) -> bool:
-        index = next(i for i, m in enumerate(self.view.messages) if m.key == self.editing)
-        self.editing = None
-        assert self.conversation is not None
-        self.store.edit(self.view.messages[index].key, text)
-        self.store.truncate_after(self.conversation, index)
-        self.view.messages[index].answer = Answer.decode(text, "")
-        self.view.set_messages(self.view.messages[: index + 1])
+        key, self.editing = self.editing, None
+        assert self.conversation is not None and key is not None
+        self.store.edit(key, text)
+        self.store.truncate_after(self.conversation, self.transcript.edit(key, text))
         self._generate()
         return True
 
@@ -196,25 +197,12 @@ class ChatController(QObject):
             return False
         if self.live is not None:
             self.stop()
-        msgs = self.view.messages
-        index = next((i for i, m in enumerate(msgs) if m.key == key), len(msgs) - 1) if key else len(msgs) - 1
-        while index >= 0 and msgs[index].role != "user":
-            index -= 1
-        if index < 0:
+        index = self.transcript.truncate_for_regenerate(key)
+        if index is None:
             return False
         self.store.truncate_after(self.conversation, index)
-        self.view.set_messages(msgs[: index + 1])
         self._generate()
         return True
-
-    def _history(self) -> tuple[dict[str, str], ...]:
-        out = (
-            [{"role": "system", "content": self.chat_settings.system_prompt}]
-            if self.chat_settings.system_prompt
-            else []
-        )
-        out += [{"role": m.role, "content": m.answer.text} for m in self.view.messages]
-        return tuple(out)
 
     def _generate(self) -> None:
         assert self.conversation is not None and self.pair is not None
@@ -222,19 +210,20 @@ class ChatController(QObject):
         speculation = s.speculation_settings()
         if self.mode_override is not None:
             speculation = type(speculation)(self.mode_override, speculation.k, speculation.acceptance)
-        command = Generate(self._history(), s.sampling(), speculation, s.max_tokens)
-        key = self.store.append(self.conversation, "assistant", "", state="partial")
-        message = ViewMessage(key, "assistant", Answer(), state="partial")
-        self.view.begin_live(message)
+        command = Generate(self.transcript.chat(s.system_prompt), s.sampling(), speculation, s.max_tokens)
+        key = self.store.append(self.conversation, Role.ASSISTANT, "", state=MessageState.PARTIAL)
+        asked = self.transcript.last_question()
+        message = self.transcript.start_answer(key)
         self.plain.preempt()  # a background measurement gives way to the user
         stats = LiveStats(mode=speculation.mode)  # its plain speed comes with the context size
-        asked = next((m.answer.text for m in reversed(self.view.messages) if m.role == "user"), "")
         self.live = Live(
             self.bridge.submit(command),
             message,
             Assembler(message.answer, self.bridge.decode),
             stats,
-            origin={"main": self.pair[0], "draft": self.pair[1], "temperature": s.temperature},
+            main=self.pair[0],
+            draft=self.pair[1],
+            temperature=s.temperature,
             kind=classify(asked),
         )
         self.strip.set_state("Generating")
@@ -246,7 +235,7 @@ class ChatController(QObject):
         if self.live is None:
             return
         self.bridge.cancel(self.live.request)
-        self._finish(self.live, "cancelled")
+        self._finish(self.live, MessageState.CANCELLED)
 
     # -- engine messages ------------------------------------------------------------------------
     def on_batch(self, batch: tuple[WorkerMessage, ...]) -> None:
@@ -282,35 +271,33 @@ class ChatController(QObject):
                 elif isinstance(event, GenerationFinished):
                     live.assembler.answer.add_tail(event.tail)
                     live.assembler.flush()
-                    self.view.paint_live(
-                        live.message, live.assembler.ready
-                    )  # the last batch is shown live too
+                    self.transcript.extend_answer(live.message, live.assembler.ready)  # shown live too
                     live.stats.finish(event)
-                    self._finish(live, "complete" if event.reason != "cancelled" else "cancelled")
+                    cancelled = event.reason == "cancelled"
+                    self._finish(live, MessageState.CANCELLED if cancelled else MessageState.COMPLETE)
                     live = None
                 elif isinstance(event, EngineError):
                     self.notice.emit(event.message)
                     if event.kind != "notice":
-                        self._finish(live, "error")
+                        self._finish(live, MessageState.ERROR)
                         live = None
         if live is not None and self.live is live:
-            self.view.paint_live(live.message, live.assembler.ready)
+            self.transcript.extend_answer(live.message, live.assembler.ready)
             self.strip.show_stats(live.stats.snapshot())
             if time.monotonic() - live.last_checkpoint >= CHECKPOINT_SECONDS:
-                self._checkpoint(live, "partial")
+                self._checkpoint(live, MessageState.PARTIAL)
 
     def _on_load(self, event: object) -> None:
         if isinstance(event, PairLoaded):
             self.pair = (event.main, event.draft)
             self.load_request = None
-            name = lambda p: p.rstrip("/").rsplit("/", 1)[-1]
             draft = (
-                name(event.draft)
+                _name(event.draft)
                 if event.draft
                 else {"lookup": "prompt lookup", "off": "no draft"}.get(self.mode_override or "", "no draft")
             )
             self.strip.set_state("Ready")
-            self.pair_changed.emit(f"{name(event.main)}  +  {draft}")
+            self.pair_changed.emit(f"{_name(event.main)}  +  {draft}")
             self.pair_loaded.emit(event.main)
             if event.speculation_refusal:
                 self.notice.emit(event.speculation_refusal)
@@ -324,7 +311,7 @@ class ChatController(QObject):
             self.pair_changed.emit(f"Could not load: {event.message}")
             self.notice.emit(event.message)
 
-    def _record(self, live: Live, state: str) -> None:
+    def _record(self, live: Live, state: MessageState) -> None:
         """Keep the answer's speed in the history; plain answers are baseline evidence, and a
         speculative one at a context with no plain speed yet gets it measured once idle."""
         assert self.pair is not None and live.context is not None
@@ -344,7 +331,7 @@ class ChatController(QObject):
             label,
             mode,
             live.kind,
-            float(live.origin.get("temperature", 0.0) or 0.0),
+            live.temperature,
             context,
             context_bucket(context),
             s.tokens,
@@ -363,31 +350,30 @@ class ChatController(QObject):
         if mode != "off" and plain is None and self.plain.want(main, context):
             self.baseline_status.emit(BaselineStatus(main, context, None, True))
 
-    def _checkpoint(self, live: Live, state: str) -> None:
-        a = live.assembler.answer
-        live.message.stats = {**live.stats.snapshot(), **live.origin, "token_ids": list(live.ids)}
-        self.store.checkpoint(
-            live.message.key,
-            a.text,
-            state=state,
-            tokens=a.encoded(),
-            rejected=a.rejected,
-            stats=live.message.stats,
+    def _stats(self, live: Live) -> AnswerStats:
+        return replace(
+            live.stats.snapshot(),
+            main=live.main,
+            draft=live.draft,
+            temperature=live.temperature,
+            token_ids=tuple(live.ids),
         )
+
+    def _checkpoint(self, live: Live, state: MessageState) -> None:
+        self.transcript.checkpoint(live.message, state, self._stats(live))
+        self.store.save_answer(live.message)
         live.last_checkpoint = time.monotonic()
 
-    def _finish(self, live: Live, state: str) -> None:
+    def _finish(self, live: Live, state: MessageState) -> None:
+        """Saved before it is drawn: rendering a long answer as markdown takes a while."""
         self.live = None
         live.assembler.flush()
-        live.message.state = state
         self._checkpoint(live, state)
-        snap = live.message.stats
-        if self.pair is not None and live.context is not None and state != "error":
+        stats = live.message.stats
+        self.transcript.finish_answer(live.message, state, stats)
+        if self.pair is not None and live.context is not None and state is not MessageState.ERROR:
             self._record(live, state)
-        self.view.finish_live(live.message)
-        self.strip.set_state(
-            {"complete": "Done", "cancelled": "Stopped", "error": "Failed"}.get(state, state)
-        )
-        self.strip.show_stats(snap)
+        self.strip.set_state(FINISHED_STATES.get(state, state.value))
+        self.strip.show_stats(stats)
         self.busy_changed.emit(False)
         self.conversations_changed.emit()

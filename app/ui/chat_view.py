@@ -1,13 +1,14 @@
-"""The transcript: one QTextBrowser, appended to incrementally, never re-rendered per token.
+"""The transcript's view: one QTextBrowser, appended to incrementally, never re-rendered per token.
 
-Only the last message changes while streaming; a finished answer is re-rendered once, as
-markdown. The browser loads nothing: `loadResource` answers every URL with nothing and links go
-through a confirmation before the system browser sees them.
+It draws a `Transcript` (app.engine.store.transcript) that the chat controller owns, following
+its change notifications; it keeps no copy of the conversation. Only the last message changes
+while streaming; a finished answer is re-rendered once, as markdown. The browser loads nothing:
+`loadResource` answers every URL with nothing and links go through a confirmation before the
+system browser sees them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QEvent, QUrl, Signal
@@ -25,46 +26,35 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QMessageBox, QTextBrowser, QTextEdit, QToolTip, QWidget
 
-from app.ui.lossless_view import DIVERGENCE, verdict_line
+from app.engine.store.transcript import (
+    AnswerStats,
+    AnswerTurn,
+    Change,
+    MessageState,
+    Transcript,
+    Turn,
+    UserTurn,
+)
 from app.ui.render import P_MESSAGE, P_PROV, P_REJECTED, P_ROUND, P_TOKEN, Links, Options, Painter
+from app.ui.stats import DIVERGENCE, stats_line, verdict_line
 from app.ui.theme import Theme, current_theme
-from app.ui.tokens import Answer
 
 SAFE_SCHEMES = ("http", "https", "mailto")
-
-
-@dataclass
-class ViewMessage:
-    key: int
-    role: str  # user or assistant
-    answer: Answer  # user text is an Answer of one plain token
-    state: str = "complete"
-    stats: dict[str, Any] = field(default_factory=dict)
-    live: bool = False
-    checking: bool = False  # a losslessness check of this answer is running
-
-
-def stats_line(stats: dict[str, Any]) -> str:
-    if not stats:
-        return ""
-    parts = [f"{stats.get('tokens', 0)} tokens"]
-    if stats.get("tok_s"):
-        parts.append(f"{stats['tok_s']:.1f} tok/s")
-    if stats.get("ttft_s") is not None:
-        parts.append(f"first token {stats['ttft_s'] * 1000:.0f} ms")
-    if stats.get("proposed"):
-        parts.append(f"acceptance {stats.get('acceptance', 0):.0%}")
-        parts.append(f"{stats.get('mean_accepted', 0):.2f} accepted/round")
-    if stats.get("speedup"):
-        parts.append(f"{stats['speedup']:.2f}× vs plain")
-    return " · ".join(parts)
+NOTES = {
+    MessageState.PARTIAL: "  · interrupted",
+    MessageState.CANCELLED: "  · stopped",
+    MessageState.ERROR: "  · failed",
+}
 
 
 class ChatView(QTextBrowser):
     action = Signal(str, int)  # "edit" | "regenerate" | "copymsg" | "check" | "cancelcheck", message key
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, transcript: Transcript, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.transcript = transcript  # read, never changed here: the chat controller owns it
+        transcript.observers.append(self._on_change)
+        self.destroyed.connect(lambda: transcript.observers.remove(self._on_change))
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setSearchPaths([])
@@ -73,14 +63,12 @@ class ChatView(QTextBrowser):
         self.anchorClicked.connect(self._on_anchor)
         self.theme: Theme = current_theme()
         self.options = Options()
-        self.messages: list[ViewMessage] = []
         self.links = Links()
         self.resource_requests: list[str] = []  # what output asked to load (never loaded)
         self.confirm_link = self._confirm  # replaced in tests
         self._live_start = self._live_header = 0
         self._painted = 0
         self._rejected_seen = 0
-        self._keys = 0
 
     # -- safety ---------------------------------------------------------------------------------
     def loadResource(self, kind: int, url: QUrl | str) -> Any:
@@ -118,13 +106,18 @@ class ChatView(QTextBrowser):
             self.action.emit(kind, n)
 
     # -- building -------------------------------------------------------------------------------
-    def new_key(self) -> int:
-        self._keys += 1
-        return self._keys
-
-    def set_messages(self, messages: list[ViewMessage]) -> None:
-        self.messages = messages
-        self.rebuild()
+    def _on_change(self, change: Change, turn: Turn | None) -> None:
+        if change is Change.RESET or turn is None:
+            self.rebuild()
+        elif change is Change.APPENDED:
+            self._insert(turn)
+            self.scroll_to_end()
+        elif change is Change.EXTENDED and isinstance(turn, AnswerTurn):
+            self.paint_live(turn)
+        elif change is Change.FINISHED and isinstance(turn, AnswerTurn):
+            self.finish_live(turn)
+        elif change is Change.UPDATED:
+            self.refresh()
 
     def set_options(self, options: Options) -> None:
         self.options = options
@@ -140,8 +133,8 @@ class ChatView(QTextBrowser):
         self.links = Links()
         edit = QTextCursor(self.document())
         edit.beginEditBlock()  # one layout pass for the whole transcript
-        for m in self.messages:
-            self._insert(m)
+        for turn in self.transcript:
+            self._insert(turn)
         edit.endEditBlock()
         self.scroll_to_end()
         self._mark_divergences()
@@ -176,10 +169,10 @@ class ChatView(QTextBrowser):
     def _mark_divergences(self) -> None:
         """Underline each answer's first divergence from plain decoding (an overlay, not the text)."""
         marks = []
-        for m in self.messages:
-            check = m.stats.get("lossless") if m.role == "assistant" else None
-            position = check.get("position") if isinstance(check, dict) else None
-            span = self.token_range(m.key, position) if isinstance(position, int) else None
+        for m in self.transcript:
+            check = m.stats.lossless if isinstance(m, AnswerTurn) else None
+            position = check.position if check is not None else None
+            span = self.token_range(m.key, position) if position is not None else None
             if span is None:
                 continue
             selection = QTextEdit.ExtraSelection()
@@ -205,7 +198,7 @@ class ChatView(QTextBrowser):
         cursor.movePosition(QTextCursor.MoveOperation.End)
         return cursor
 
-    def _header(self, cursor: QTextCursor, m: ViewMessage) -> None:
+    def _header(self, cursor: QTextCursor, m: Turn) -> None:
         block = QTextBlockFormat()
         block.setTopMargin(12)
         block.setBottomMargin(2)
@@ -216,24 +209,18 @@ class ChatView(QTextBrowser):
         fmt = self._base()
         fmt.setFontWeight(QFont.Weight.Bold)
         fmt.setProperty(P_MESSAGE, m.key)
-        cursor.insertText("You" if m.role == "user" else "Assistant", fmt)
-        note = (
-            ""
-            if m.live
-            else {"partial": "  · interrupted", "cancelled": "  · stopped", "error": "  · failed"}.get(
-                m.state, ""
-            )
-        )
+        cursor.insertText("You" if isinstance(m, UserTurn) else "Assistant", fmt)
+        note = "" if isinstance(m, AnswerTurn) and m.live else NOTES.get(m.state, "")
         if note:
             muted = self._base()
             muted.setForeground(QBrush(self.theme.muted))
             cursor.insertText(note, muted)
         cursor.insertBlock(QTextBlockFormat())
 
-    def _actions(self, cursor: QTextCursor, m: ViewMessage) -> None:
+    def _actions(self, cursor: QTextCursor, m: Turn) -> None:
         names = (
             ("edit",)
-            if m.role == "user"
+            if isinstance(m, UserTurn)
             else ("regenerate", "copymsg", "cancelcheck" if m.checking else "check")
         )
         labels = {
@@ -252,7 +239,7 @@ class ChatView(QTextBrowser):
             fmt.setAnchorHref(f"specchat:{name}/{m.key}")
             cursor.insertText(labels[name], fmt)
             cursor.insertText("   ", self._base())
-        line = verdict_line(m.stats, m.checking) if m.role == "assistant" else None
+        line = verdict_line(m.stats, m.checking) if isinstance(m, AnswerTurn) else None
         if line is not None:
             fmt = self._base()
             fmt.setForeground(QBrush(QColor(line[1]) if line[1] else self.theme.muted))
@@ -261,41 +248,30 @@ class ChatView(QTextBrowser):
             cursor.insertBlock(QTextBlockFormat())
             cursor.insertText(line[0], fmt)
 
-    def _insert(self, m: ViewMessage) -> None:
+    def _insert(self, m: Turn) -> None:
         cursor = self._cursor()
         self._live_header = cursor.position()
         self._header(cursor, m)
-        painter = Painter(cursor, self.theme, self.options, m.key)
-        if m.role == "user":
+        if isinstance(m, UserTurn):
             block = QTextBlockFormat()
             block.setBackground(QBrush(self.theme.user_bg))
             cursor.setBlockFormat(block)
             fmt = self._base()
             fmt.setProperty(P_MESSAGE, m.key)
-            cursor.insertText(m.answer.text, fmt)
+            cursor.insertText(m.text, fmt)
             self._actions(cursor, m)
         elif m.live:
             self._live_start = cursor.position()
             self._painted = self._rejected_seen = 0
-            self.paint_live(m, len(m.answer.parts))
+            self.paint_live(m)
         else:
-            painter.markdown(m.answer, self._base(), self.links)
+            Painter(cursor, self.theme, self.options, m.key).markdown(m.answer, self._base(), self.links)
             self._actions(cursor, m)
 
-    def append(self, m: ViewMessage) -> None:
-        self.messages.append(m)
-        self._insert(m)
-        self.scroll_to_end()
-
     # -- streaming ------------------------------------------------------------------------------
-    def begin_live(self, m: ViewMessage) -> None:
-        m.live = True
-        self.messages.append(m)
-        self._insert(m)
-        self.scroll_to_end()
-
-    def paint_live(self, m: ViewMessage, ready: int) -> None:
-        """Append tokens painted..ready-1 of the live answer; cheap, called once per batch."""
+    def paint_live(self, m: AnswerTurn) -> None:
+        """Append the live answer's settled tokens not painted yet; cheap, called once per batch."""
+        ready = m.settled
         if ready <= self._painted:
             return
         at_end = self._at_end()
@@ -311,9 +287,8 @@ class ChatView(QTextBrowser):
         if at_end:
             self.scroll_to_end()
 
-    def finish_live(self, m: ViewMessage) -> None:
+    def finish_live(self, m: AnswerTurn) -> None:
         """Replace the live plain text with the rendered markdown, once."""
-        m.live = False
         at_end = self._at_end()
         cursor = QTextCursor(self.document())
         cursor.setPosition(self._live_header)
@@ -362,8 +337,8 @@ class ChatView(QTextBrowser):
             lines.append(
                 f"Token {info['token']} · {who.get(info['provenance'], info['provenance'])} · round {info['round']}"
             )
-        message = next((m for m in self.messages if m.key == info["message"]), None)
-        if message is not None and message.stats:
+        message = self.transcript.answer(info["message"])
+        if message is not None and message.stats != AnswerStats():
             lines.append(stats_line(message.stats))
         return "\n".join(lines)
 
@@ -371,8 +346,8 @@ class ChatView(QTextBrowser):
         """The standard menu, plus the answer's own actions when the click is on an answer."""
         menu = self.createStandardContextMenu(e.pos())
         info = self.info_at(self.cursorForPosition(e.pos()).position())
-        m = next((m for m in self.messages if info and m.key == info["message"]), None)
-        if m is not None and m.role == "assistant" and not m.live:
+        m = self.transcript.answer(info["message"]) if info else None
+        if m is not None and not m.live:
             menu.addSeparator()
             if m.checking:
                 menu.addAction("Cancel losslessness check", lambda: self.action.emit("cancelcheck", m.key))

@@ -80,7 +80,7 @@ class HistoryView(QWidget):
 
     def selected(self) -> tuple[str, str] | None:
         data = self.pair.currentData()
-        return tuple(data) if data else None  # type: ignore[return-value]
+        return (str(data[0]), str(data[1])) if data else None
 
     def _show_pair(self) -> None:
         chosen = self.selected()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QLabel,
-    QMainWindow,
+    QMenu,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -27,11 +26,13 @@ from app.engine.library.recommended import RecommendedPair
 from app.engine.store.conversations import ConversationStore
 from app.engine.worker import remembering_worker
 from app.ui.arena import ArenaDialog
+from app.ui.chat_actions import ChatActions
 from app.ui.chat_controller import ChatController
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.dashboard import Dashboard
 from app.ui.engine_bridge import EngineBridge, EngineFactory, tokenizer_decoder
+from app.ui.gguf_import import start_import
 from app.ui.lossless_view import LosslessChecker
 from app.ui.picker import PickerDialog
 from app.ui.render import Options
@@ -43,7 +44,7 @@ from app.ui.theme import current_theme
 from app.ui.welcome import WelcomePanel
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ChatActions):
     def __init__(
         self,
         *,
@@ -57,16 +58,16 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle(PRODUCT_NAME)
         self.settings = settings or QSettings()
-        folders = tuple(Path(p) for p in (self.settings.value("folders", []) or []))
-        self.sources = sources or default_sources(folders)
+        self.sources = sources or default_sources(tuple(Path(p) for p in self._folders()))
         self.store = store or ConversationStore()
         self.decoder = decoder
         self.pool = QThreadPool.globalInstance()
         self._tasks: set[PoolTask] = set()
         self.bridge = EngineBridge(engine_factory, parent=self)
-        self.view, self.composer, self.strip = ChatView(), Composer(), StatusStrip()
+        self.composer, self.strip = Composer(), StatusStrip()
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
-        self.controller = ChatController(self.store, self.bridge, self.view, self.strip, self.settings, self)
+        self.controller = ChatController(self.store, self.bridge, self.strip, self.settings, self)
+        self.view = ChatView(self.controller.transcript)
         self.pair_label, self.pair_button = QLabel("No models loaded"), QPushButton("Choose models…")
         self.dashboard = Dashboard(self, history=self.controller.history)
         self.checker = LosslessChecker(self.controller, self)
@@ -118,7 +119,14 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dashboard)
         self.dashboard.hide()
 
-    def _action(self, menu, text: str, slot, shortcut=None, checkable: bool = False) -> QAction:
+    def _action(
+        self,
+        menu: QMenu,
+        text: str,
+        slot: Callable[..., object],
+        shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None,
+        checkable: bool = False,
+    ) -> QAction:
         action = QAction(text, self)
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))
@@ -180,9 +188,7 @@ class MainWindow(QMainWindow):
         self.sidebar.new_requested.connect(c.new_conversation)
         self.sidebar.selected.connect(c.open)
         self.sidebar.search_changed.connect(lambda *_: self.refresh_sidebar())
-        self.sidebar.rename_requested.connect(
-            lambda cid, t: (self.store.rename(cid, t), self.refresh_sidebar())
-        )
+        self.sidebar.rename_requested.connect(self.rename_conversation)
         self.sidebar.delete_requested.connect(self.delete_conversation)
         self.view.action.connect(self._on_message_action)
         self.welcome.choose.connect(self.choose_models)
@@ -197,63 +203,14 @@ class MainWindow(QMainWindow):
         if busy and live is not None:
             self.dashboard.follow(live.request, live.stats.plain_speed)
 
-    def engine_taken(self) -> str | None:
-        """Why the worker cannot start an answer now (it runs one command at a time)."""
-        if self.checker.busy:
-            return "A losslessness check is running: wait for it or stop it (Chat ▸ Stop)."
-        if self.arena is not None and self.arena.running:
-            return "The draft arena is running: wait for it or cancel it in the arena window."
-        return None
-
-    def _send(self, text: str) -> None:
-        taken = self.engine_taken()
-        if taken is not None:
-            self.statusBar().showMessage(taken, 8000)
-            self.composer.editor.setPlainText(text)
-            return
-        if not self.controller.send(text):
-            self.composer.editor.setPlainText(text)
-        self.composer.set_note("")
-
-    def _regenerate(self, key: int | None) -> None:
-        taken = self.engine_taken()
-        if taken is not None:
-            self.statusBar().showMessage(taken, 8000)
-        else:
-            self.controller.regenerate(key)
-
-    def _stop(self) -> None:
-        if self.controller.editing is not None and not self.controller.busy:
-            self.controller.cancel_edit()
-        self.controller.stop()
-        self.checker.cancel()
-
-    def _on_message_action(self, kind: str, key: int) -> None:
-        if kind == "regenerate":
-            self._regenerate(key)
-        elif kind == "check":
-            self.check_answer(key)
-        elif kind == "cancelcheck":
-            self.checker.cancel()
-        elif kind == "edit":
-            text = self.controller.begin_edit(key)
-            if text is not None:
-                self.composer.editor.setPlainText(text)
-                self.composer.set_note(
-                    "Editing an earlier message: sending replaces it and everything after it (Esc cancels)"
-                )
-                self.composer.editor.setFocus()
-        elif kind == "copymsg":
-            from PySide6.QtGui import QGuiApplication
-
-            m = next((m for m in self.view.messages if m.key == key), None)
-            if m is not None:
-                QGuiApplication.clipboard().setText(m.answer.text)
-
     def refresh_sidebar(self) -> None:
         self.sidebar.set_conversations(
             self.store.list(self.sidebar.search.text()), self.controller.conversation
         )
+
+    def rename_conversation(self, cid: int, title: str) -> None:
+        self.store.rename(cid, title)
+        self.refresh_sidebar()
 
     def delete_conversation(self, cid: int) -> None:
         if cid == self.controller.conversation:
@@ -315,20 +272,6 @@ class MainWindow(QMainWindow):
             self.load_pair(p.main, p.draft, p.mode)
         self.scan()
 
-    def _arena_blocked(self) -> str | None:
-        if self.controller.busy or self.controller.load_request is not None:
-            return (
-                "Wait for the current answer or model load to finish (or stop it) before running the arena."
-            )
-        return "A losslessness check is running: wait for it first." if self.checker.busy else None
-
-    def check_answer(self, key: int | None = None) -> bool:
-        """Check one answer (None: the last one) unless the arena holds the worker."""
-        if self.arena is not None and self.arena.running:
-            self.statusBar().showMessage("The draft arena is running: wait for it or cancel it first.", 8000)
-            return False
-        return self.checker.check_last() if key is None else self.checker.check(key)
-
     def open_arena(self) -> ArenaDialog:
         """One arena window, kept between openings so a run survives hiding it."""
         if self.arena is None:
@@ -377,7 +320,7 @@ class MainWindow(QMainWindow):
     def add_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Add a folder of models")
         if folder:
-            folders = list(self.settings.value("folders", []) or []) + [folder]
+            folders = self._folders() + [folder]
             self.settings.setValue("folders", folders)
             s = self.sources
             self.sources = Sources(
@@ -391,45 +334,21 @@ class MainWindow(QMainWindow):
             self.start_import(path)
 
     def start_import(self, path: str) -> None:
-        try:
-            loop = asyncio.get_event_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None or not loop.is_running():
+        if not start_import(path, self._show_import, self.scan):
             self.statusBar().showMessage(
                 "Importing needs the app's event loop (start SpecChat normally)", 8000
             )
-            return
-        loop.create_task(self._import(path))
 
-    async def _import(self, path: str) -> None:
-        """Runs on qasync's loop; the child-process import is consumed on a helper thread."""
-        from app.engine.gguf.child import run_import
-        from app.engine.gguf.events import ImportFailed, ImportFinished, ImportProgress
+    def _show_import(self, text: str) -> None:
+        self.welcome.status.setText(text)
+        self.statusBar().showMessage(text, 0 if text.startswith("Importing") else 15000)
 
-        loop = asyncio.get_running_loop()
-        name = Path(path).name
-
-        def describe(event: object) -> str:
-            if isinstance(event, ImportProgress):
-                share = f" {event.done * 100 // event.total}%" if event.total else ""
-                return f"Importing {name}: {event.stage}{share}"
-            if isinstance(event, ImportFinished):
-                return f"Imported {name} in {event.seconds:.0f} s: {event.path}"
-            if isinstance(event, ImportFailed):
-                return f"Could not import {name}: {event.message}"
-            return f"Importing {name}…"
-
-        def show(text: str) -> None:
-            self.welcome.status.setText(text)
-            self.statusBar().showMessage(text, 0 if text.startswith("Importing") else 15000)
-
-        def consume() -> None:
-            for event in run_import(path):
-                loop.call_soon_threadsafe(show, describe(event))
-
-        await asyncio.to_thread(consume)
-        self.scan()
+    def _folders(self) -> list[str]:
+        """The model folders the user added (QSettings hands back a list, a string or nothing)."""
+        value: object = self.settings.value("folders", []) or []
+        return (
+            [value] if isinstance(value, str) else [str(p) for p in value] if isinstance(value, list) else []
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
     def changeEvent(self, e: QEvent) -> None:

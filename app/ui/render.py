@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
-from PySide6.QtGui import QBrush, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtGui import QBrush, QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat
 
 from app.engine.decoding.events import Provenance
+from app.engine.store.provenance import Answer
 from app.ui.markdown import Block, Span, parse
 from app.ui.theme import Theme
-from app.ui.tokens import Answer
 
 P_TOKEN = QTextFormat.Property.UserProperty + 1  # token index in its answer
 P_PROV = QTextFormat.Property.UserProperty + 2  # "main", "draft" or "lookup"
@@ -28,7 +29,7 @@ try:  # Pygments arrives with rich; without it code is still shown, just uncolou
     from pygments.lexers import get_lexer_by_name
     from pygments.util import ClassNotFound
 except ImportError:  # pragma: no cover
-    get_lexer_by_name = None  # type: ignore[assignment]
+    get_lexer_by_name = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ class Links:
 
 
 @functools.lru_cache(maxsize=64)
-def _lexer(lang: str):
+def _lexer(lang: str) -> Any:
     """Looking a lexer up costs milliseconds; a long answer has hundreds of code blocks."""
     try:
         return get_lexer_by_name(lang, stripnl=False, stripall=False, ensurenl=False)
@@ -139,7 +140,7 @@ class Painter:
             self.rejected(base, t)
 
     def _prose(
-        self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict
+        self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict[int, str]
     ) -> None:
         fmt = QTextBlockFormat(self.cursor.blockFormat())
         fmt.setBottomMargin(4)
@@ -191,7 +192,7 @@ class Painter:
         start: int,
         end: int,
         fmt: QTextCharFormat,
-        rejected: dict,
+        rejected: dict[int, str],
         soft_breaks: bool = False,
     ) -> None:
         """Insert answer.text[start:end] cut at token boundaries, each piece in its token's format."""
@@ -212,7 +213,7 @@ class Painter:
             pos = stop
 
     def _code(
-        self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict
+        self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict[int, str]
     ) -> None:
         span = block.spans[0]
         code = answer.text[span.start : span.end]
@@ -258,7 +259,7 @@ class Painter:
             pos = index + len(value)
         return out if pos == len(code) else [(0, len(code), "")]
 
-    def _syntax_colour(self, kind: str):
+    def _syntax_colour(self, kind: str) -> QColor | None:
         name = kind.removeprefix("Token.")
         while name:
             if name in self.theme.syntax:

@@ -3,16 +3,52 @@
 Rates come from TokenEvent.time (the engine clock), never from when the UI painted, so a slow
 repaint cannot make the model look slower. Speedup compares with the main model's plain speed
 at this context length (app.engine.features.baselines), or else with the plain rounds inside this answer.
+The lines under and over an answer (its stats, its losslessness verdict) are worded here too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from app.engine.decoding.events import GenerationFinished, RoundEvent, TokenEvent
+from app.engine.store.transcript import AnswerStats, Verdict
+
+IDENTICAL, NEAR_TIE, DIVERGENCE = "#2e8540", "#c77700", "#c0392b"
+MARKS = {
+    Verdict.IDENTICAL: ("✓", IDENTICAL),
+    Verdict.NEAR_TIE: ("≈", NEAR_TIE),
+    Verdict.WIDE_MARGIN: ("✗", DIVERGENCE),
+}
+
+
+def stats_line(stats: AnswerStats) -> str:
+    """An answer's numbers in one line (its tooltip)."""
+    parts = [f"{stats.tokens} tokens"]
+    if stats.tokens_per_second:
+        parts.append(f"{stats.tokens_per_second:.1f} tok/s")
+    if stats.first_token_seconds is not None:
+        parts.append(f"first token {stats.first_token_seconds * 1000:.0f} ms")
+    if stats.proposed:
+        parts.append(f"acceptance {stats.acceptance:.0%}")
+        parts.append(f"{stats.mean_accepted:.2f} accepted/round")
+    if stats.speedup:
+        parts.append(f"{stats.speedup:.2f}× vs plain")
+    return " · ".join(parts)
+
+
+def verdict_line(stats: AnswerStats, checking: bool) -> tuple[str, str] | None:
+    """The line shown under an answer, and its colour ("" for the muted colour)."""
+    if checking:
+        return "Checking losslessness: replaying this answer greedily without the draft…", ""
+    check = stats.lossless
+    if check is None or not check.message:
+        return None
+    mark, colour = MARKS.get(check.verdict, ("", ""))
+    if not mark:
+        return f"Losslessness not checked: {check.message}", ""
+    return f"{mark} Losslessness: {check.message}", colour
 
 
 @dataclass
@@ -44,11 +80,14 @@ class LiveStats:
         self.rounds += 1
         self.proposed += e.k
         self.accepted += e.accepted
-        self.k = int(e.policy.get("k", e.k)) if isinstance(e.policy.get("k", e.k), int) else e.k
+        k = e.policy.get("k", e.k)
+        self.k = k if isinstance(k, int) else e.k
         self.bypassed = bool(e.policy.get("bypassed", False)) and self.mode in ("adaptive", "lookup")
         right = e.policy.get("draft_right")
         self.rarely_right = (
-            tuple(right) if e.policy.get("draft_rarely_right") and isinstance(right, (tuple, list)) else None
+            (int(right[0]), int(right[1]))
+            if e.policy.get("draft_rarely_right") and isinstance(right, (tuple, list)) and len(right) == 2
+            else None
         )
         if e.k == 0 and e.verify_seconds > 0:
             self.plain_round_seconds += e.verify_seconds + e.draft_seconds
@@ -78,40 +117,41 @@ class LiveStats:
         """Plain speed seen inside this generation (its k = 0 rounds)."""
         return self.plain_rounds / self.plain_round_seconds if self.plain_round_seconds > 0 else None
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> AnswerStats:
         plain = self.plain_speed or self.measured_plain
         rate = self.tokens_per_second
-        data: dict[str, Any] = {
-            "tokens": self.tokens,
-            "tok_s": round(rate, 2),
-            "rounds": self.rounds,
-            "proposed": self.proposed,
-            "accepted": self.accepted,
-            "acceptance": round(self.accepted / self.proposed, 4) if self.proposed else 0.0,
-            "mean_accepted": round(self.accepted / self.rounds, 3) if self.rounds else 0.0,
-            "k": self.k,
-            "bypassed": self.bypassed,
-            "mode": self.mode,
-            "draft_rarely_right": list(self.rarely_right) if self.rarely_right else None,
-            "ttft_s": round(self.first_time, 4) if self.first_time is not None else None,
-            "plain_tok_s": round(plain, 2) if plain else None,
-            "speedup": round(rate / plain, 3) if plain and rate else None,
-        }
-        if self.finished is not None:
-            s = self.finished.stats
-            data.update(
-                reason=self.finished.reason,
-                prompt_tokens=s.prompt_tokens,
-                reused_tokens=s.reused_tokens,
-                prefill_s=round(s.prefill_seconds, 4),
-                decode_s=round(s.decode_seconds, 4),
-                tokens=s.tokens,
-            )
-        return data
+        data = AnswerStats(
+            tokens=self.tokens,
+            tokens_per_second=round(rate, 2),
+            first_token_seconds=round(self.first_time, 4) if self.first_time is not None else None,
+            rounds=self.rounds,
+            proposed=self.proposed,
+            accepted=self.accepted,
+            acceptance=round(self.accepted / self.proposed, 4) if self.proposed else 0.0,
+            mean_accepted=round(self.accepted / self.rounds, 3) if self.rounds else 0.0,
+            k=self.k,
+            bypassed=self.bypassed,
+            mode=self.mode,
+            draft_rarely_right=self.rarely_right,
+            plain_tokens_per_second=round(plain, 2) if plain else None,
+            speedup=round(rate / plain, 3) if plain and rate else None,
+        )
+        if self.finished is None:
+            return data
+        s = self.finished.stats
+        return replace(
+            data,
+            finish_reason=str(self.finished.reason),
+            prompt_tokens=s.prompt_tokens,
+            reused_tokens=s.reused_tokens,
+            prefill_seconds=round(s.prefill_seconds, 4),
+            decode_seconds=round(s.decode_seconds, 4),
+            tokens=s.tokens,
+        )
 
 
 class StatusStrip(QWidget):
-    """One row of labels under the chat; `show_stats` takes a snapshot dict."""
+    """One row of labels under the chat; `show_stats` takes an answer's stats."""
 
     FIELDS = ("state", "speed", "ttft", "acceptance", "per_round", "k", "paused", "speedup")
 
@@ -129,22 +169,26 @@ class StatusStrip(QWidget):
     def set_state(self, text: str) -> None:
         self.labels["state"].setText(text)
 
-    def show_stats(self, s: dict[str, Any]) -> None:
-        set_ = lambda name, text: self.labels[name].setText(text)
-        set_("speed", f"{s['tok_s']:.1f} tok/s" if s.get("tok_s") else "— tok/s")
-        set_("ttft", f"first token {s['ttft_s'] * 1000:.0f} ms" if s.get("ttft_s") is not None else "")
-        spec = s.get("proposed", 0) > 0
-        set_("acceptance", f"acceptance {s['acceptance']:.0%}" if spec else "acceptance —")
-        set_("per_round", f"{s['mean_accepted']:.2f} accepted/round" if spec else "")
-        set_("k", f"draft length {s['k']}" if s.get("mode") != "off" else "speculation off")
+    def _set(self, name: str, text: str) -> None:
+        self.labels[name].setText(text)
+
+    def show_stats(self, s: AnswerStats) -> None:
+        set_ = self._set
+        set_("speed", f"{s.tokens_per_second:.1f} tok/s" if s.tokens_per_second else "— tok/s")
+        ttft = s.first_token_seconds
+        set_("ttft", f"first token {ttft * 1000:.0f} ms" if ttft is not None else "")
+        spec = s.proposed > 0
+        set_("acceptance", f"acceptance {s.acceptance:.0%}" if spec else "acceptance —")
+        set_("per_round", f"{s.mean_accepted:.2f} accepted/round" if spec else "")
+        set_("k", f"draft length {s.k}" if s.mode != "off" else "speculation off")
         # a draft that cannot help (random weights, another model family) is named as the cause
-        rarely = s.get("draft_rarely_right") if s.get("bypassed") else None
+        rarely = s.draft_rarely_right if s.bypassed else None
         set_(
             "paused",
             f"speculation paused: draft right on {rarely[0]}/{rarely[1]}; try another draft"
             if rarely
             else "speculation paused: not paying"
-            if s.get("bypassed")
+            if s.bypassed
             else "",
         )
         self.labels["paused"].setToolTip(
@@ -156,10 +200,10 @@ class StatusStrip(QWidget):
         )
         set_(
             "speedup",
-            f"{s['speedup']:.2f}× vs plain"
-            if s.get("speedup")
+            f"{s.speedup:.2f}× vs plain"
+            if s.speedup
             else "speedup: plain speed not known yet"
-            if s.get("mode") != "off"
+            if s.mode != "off"
             else "",
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 
 import mlx.core as mx
 import pytest
@@ -13,6 +14,7 @@ from app.engine.decoding.loading import ModelPair, load_model
 from app.engine.decoding.templates import format_chat
 from app.engine.features.arena import LOOKUP, load_results
 from app.engine.features.lossless import _main_logits
+from app.engine.store.transcript import LosslessVerdict, Verdict
 from app.ui.picker import KEY, PickerDialog
 from app.ui.settings_dialog import ChatSettings
 from tests.ui.conftest import open_window
@@ -49,50 +51,46 @@ def ask(qtbot, window, text: str, **settings) -> None:
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=SLOW)
 
 
-def check(qtbot, window, key: int, start=None) -> dict:
+def check(qtbot, window, key: int, start=None) -> LosslessVerdict:
     if start is None:
         assert window.check_answer(key)
     else:
         start()
     assert window.checker.busy and "Checking losslessness" in window.view.toPlainText()
     qtbot.waitUntil(lambda: not window.checker.busy, timeout=SLOW)
-    return next(m for m in window.view.messages if m.key == key).stats["lossless"]
+    return window.controller.transcript.answer(key).stats.lossless
 
 
 def test_lossless_identical_then_tampered_then_sampled(qtbot, window, library):
     ask(qtbot, window, "Write a haiku")
-    answer = window.view.messages[-1]
-    ids = list(answer.stats["token_ids"])
-    assert len(ids) == answer.stats["tokens"] and answer.stats["temperature"] == 0.0
+    answer = window.controller.transcript.last_answer()
+    ids = answer.stats.token_ids
+    assert len(ids) == answer.stats.tokens and answer.stats.temperature == 0.0
     link = lambda: window.view.anchorClicked.emit(QUrl(f"specchat:check/{answer.key}"))
     verdict = check(qtbot, window, answer.key, link)  # the link under the answer
-    assert verdict["verdict"] == "identical" and verdict["compared"] == len(ids)
+    assert verdict.verdict is Verdict.IDENTICAL and verdict.compared == len(ids)
     assert "✓ Losslessness: Identical" in window.view.toPlainText()
     stored = window.store.load(window.controller.conversation).messages[1]
-    assert stored.stats["lossless"]["verdict"] == "identical"  # kept with the message
+    assert stored.stats.lossless == verdict  # kept with the message
 
     main = ModelPair(load_model(library / "toy-main"))  # idle worker: the check is done
     prompt = format_chat(main.tokenizer, [{"role": "user", "content": "Write a haiku"}])
-    worst = int(mx.argmin(_main_logits(main, prompt + ids[:4])).item())
-    answer.stats["token_ids"] = ids[:4] + [worst] + ids[5:]  # tamper with the recorded answer
+    worst = int(mx.argmin(_main_logits(main, prompt + list(ids[:4]))).item())
+    tampered = replace(answer.stats, token_ids=ids[:4] + (worst,) + ids[5:])  # as if the answer differed
+    window.controller.transcript.checkpoint(answer, answer.state, tampered)
     [shortcut] = [a for a in window.findChildren(QAction) if a.shortcut() == QKeySequence("Ctrl+Shift+L")]
     verdict = check(qtbot, window, answer.key, shortcut.trigger)  # the last answer
-    assert (verdict["verdict"], verdict["position"]) == ("wide-margin", 4)
-    assert (
-        "bug in speculative decoding" in verdict["message"]
-        and "where plain decoding has" in verdict["message"]
-    )
+    assert (verdict.verdict, verdict.position) == (Verdict.WIDE_MARGIN, 4)
+    assert "bug in speculative decoding" in verdict.message and "where plain decoding has" in verdict.message
     [mark] = window.view.extraSelections()  # the divergent token is underlined
     span = window.view.token_range(answer.key, 4)
     assert span is not None and (mark.cursor.selectionStart(), mark.cursor.selectionEnd()) == span
 
     ask(qtbot, window, "Another one", temperature=0.8)
-    sampled = window.view.messages[-1]
+    sampled = window.controller.transcript.last_answer()
     assert not window.check_answer(sampled.key) and not window.checker.busy
-    assert (
-        sampled.stats["lossless"]["verdict"] == "not-checked"
-        and "temperature 0.8" in sampled.stats["lossless"]["message"]
-    )
+    refused = sampled.stats.lossless
+    assert refused.verdict is Verdict.NOT_CHECKED and "temperature 0.8" in refused.message
     assert "Losslessness not checked" in window.view.toPlainText()
 
 
@@ -113,7 +111,7 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
     qtbot.waitUntil(lambda: not dialog.running, timeout=SLOW)
     assert "Cancelled" in dialog.state.text() and dialog.run_button.isEnabled() and load_results(main) == []
     ask(qtbot, window, "Still usable?", max_tokens=4)
-    assert window.view.messages[-1].state == "complete"
+    assert window.controller.transcript.last_answer().state == "complete"
 
     for i in range(dialog.prompts.count() - 1):  # one short prompt keeps the test fast
         dialog.prompts.item(i).setCheckState(Qt.CheckState.Unchecked)

@@ -6,10 +6,12 @@ from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QMessageBox
 
 from app.engine.decoding.events import Provenance, TokenEvent
-from app.ui.chat_view import ChatView, ViewMessage
+from app.engine.store.provenance import Answer
+from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Transcript
+from app.ui.chat_view import ChatView
 from app.ui.markdown import parse
 from app.ui.render import P_PROV, P_REJECTED, P_TOKEN, Options
-from app.ui.tokens import Answer, Assembler
+from app.ui.tokens import Assembler
 
 D, M, L = Provenance.DRAFT, Provenance.MAIN, Provenance.LOOKUP
 
@@ -44,7 +46,7 @@ def fragments(view: ChatView) -> list[tuple[str, object, object, bool]]:
 
 
 def make_view(qtbot) -> ChatView:
-    view = ChatView()
+    view = ChatView(Transcript())
     qtbot.addWidget(view)
     view.resize(700, 500)
     return view
@@ -52,12 +54,11 @@ def make_view(qtbot) -> ChatView:
 
 def test_streamed_tokens_are_highlighted_exactly_per_token(qtbot):
     view = make_view(qtbot)
-    a = answer_of([("Hel", M), ("lo", D), (" wor", D), ("ld", M), ("!", L)])
-    m = ViewMessage(view.new_key(), "assistant", Answer())
-    view.begin_live(m)
-    m.answer = a
-    view.paint_live(m, 3)
-    view.paint_live(m, 5)
+    m = view.transcript.start_answer(1)
+    for i, (text, prov) in enumerate([("Hel", M), ("lo", D), (" wor", D), ("ld", M), ("!", L)]):
+        m.answer.add(TokenEvent(i, text, prov, 0.0, i // 3, i))
+    view.transcript.extend_answer(m, 3)
+    view.transcript.extend_answer(m, 5)
     frags = [f for f in fragments(view) if f[1] is not None]
     assert [(t, i, p, bg) for t, i, p, bg in frags] == [
         ("Hel", 0, "main", False),
@@ -83,8 +84,7 @@ def test_markdown_render_keeps_token_boundaries_and_code_copy(qtbot):
         ("```\n", M),
         ("<img src=/dev/zero>", M),
     ]
-    m = ViewMessage(view.new_key(), "assistant", answer_of(pieces))
-    view.set_messages([m])
+    view.transcript.reset([AnswerTurn(1, answer_of(pieces))])
     frags = [f for f in fragments(view) if f[1] is not None]
     text = "".join(t for t, *_ in frags)
     assert "**" not in text and "```" not in text and "bold" in text
@@ -99,13 +99,10 @@ def test_markdown_render_keeps_token_boundaries_and_code_copy(qtbot):
 
 def test_hover_maps_position_to_token_and_stats(qtbot):
     view = make_view(qtbot)
-    m = ViewMessage(
-        view.new_key(),
-        "assistant",
-        answer_of([("alpha ", M), ("beta ", D), ("gamma", L)]),
-        stats={"tokens": 3, "tok_s": 12.5, "proposed": 4, "acceptance": 0.5, "mean_accepted": 1.0},
+    stats = AnswerStats(tokens=3, tokens_per_second=12.5, proposed=4, acceptance=0.5, mean_accepted=1.0)
+    view.transcript.reset(
+        [AnswerTurn(1, answer_of([("alpha ", M), ("beta ", D), ("gamma", L)]), stats=stats)]
     )
-    view.set_messages([m])
     at = view.toPlainText().index("beta")
     info = view.info_at(at + 1)
     assert info["token"] == 1 and info["provenance"] == "draft" and info["round"] == 0
@@ -119,8 +116,7 @@ def test_untrusted_output_loads_nothing_and_links_need_confirmation(qtbot, monke
         '![](file:///etc/passwd) ![x](/dev/zero) <img src="http://example.com/a.png"> '
         "[site](https://example.com) [f](file:///etc/hosts) <b>bold?</b> <script>alert(1)</script>"
     )
-    m = ViewMessage(view.new_key(), "assistant", answer_of([(evil, M)]))
-    view.set_messages([m])
+    view.transcript.reset([AnswerTurn(1, answer_of([(evil, M)]))])
     view.show()
     qtbot.waitExposed(view)
     assert view.resource_requests == []
@@ -155,17 +151,17 @@ def test_untrusted_output_loads_nothing_and_links_need_confirmation(qtbot, monke
 def test_rejected_drafts_shown_faintly_and_excluded_from_text(qtbot):
     view = make_view(qtbot)
     view.options = Options(show_rejected=True)
-    a = Answer()
+    m = view.transcript.start_answer(1)
+    a = m.answer
     asm = Assembler(a, decode=lambda ids: f"<{ids}>")
     asm.token(TokenEvent(1, "The", D, 0.0, 0, 0))
     asm.token(TokenEvent(2, " cat", M, 0.0, 0, 1))
+    assert "The" not in view.toPlainText()  # its round is not over: which drafts were refused is unknown
     asm.round(1, (1, 7, 8))
     assert a.rejected == [(1, "<[7, 8]>")]
-    m = ViewMessage(view.new_key(), "assistant", a)
-    view.begin_live(m)
-    view.paint_live(m, asm.ready)
+    view.transcript.extend_answer(m, asm.ready)
     assert "The<[7, 8]> cat" in view.toPlainText()
-    view.finish_live(m)
+    view.transcript.finish_answer(m, MessageState.COMPLETE, AnswerStats(tokens=2))
     assert "The<[7, 8]> cat" in view.toPlainText() and a.text == "The cat"
     cursor = QTextCursor(view.document())
     cursor.setPosition(view.toPlainText().index("<[7") + 1)

@@ -119,7 +119,7 @@ def test_window_measures_a_missing_baseline_then_compares_with_it(qtbot, speccha
     request = sent_and_done(qtbot, w, "Explain speculation")
     assert w.dashboard.request == request and w.dashboard.rate.reference is None
     context = w.dashboard.baseline.context_tokens
-    assert context == w.store.load(w.controller.conversation).messages[-1].stats["prompt_tokens"]
+    assert context == w.store.load(w.controller.conversation).messages[-1].stats.prompt_tokens
     qtbot.waitUntil(lambda: "Measuring plain speed at" in w.dashboard.baseline_note.text(), timeout=5000)
     qtbot.waitUntil(lambda: "measured on this machine" in w.dashboard.baseline_note.text(), timeout=10_000)
     baseline = w.controller.baselines.get("/models/main", context)
@@ -167,7 +167,7 @@ def test_a_new_message_preempts_the_measurement(qtbot, specchat_home):
     assert outcome.args[0].cancelled and outcome.args[0].tok_s is None
     qtbot.waitUntil(lambda: not w.controller.busy, timeout=10_000)
     answer = w.store.load(w.controller.conversation).messages[-1]
-    assert answer.state == "complete" and answer.stats["tokens"] == 20
+    assert answer.state == "complete" and answer.stats.tokens == 20
     assert w.controller.baselines.entries("/models/main") == {}
     assert {r.kind for r in w.controller.history.runs()} == {"code"}
     w.close()

@@ -25,7 +25,7 @@ def test_toy_pair_baseline_reference_history_and_cancel(qtbot, window, toy_model
     assert w.controller.send("Write a haiku about the sea")
     qtbot.waitUntil(lambda: not w.controller.busy, timeout=60_000)
     context = w.dashboard.baseline.context_tokens
-    assert context == w.store.load(w.controller.conversation).messages[-1].stats["prompt_tokens"]
+    assert context == w.store.load(w.controller.conversation).messages[-1].stats.prompt_tokens
     assert w.dashboard.rate.reference is None
     qtbot.waitUntil(lambda: "Measuring plain speed" in w.dashboard.baseline_note.text(), timeout=10_000)
     qtbot.waitUntil(lambda: "measured on this machine" in w.dashboard.baseline_note.text(), timeout=60_000)
@@ -63,5 +63,5 @@ def test_toy_pair_baseline_reference_history_and_cancel(qtbot, window, toy_model
         assert w.controller.send("Thanks")
     assert outcome.args[0].cancelled and outcome.args[0].tok_s is None
     qtbot.waitUntil(lambda: not w.controller.busy, timeout=60_000)
-    assert w.store.load(w.controller.conversation).messages[-1].stats["tokens"] == 12
+    assert w.store.load(w.controller.conversation).messages[-1].stats.tokens == 12
     assert list(w.controller.baselines.entries(main)) == [context_bucket(context)]

@@ -8,8 +8,10 @@ from PySide6.QtCore import QSettings, Qt
 from app.devtools.fake_engine import FakeEngine, fake_decode
 from app.engine.library.discovery import Sources
 from app.engine.store.conversations import ConversationStore
+from app.engine.store.transcript import Role
 from app.engine.worker import Generate, LoadPair
 from app.ui.main_window import MainWindow
+from tests.engine.store.schema_v3 import write_v3_database
 
 
 def make_window(qtbot, home, rate=300.0, models=None) -> MainWindow:
@@ -61,8 +63,8 @@ def test_send_streams_highlighted_tokens_and_saves(qtbot, window):
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     stored = window.store.load(window.controller.conversation)
     answer = stored.messages[1]
-    assert answer.state == "complete" and answer.stats["tokens"] == 60 and answer.tokens.count(";") == 59
-    assert answer.stats["proposed"] > 0 and 0 < answer.stats["acceptance"] < 1
+    assert answer.state == "complete" and answer.stats.tokens == 60 and answer.tokens.count(";") == 59
+    assert answer.stats.proposed > 0 and 0 < answer.stats.acceptance < 1
     assert "tok/s" in window.strip.text() and "acceptance" in window.strip.text()
     draft_chars = [window.view.info_at(i) for i in range(window.view.document().characterCount() - 1)]
     assert {"draft", "lookup", "main"} <= {i.get("provenance") for i in draft_chars if i}
@@ -129,9 +131,9 @@ def test_switch_pair_mid_stream_cancels_cleanly(qtbot, window):
 def test_sidebar_lists_switches_searches_and_survives_a_damaged_conversation(qtbot, window):
     s = window.store
     a = s.create("alpha chat")
-    s.append(a, "user", "about otters")
+    s.append(a, Role.USER, "about otters")
     b = s.create("beta chat")
-    mid = s.append(b, "assistant", "beta text")
+    mid = s.append(b, Role.ASSISTANT, "beta text")
     s.db.execute("UPDATE messages SET stats='{{' , tokens='garbage' WHERE id=?", (mid,))
     window.refresh_sidebar()
     assert window.sidebar.model.rowCount() == 2
@@ -147,6 +149,22 @@ def test_sidebar_lists_switches_searches_and_survives_a_damaged_conversation(qtb
     assert [window.sidebar.model.item(i).text() for i in range(window.sidebar.model.rowCount())] == [
         "renamed"
     ]
+
+
+def test_a_conversation_from_the_previous_schema_shows_its_stats_and_verdict(qtbot, specchat_home):
+    specchat_home.mkdir(parents=True, exist_ok=True)
+    write_v3_database(specchat_home / "c.sqlite3")
+    w = make_window(qtbot, specchat_home)
+    assert w.sidebar.ids() == [1]
+    w.sidebar.selected.emit(1)
+    text = w.view.toPlainText()
+    assert "Otters hold hands." in text and "✓ Losslessness: Identical to plain greedy decoding" in text
+    assert w.controller.transcript.last_answer().stats.speedup == 2.013
+    info = w.view.info_at(text.index("hold") + 1)
+    assert info["provenance"] == "draft"
+    tip = w.view.tooltip_for(info)
+    assert "41.3 tok/s" in tip and "first token 83 ms" in tip and "2.01× vs plain" in tip
+    w.close()
 
 
 def test_welcome_panel_on_first_run(qtbot, specchat_home):

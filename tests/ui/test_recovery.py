@@ -73,8 +73,8 @@ def test_sigkill_mid_stream_then_reopen(qtbot, tmp_path):
     window.sidebar.selected.emit(window.sidebar.ids()[0])
     user, answer = window.store.load(window.controller.conversation).messages
     assert user.content == "a long answer please"
-    assert answer.state == "partial" and answer.stats["tokens"] >= shown - RATE * 1.0
-    n = answer.stats["tokens"]
+    assert answer.state == "partial" and answer.stats.tokens >= shown - RATE * 1.0
+    n = answer.stats.tokens
     assert answer.content == "".join(VOCAB[i % len(VOCAB)] for i in range(n))
     assert "interrupted" in window.view.toPlainText()
     info = window.view.info_at(window.view.toPlainText().index("Speculative") + 2)

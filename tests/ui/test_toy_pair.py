@@ -22,8 +22,8 @@ def test_toy_pair_send_stop_and_switch(qtbot, window, toy_models):
     qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
     answer = window.store.load(window.controller.conversation).messages[1]
-    assert answer.state == "complete" and answer.stats["tokens"] > 0 and answer.stats["proposed"] > 0
-    assert len(answer.tokens.split(";")) == answer.stats["tokens"]
+    assert answer.state == "complete" and answer.stats.tokens > 0 and answer.stats.proposed > 0
+    assert len(answer.tokens.split(";")) == answer.stats.tokens
     assert "tok/s" in window.strip.text()
 
     window.controller.chat_settings = ChatSettings(max_tokens=5000)
@@ -49,7 +49,7 @@ def test_toy_pair_send_stop_and_switch(qtbot, window, toy_models):
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
     msgs = window.store.load(window.controller.conversation).messages
     assert [m.state for m in msgs[1::2]] == ["complete", "cancelled", "cancelled", "complete"]
-    assert msgs[-1].stats["mode"] == "off" and msgs[-1].stats["proposed"] == 0
+    assert msgs[-1].stats.mode == "off" and msgs[-1].stats.proposed == 0
 
 
 def test_loading_on_a_gpu_shows_the_pass_shapes_compiling_then_answers(

@@ -3,30 +3,23 @@
 Every write is its own committed transaction; WAL keeps the file consistent whatever moment the
 process dies at. The schema carries a version (`PRAGMA user_version`) and migrations run in order
 on open. Listing never parses per-message JSON, so one damaged conversation cannot hide the
-others; loading a damaged one degrades field by field instead of raising.
+others; loading a damaged one degrades field by field instead of raising. Messages come and go
+as the transcript's typed records; stats keep the JSON keys of the first schema, so old rows load.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.engine.library.paths import app_data_dir
-
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(text: str | bytes) -> str:
-    """One replacement for every kind of bad text: invalid UTF-8 and lone surrogates become U+FFFD."""
-    if isinstance(text, (bytes, bytearray)):
-        return bytes(text).decode("utf-8", "replace")
-    return _SURROGATES.sub("\ufffd", text)
+from app.engine.store.provenance import Answer, clean_text
+from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Role, Turn, UserTurn
 
 
 def default_db_path() -> Path:
@@ -133,13 +126,19 @@ class Summary:
 class StoredMessage:
     id: int
     position: int
-    role: str
+    role: Role
     content: str
-    state: str = "complete"  # complete, partial (checkpointed mid-answer), cancelled
-    tokens: str = ""  # encoded token spans, see app.ui token codec; opaque here
+    state: MessageState = MessageState.COMPLETE
+    tokens: str = ""  # encoded token spans (app.engine.store.provenance)
     rejected: tuple[tuple[int, str], ...] = ()  # (token index it preceded, text)
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: AnswerStats = field(default_factory=AnswerStats)
     damaged: bool = False  # some field could not be read and was dropped
+
+    def turn(self) -> Turn:
+        if self.role is Role.USER:
+            return UserTurn(self.id, self.content)
+        answer = Answer.decode(self.content, self.tokens, self.rejected)
+        return AnswerTurn(self.id, answer, self.state, self.stats, settled=len(answer.parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +149,14 @@ class Conversation:
     settings: dict[str, Any]
     messages: tuple[StoredMessage, ...]
     damaged: bool = False
+
+    def turns(self) -> list[Turn]:
+        return [m.turn() for m in self.messages]
+
+
+def _row_id(cursor: sqlite3.Cursor) -> int:
+    assert cursor.lastrowid is not None  # an INSERT always sets it
+    return cursor.lastrowid
 
 
 def _json(raw: object, default: Any) -> tuple[Any, bool]:
@@ -195,13 +202,15 @@ class ConversationStore:
         self.db.close()
 
     # -- conversations ------------------------------------------------------------------------
-    def create(self, title: str = "New chat", system_prompt: str = "", settings: dict | None = None) -> int:
+    def create(
+        self, title: str = "New chat", system_prompt: str = "", settings: dict[str, Any] | None = None
+    ) -> int:
         now = time.time()
         cur = self.db.execute(
             "INSERT INTO conversations(title, created, updated, system_prompt, settings) VALUES (?,?,?,?,?)",
             (clean_text(title), now, now, clean_text(system_prompt), json.dumps(settings or {})),
         )
-        return int(cur.lastrowid)
+        return _row_id(cur)
 
     def list(self, search: str = "") -> list[Summary]:
         """Newest first; `search` matches titles and message text (case-insensitive)."""
@@ -265,8 +274,12 @@ class ConversationStore:
         )
 
     @staticmethod
-    def _message(mid, pos, role, content, state, tokens, rejected, stats) -> StoredMessage:
-        stats_value, bad_stats = _json(stats, {})
+    def _message(
+        mid: int, pos: int, role: str, content: str, state: str, tokens: str, rejected: str, stats: str
+    ) -> StoredMessage:
+        """Stats stored as JSON become typed here; a value of the wrong type keeps its default."""
+        stats_json, bad_json = _json(stats, {})
+        typed_stats, bad_stats = AnswerStats.from_json(stats_json)
         rejected_value, bad_rejected = _json(rejected, [])
         pairs: list[tuple[int, str]] = []
         try:
@@ -276,17 +289,23 @@ class ConversationStore:
         return StoredMessage(
             int(mid),
             int(pos),
-            str(role),
+            Role.USER if role == Role.USER else Role.ASSISTANT,
             clean_text(str(content or "")),
-            str(state or "complete"),
+            MessageState.read(state or MessageState.COMPLETE),
             str(tokens or ""),
             tuple(pairs),
-            stats_value,
-            bad_stats or bad_rejected,
+            typed_stats,
+            bad_json or bad_stats or bad_rejected,
         )
 
     # -- messages -----------------------------------------------------------------------------
-    def append(self, conversation_id: int, role: str, content: str, state: str = "complete") -> int:
+    def append(
+        self,
+        conversation_id: int,
+        role: Role,
+        content: str,
+        state: MessageState = MessageState.COMPLETE,
+    ) -> int:
         """Add a message after the last one and commit it before returning."""
         now = time.time()
         self.db.execute("BEGIN IMMEDIATE")
@@ -297,37 +316,43 @@ class ConversationStore:
             cur = self.db.execute(
                 "INSERT INTO messages(conversation_id, position, role, content, state, created, updated) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (conversation_id, last + 1, role, clean_text(content), state, now, now),
+                (conversation_id, last + 1, role.value, clean_text(content), state.value, now, now),
             )
             self.db.execute("UPDATE conversations SET updated=? WHERE id=?", (now, conversation_id))
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
-        return int(cur.lastrowid)
+        return _row_id(cur)
 
     def checkpoint(
         self,
         message_id: int,
         content: str,
         *,
-        state: str,
+        state: MessageState,
         tokens: str = "",
-        rejected: list[tuple[int, str]] | tuple = (),
-        stats: dict[str, Any] | None = None,
+        rejected: Sequence[tuple[int, str]] = (),
+        stats: AnswerStats | None = None,
     ) -> None:
         """Overwrite one message's text and metadata in a single committed transaction."""
         self.db.execute(
             "UPDATE messages SET content=?, state=?, tokens=?, rejected=?, stats=?, updated=? WHERE id=?",
             (
                 clean_text(content),
-                state,
+                state.value,
                 tokens,
                 json.dumps([[i, clean_text(t)] for i, t in rejected]),
-                json.dumps(stats or {}),
+                json.dumps(stats.to_json() if stats is not None else {}),
                 time.time(),
                 message_id,
             ),
+        )
+
+    def save_answer(self, turn: AnswerTurn) -> None:
+        a = turn.answer
+        self.checkpoint(
+            turn.key, a.text, state=turn.state, tokens=a.encoded(), rejected=a.rejected, stats=turn.stats
         )
 
     def edit(self, message_id: int, content: str) -> None:
@@ -349,7 +374,7 @@ class ConversationStore:
         if c.system_prompt:
             parts += ["## System", "", c.system_prompt, ""]
         for m in c.messages:
-            note = "" if m.state == "complete" else f" ({m.state})"
+            note = "" if m.state is MessageState.COMPLETE else f" ({m.state})"
             parts += [f"## {m.role.capitalize()}{note}", "", m.content, ""]
         return "\n".join(parts)
 
@@ -363,10 +388,10 @@ class ConversationStore:
             "settings": c.settings,
             "messages": [
                 {
-                    "role": m.role,
+                    "role": m.role.value,
                     "content": m.content,
-                    "state": m.state,
-                    "stats": m.stats,
+                    "state": m.state.value,
+                    "stats": m.stats.to_json(),
                     "rejected_drafts": [list(r) for r in m.rejected],
                 }
                 for m in c.messages

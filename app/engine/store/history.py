@@ -11,10 +11,12 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 from app.engine.store.conversations import ConversationStore
+from app.engine.store.transcript import MessageState
 
 MIN_TOKENS = 8  # shorter answers give no meaningful rate and are not recorded
 LOOKUP = "lookup"  # the draft column for prompt lookup without a draft model
@@ -37,7 +39,7 @@ class Run:
     speedup: float | None
     proposed: int
     accepted: int
-    state: str = "complete"
+    state: MessageState = MessageState.COMPLETE
     created: float = 0.0
     conversation_id: int | None = None
     message_id: int | None = None
@@ -46,9 +48,18 @@ class Run:
 _COLUMNS = tuple(f.name for f in fields(Run))
 
 
+def _read_run(row: tuple[Any, ...]) -> Run:
+    """A row of the columns of `Run`, in order; its state becomes the enum."""
+    run = Run(*row)
+    return replace(run, state=MessageState.read(run.state))
+
+
+def _name(path: str) -> str:
+    return Path(path.rstrip("/")).name or path
+
+
 def pair_label(main: str, draft: str) -> str:
-    name = lambda p: Path(p.rstrip("/")).name or p
-    return f"{name(main)} + {'prompt lookup' if draft == LOOKUP else name(draft) if draft else 'plain'}"
+    return f"{_name(main)} + {'prompt lookup' if draft == LOOKUP else _name(draft) if draft else 'plain'}"
 
 
 def temperature_label(t: float) -> str:
@@ -68,7 +79,7 @@ class RunHistory:
         cur = self.db.execute(
             f"INSERT INTO runs({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})", astuple(run)
         )
-        return int(cur.lastrowid)
+        return cur.lastrowid
 
     def fill_baseline(self, main: str, bucket: int, plain_tok_s: float) -> int:
         """Give speculative runs that were waiting for this bucket's plain speed their speedup."""
@@ -88,7 +99,8 @@ class RunHistory:
                 where.append(f"{column}=?")
                 args.append(value)
         sql = f"SELECT {', '.join(_COLUMNS)} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
-        return [Run(*row) for row in self.db.execute(sql + " ORDER BY created, id", args)]
+        rows = self.db.execute(sql + " ORDER BY created, id", args)
+        return [_read_run(row) for row in rows]
 
     def pairs(self) -> list[tuple[str, str]]:
         """Speculative pairs that have history, most recently used first."""

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from app.engine.store.conversations import SCHEMA_VERSION, ConversationError, ConversationStore, clean_text
+from app.engine.store.transcript import AnswerStats, MessageState, Role
 
 
 def test_schema_is_versioned_and_wal(store):
@@ -36,21 +37,28 @@ def test_migrates_a_version_one_database(tmp_path):
     s = ConversationStore(path)
     c = s.load(1)
     assert s.schema_version == SCHEMA_VERSION
-    assert c.messages[0].content == "hi" and c.messages[0].stats == {} and c.messages[0].tokens == ""
+    assert (
+        c.messages[0].content == "hi" and c.messages[0].stats == AnswerStats() and c.messages[0].tokens == ""
+    )
 
 
 def test_append_checkpoint_truncate_list_and_search(store):
     a = store.create("First")
     b = store.create("Second")
-    store.append(a, "user", "tell me about otters")
-    mid = store.append(a, "assistant", "", state="partial")
+    store.append(a, Role.USER, "tell me about otters")
+    mid = store.append(a, Role.ASSISTANT, "", state=MessageState.PARTIAL)
     store.checkpoint(
-        mid, "Otters are", state="partial", tokens="x", rejected=[(1, "cats")], stats={"tokens": 2}
+        mid,
+        "Otters are",
+        state=MessageState.PARTIAL,
+        tokens="x",
+        rejected=[(1, "cats")],
+        stats=AnswerStats(tokens=2),
     )
     c = store.load(a)
     assert [m.role for m in c.messages] == ["user", "assistant"]
     assert c.messages[1].content == "Otters are" and c.messages[1].state == "partial"
-    assert c.messages[1].rejected == ((1, "cats"),) and c.messages[1].stats == {"tokens": 2}
+    assert c.messages[1].rejected == ((1, "cats"),) and c.messages[1].stats == AnswerStats(tokens=2)
     assert [s.id for s in store.list()][0] == a  # most recently updated first
     assert [s.id for s in store.list("OTTER")] == [a]
     assert [s.id for s in store.list("Second")] == [b]
@@ -63,14 +71,18 @@ def test_append_checkpoint_truncate_list_and_search(store):
 
 def test_damaged_conversation_never_hides_the_others(store):
     good, bad = store.create("good"), store.create("bad")
-    store.append(good, "user", "fine")
-    mid = store.append(bad, "assistant", "text survives")
+    store.append(good, Role.USER, "fine")
+    mid = store.append(bad, Role.ASSISTANT, "text survives")
     store.db.execute("UPDATE messages SET stats='{not json', rejected='7' WHERE id=?", (mid,))
     store.db.execute("UPDATE conversations SET settings='[' WHERE id=?", (bad,))
     store.db.execute("UPDATE messages SET content=CAST(X'66ff6f' AS TEXT) WHERE conversation_id=?", (good,))
     assert {s.title for s in store.list()} == {"good", "bad"}
     broken = store.load(bad)
-    assert broken.damaged and broken.messages[0].content == "text survives" and broken.messages[0].stats == {}
+    assert (
+        broken.damaged
+        and broken.messages[0].content == "text survives"
+        and broken.messages[0].stats == AnswerStats()
+    )
     assert store.load(good).messages[0].content == "f\ufffdo"
     with pytest.raises(ConversationError):
         store.load(999)
@@ -78,7 +90,7 @@ def test_damaged_conversation_never_hides_the_others(store):
 
 def test_bad_text_is_replaced_consistently(store):
     cid = store.create("t\ud800")
-    store.append(cid, "user", "a\udcffb")
+    store.append(cid, Role.USER, "a\udcffb")
     assert clean_text("a\udcffb") == clean_text(b"a\xffb") == "a\ufffdb"
     c = store.load(cid)
     assert c.title == "t\ufffd" and c.messages[0].content == "a\ufffdb"
@@ -90,16 +102,17 @@ def test_bad_text_is_replaced_consistently(store):
 WRITER = """
 import sys, time
 from app.engine.store.conversations import ConversationStore
+from app.engine.store.transcript import AnswerStats, MessageState, Role
 s = ConversationStore(sys.argv[1])
 cid = s.create("killed")
-s.append(cid, "user", "go")
-mid = s.append(cid, "assistant", "", state="partial")
+s.append(cid, Role.USER, "go")
+mid = s.append(cid, Role.ASSISTANT, "", state=MessageState.PARTIAL)
 text = ""
 i = 0
 while True:
     i += 1
     text += f"word{i} "
-    s.checkpoint(mid, text, state="partial", stats={"tokens": i})
+    s.checkpoint(mid, text, state=MessageState.PARTIAL, stats=AnswerStats(tokens=i))
     if i == 50:
         print("ready", flush=True)
     time.sleep(0.001)
@@ -122,5 +135,5 @@ def test_sigkill_mid_checkpoint_leaves_a_readable_database(tmp_path):
     assert len(convs) == 3
     for summary in convs:
         m = s.load(summary.id).messages[-1]
-        n = m.stats["tokens"]
+        n = m.stats.tokens
         assert n >= 50 and m.content.split() == [f"word{i}" for i in range(1, n + 1)]

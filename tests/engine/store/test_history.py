@@ -70,7 +70,7 @@ def test_a_version_two_database_gains_the_runs_table_and_keeps_its_messages(tmp_
     db.close()
     s = ConversationStore(path)
     assert s.schema_version == 3
-    assert s.load(1).messages[0].stats == {"tok_s": 5}
+    assert s.load(1).messages[0].stats.tokens_per_second == 5.0
     assert RunHistory(s).runs() == []
     RunHistory(s).record(run(cid=1))
     assert len(RunHistory(s).runs()) == 1

@@ -1,0 +1,108 @@
+"""An answer's text with who produced each token: the main model, an accepted draft or a prompt
+lookup, and the drafts the main model refused.
+
+Spans are stored with the message as a compact string ("<chars><m|d|l><round>" per token, joined
+by ";") so that highlighting survives a restart without a row per token.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from app.engine.decoding.events import Provenance
+
+CODE = {Provenance.MAIN: "m", Provenance.DRAFT: "d", Provenance.LOOKUP: "l"}
+FROM_CODE = {v: k for k, v in CODE.items()}
+_ITEM = re.compile(r"(\d+)([mdl])(\d+)")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str | bytes) -> str:
+    """One replacement for every kind of bad text: invalid UTF-8 and lone surrogates become U+FFFD."""
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text).decode("utf-8", "replace")
+    return _SURROGATES.sub("\ufffd", text)
+
+
+class Token(Protocol):
+    """What an emitted token tells the record (the engine's TokenEvent has it)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def provenance(self) -> Provenance: ...
+    @property
+    def round(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    text: str
+    provenance: Provenance
+    round: int
+
+
+@dataclass
+class Answer:
+    """Mutable, owned by the UI thread; grows as token batches arrive."""
+
+    parts: list[str] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)  # char offset where each token starts
+    provenance: list[Provenance] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+    rejected: list[tuple[int, str]] = field(default_factory=list)  # (token index it preceded, text)
+    length: int = 0
+    _encoded: list[str] = field(default_factory=list)
+
+    def add(self, token: Token) -> str:
+        text = clean_text(token.text)
+        self.starts.append(self.length)
+        self.parts.append(text)
+        self.provenance.append(token.provenance)
+        self.rounds.append(token.round)
+        self.length += len(text)
+        self._encoded.append(f"{len(text)}{CODE[token.provenance]}{token.round}")
+        return text
+
+    def add_tail(self, tail: str) -> None:
+        """Text the detokenizer held back belongs to the last token."""
+        tail = clean_text(tail)
+        if not tail:
+            return
+        if not self.parts:
+            self.add(Piece(tail, Provenance.MAIN, 0))
+            return
+        self.parts[-1] += tail
+        self.length += len(tail)
+        self._encoded[-1] = f"{len(self.parts[-1])}{CODE[self.provenance[-1]]}{self.rounds[-1]}"
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def encoded(self) -> str:
+        return ";".join(self._encoded)
+
+    def token_at(self, offset: int) -> int:
+        """Index of the token that produced character `offset` of the text."""
+        return max(0, bisect.bisect_right(self.starts, offset) - 1)
+
+    @classmethod
+    def decode(cls, text: str, encoded: str, rejected: tuple[tuple[int, str], ...] = ()) -> Answer:
+        """Rebuild from storage; a missing or inconsistent code falls back to one plain span."""
+        answer = cls()
+        matches = [_ITEM.fullmatch(x) for x in encoded.split(";")] if encoded else []
+        items = [m for m in matches if m is not None]
+        if items and len(items) == len(matches) and sum(int(m.group(1)) for m in items) == len(text):
+            pos = 0
+            for m in items:
+                n = int(m.group(1))
+                answer.add(Piece(text[pos : pos + n], FROM_CODE[m.group(2)], int(m.group(3))))
+                pos += n
+        elif text:
+            answer.add(Piece(text, Provenance.MAIN, 0))
+        answer.rejected = list(rejected)
+        return answer
