@@ -11,7 +11,8 @@ are measured through one code path.
 A plain round whose successor the policy has already committed to plain (`choose_ahead`)
 queues that successor's pass before reading its own token: the next graph is built from the
 token still being drawn, so the loop's Python (the policy, the events, the model's graph
-building) runs while the device computes, as in mlx-lm's plain loop.
+building) runs while the device computes, as in mlx-lm's plain loop. Without it plain decoding
+would trail mlx-lm's, and a bypassed draft would pay that too.
 
 Whatever raises mid-round (a model pass, the policy, the consumer closing the generator), the
 caches are rewound to the tokens the session holds before the error leaves `generate`, so the

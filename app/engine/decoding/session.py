@@ -143,7 +143,8 @@ class ChatSession:
                 self.draft_len = cut
                 self.draft_gaps = [g for g in self.draft_gaps if g[0] < cut]
             else:
-                self.draft_cache = make_prompt_cache(self.pair.draft.model)  # type: ignore[union-attr]
+                assert self.pair.draft is not None  # a draft cache is made only for a draft
+                self.draft_cache = make_prompt_cache(self.pair.draft.model)
                 self.draft_len = 0
                 self.draft_gaps = []
 
@@ -196,7 +197,9 @@ class ChatSession:
                     return
                 chunk = ids[at : at + self.prefill_chunk]
                 if is_draft:
-                    self._feed(self.pair.draft.model, self.draft_cache, chunk)  # type: ignore[union-attr]
+                    # draft_todo is empty unless this pair can speculate
+                    assert self.pair.draft is not None and self.draft_cache is not None
+                    self._feed(self.pair.draft.model, self.draft_cache, chunk)
                     self.draft_len += len(chunk)
                 else:
                     self._feed(self.pair.main.model, self.main_cache, chunk)

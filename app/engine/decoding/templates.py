@@ -15,9 +15,9 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import jinja2
 import jinja2.ext
@@ -42,7 +42,7 @@ class _Deadline(BaseException):
 class _GenerationTag(jinja2.ext.Extension):
     """Accept `{% generation %}...{% endgeneration %}` (used by some Hub templates) as a no-op."""
 
-    tags: ClassVar[set[str]] = {"generation"}
+    tags = {"generation"}  # noqa: RUF012  # jinja2 declares it a per-instance set
 
     def parse(self, parser: jinja2.parser.Parser) -> jinja2.nodes.Node:
         lineno = next(parser.stream).lineno
@@ -302,7 +302,7 @@ def _plain(value: Any) -> Any:
 
 def render_chat(
     template: str,
-    messages: list[dict],
+    messages: list[dict[str, Any]],
     *,
     add_generation_prompt: bool = True,
     special: dict[str, str] | None = None,
@@ -323,7 +323,8 @@ def render_chat(
         return tracer
 
     previous = sys.gettrace()
-    rendering = compiled.generate(**variables)
+    # jinja2 annotates it an iterator; it is a generator, closed below
+    rendering = cast("Generator[str, None, None]", compiled.generate(**variables))
     sys.settrace(tracer)
     try:
         chunks: list[str] = []
@@ -381,7 +382,9 @@ def _content_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def plain_format(messages: list[dict], *, add_generation_prompt: bool = True, bos: str | None = None) -> str:
+def plain_format(
+    messages: list[dict[str, Any]], *, add_generation_prompt: bool = True, bos: str | None = None
+) -> str:
     """The fallback for tokenizers without a template: `Role: content` lines, then `Assistant:`.
 
     e.g. [{"role": "user", "content": "Hi"}] -> "User: Hi\\nAssistant:" (bos first when defined).
@@ -396,7 +399,11 @@ def plain_format(messages: list[dict], *, add_generation_prompt: bool = True, bo
 
 
 def format_chat(
-    tokenizer: Any, messages: list[dict], *, add_generation_prompt: bool = True, timeout: float = 2.0
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    *,
+    add_generation_prompt: bool = True,
+    timeout: float = 2.0,
 ) -> list[int]:
     """Render the tokenizer's chat template (or the plain fallback) and encode it to ids."""
     hf = _hf_tokenizer(tokenizer)
