@@ -212,7 +212,7 @@ class _Answer:
             if self.cancelled():
                 reason = "cancelled"
                 break
-            if (yield from self.round(start)):
+            if (yield from self.play_round(start)):
                 reason = "stop"
                 break
         if self.queued is not None:  # the answer ended (stop, cancel) under a queued step: undo its feed
@@ -233,7 +233,7 @@ class _Answer:
         text = "".join(self.text_parts) + tail
         yield GenerationFinished(reason=reason, text=text, token_ids=tuple(self.ids), stats=stats, tail=tail)
 
-    def round(self, start: float) -> Generator[GenerationEvent, None, bool]:
+    def play_round(self, start: float) -> Generator[GenerationEvent, None, bool]:
         """One round, step by step; returns whether a stop token ended the answer."""
         session = self.session
         remaining = self.max_tokens - len(self.ids)

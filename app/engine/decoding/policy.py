@@ -3,6 +3,9 @@
 A policy sees every finished round and may change its mind; k == 0 means a plain decoding step
 with no draft work at all. `choose` may return a bare k (drafted by the draft model) or a
 `DraftPlan` naming the source, so prompt lookup can stand in for the draft model.
+
+`DraftPolicy` is everything the loop asks of a policy; `PolicyDefaults` answers all of it but
+`choose` and `snapshot` for a policy that learns nothing and never looks ahead.
 """
 
 from __future__ import annotations
