@@ -1,24 +1,31 @@
 """SpecChat's decode loop: one loop for plain decoding (k = 0) and speculation (k ≥ 1).
 
-Each round: the policy picks k and a source; the draft model (lazily, one host sync at the end)
-or prompt lookup (no model) proposes k tokens, the main scores `pending + proposals` in one pass,
-the acceptance rule (exact match or residual sampling) keeps a prefix plus one token of the
-main's own, and both caches are rewound to what was kept. Plain decoding is the same round with
-nothing proposed, so plain and speculative speeds are measured through one code path.
+Each round: the policy picks k and a source (plan); the draft model (lazily, one host sync at
+the end) or prompt lookup (no model) proposes k tokens (draft), the main scores
+`pending + proposals` in one pass (verify), the acceptance rule (exact match or residual
+sampling) keeps a prefix plus one token of the main's own (accept), the answer's end and stop
+tokens cut what is kept (trim), both caches are rewound to it (keep), and the tokens go out
+(emit). Plain decoding is the same round with nothing proposed, so plain and speculative speeds
+are measured through one code path.
 
 A plain round whose successor the policy has already committed to plain (`choose_ahead`)
 queues that successor's pass before reading its own token: the next graph is built from the
 token still being drawn, so the loop's Python (the policy, the events, the model's graph
 building) runs while the device computes, as in mlx-lm's plain loop. Without it plain decoding
 would trail mlx-lm's, and a bypassed draft would pay that too.
+
+Whatever raises mid-round (a model pass, the policy, the consumer closing the generator), the
+caches are rewound to the tokens the session holds before the error leaves `generate`, so the
+next answer in the session starts from a consistent state.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from threading import Event
+from typing import TypeAlias, cast
 
 import mlx.core as mx
 
@@ -47,7 +54,18 @@ from app.engine.decoding.policy import (
 from app.engine.decoding.sampling import Sampler, SamplingParams
 from app.engine.decoding.session import ChatSession, common_prefix
 
+GenerationEvent: TypeAlias = TokenEvent | RoundEvent | PrefillProgress | GenerationFinished | EngineError
+
 _NOTHING_PROPOSED = mx.array([], dtype=mx.bool_)  # a plain step's verdict: no proposal to judge
+
+
+def _ints(array: mx.array) -> list[int]:
+    """A 1-d integer array's values (`tolist` is typed for any shape)."""
+    return cast("list[int]", array.tolist())
+
+
+def _floats(array: mx.array) -> list[float]:
+    return cast("list[float]", array.tolist())
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +115,13 @@ def _queue_next(
     It feeds the main's cache one token ahead of `session.tokens`: a plain round trims nothing,
     so that is invisible until the answer ends early (a stop token, a cancel), where the loop
     takes it back (`_drop_queued`)."""
-    mx.async_eval(*now.arrays())
+    mx.async_eval(*now.arrays())  # type: ignore[no-untyped-call]  # mlx declares no types here
     token = now.draws  # a plain round draws one token
     history = now.history
     if sampler.uses_history:
         history = mx.concatenate([history, token])[-sampler.params.repetition_context :]
     queued = _judge(session, sampler, rule, token, None, history, want_sure)
-    mx.async_eval(*queued.arrays())
+    mx.async_eval(*queued.arrays())  # type: ignore[no-untyped-call]
     return queued
 
 
@@ -114,41 +132,242 @@ def _drop_queued(session: ChatSession) -> None:
     session.main_ahead = 0
 
 
-def _finish(
-    reason: str,
-    ids: list[int],
-    detok: StreamingDetokenizer,
-    text: str,
-    stats: GenerationStats,
-) -> GenerationFinished:
-    tail = detok.finish()
-    return GenerationFinished(reason=reason, text=text + tail, token_ids=tuple(ids), stats=stats, tail=tail)
-
-
-def _round_proposal(
-    session: ChatSession,
-    sampler: Sampler,
-    source: Provenance,
-    k: int,
-    candidates: list[int],
-    history: mx.array,
-    read_limit: int | None,
-) -> Proposal | None:
-    """The round's proposal, evaluated (the draft's one host sync); None for a plain step."""
-    if k == 0:
-        return None
-    if source is Provenance.LOOKUP:
-        return Proposal(ids=mx.array(candidates[:k], dtype=mx.uint32), scores=None, draft_end=None)
-    proposal = propose(session, sampler, k, history, read_limit)
-    mx.eval(proposal.ids, *([proposal.hindsight] if proposal.hindsight is not None else []))
-    return proposal
-
-
 def _hindsight(proposal: Proposal | None, answered: int) -> tuple[bool, ...]:
     """The catch-up's verdicts on this answer's tokens only (the prompt is the user's text)."""
     if proposal is None or proposal.hindsight is None or not answered:
         return ()
-    return tuple(bool(x) for x in proposal.hindsight.tolist()[-answered:])
+    return tuple(bool(x) for x in _ints(proposal.hindsight)[-answered:])
+
+
+@dataclass(slots=True)
+class _Clock:
+    """A round's readings: at its start, after drafting, after its verdict was read."""
+
+    start: float
+    drafted: float = 0.0
+    read: float = 0.0
+
+
+class _Answer:
+    """One answer's decode loop: the state its rounds share, and the steps of a round."""
+
+    def __init__(
+        self,
+        session: ChatSession,
+        prompt: list[int],
+        sampler: Sampler,
+        rule: rules.Rule,
+        policy: DraftPolicy,
+        max_tokens: int,
+        cancel: Event | None,
+        stops: set[int],
+    ) -> None:
+        self.session, self.prompt, self.sampler, self.rule = session, prompt, sampler, rule
+        self.policy, self.max_tokens, self.cancel, self.stops = policy, max_tokens, cancel, stops
+        self.detok = StreamingDetokenizer(session.pair.tokenizer)
+        # rejected lookup tokens must be trimmed from the main's cache, as drafts are
+        self.lookup = PromptLookup(prompt) if session.main_trimmable else None
+        self.ids: list[int] = []
+        self.text_parts: list[str] = []
+        self.rounds = self.proposed_total = self.accepted_total = 0
+        self.planned: DraftPlan | None = None  # the first round's, chosen before prefill
+        self.queued: _Verdict | None = None  # the next plain round's pass, queued by this one
+        self.last_read = 0.0  # when the last round's verdict was read
+        self.finished = False  # ended with the session's caches as its invariant says
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
+
+    def candidates(self, remaining: int) -> list[int]:
+        """What prompt lookup could propose this round, no more than the answer has room for."""
+        return self.lookup.propose(min(MAX_DRAFT, remaining - 1))[0] if self.lookup else []
+
+    def context(self, remaining: int, position: int, candidates: list[int]) -> RoundContext:
+        return RoundContext(
+            self.session.can_speculate, remaining, position, len(candidates), tuple(candidates)
+        )
+
+    def run(self) -> Iterator[GenerationEvent]:
+        """The opening plan, prefill, the rounds, and the closing event."""
+        session, policy = self.session, self.policy
+        policy.begin_answer()
+        # the first round's plan is chosen before prefill (it decides whether the draft reads the
+        # prompt) and then played: asking twice would advance a policy's counters twice
+        opening = self.candidates(self.max_tokens)
+        first = RoundContext(True, self.max_tokens, 0, len(opening), tuple(opening))
+        self.planned = as_plan(policy.choose(first))
+        wants_draft = self.planned.k > 0 and self.planned.source is Provenance.DRAFT
+        if wants_draft and session.draft_cache is not None and session.speculation_refusal:
+            yield EngineError(session.speculation_refusal, kind="notice")
+
+        start = time.perf_counter()
+        reused = min(common_prefix(session.tokens, self.prompt), max(len(self.prompt) - 1, 0))
+        # a policy may want the draft current even when it starts plain (it expects to probe soon)
+        ready = wants_draft or policy.wants_draft_prefill()
+        yield from session.prefill(self.prompt, self.cancel, with_draft=ready)
+        prefill_done = self.last_read = time.perf_counter()
+
+        reason = "length" if session.pending is not None else "cancelled"  # cancelled in prefill
+        while session.pending is not None and len(self.ids) < self.max_tokens:
+            if self.cancelled():
+                reason = "cancelled"
+                break
+            if (yield from self.play_round(start)):
+                reason = "stop"
+                break
+        if self.queued is not None:  # the answer ended (stop, cancel) under a queued step: undo its feed
+            mx.eval(*self.queued.arrays())
+            _drop_queued(session)
+        stats = GenerationStats(
+            prompt_tokens=len(self.prompt),
+            reused_tokens=reused,
+            tokens=len(self.ids),
+            prefill_seconds=prefill_done - start,
+            decode_seconds=time.perf_counter() - prefill_done,
+            rounds=self.rounds,
+            proposed=self.proposed_total,
+            accepted=self.accepted_total,
+        )
+        self.finished = True
+        tail = self.detok.finish()
+        text = "".join(self.text_parts) + tail
+        yield GenerationFinished(reason=reason, text=text, token_ids=tuple(self.ids), stats=stats, tail=tail)
+
+    def play_round(self, start: float) -> Generator[GenerationEvent, None, bool]:
+        """One round, step by step; returns whether a stop token ended the answer."""
+        session = self.session
+        remaining = self.max_tokens - len(self.ids)
+        candidates = self.candidates(remaining)
+        pending = session.pending
+        assert pending is not None
+        clock = _Clock(time.perf_counter())
+        proposal = None
+        overlapped = self.queued is not None
+        if self.queued is not None:  # committed plain by the last round's choose_ahead: no choice
+            k, source, verdict, self.queued = 0, Provenance.MAIN, self.queued, None
+            clock.drafted = clock.start
+        else:
+            k, source, read_limit = self.plan(remaining, candidates)
+            history = self.sampler.history_window(session.tokens, pending)
+            proposal = self.draft(source, k, candidates, history, read_limit)
+            clock.drafted = time.perf_counter()
+            verdict = self.verify(pending, proposal, history)
+        snapshot = self.policy.snapshot()  # before choose_ahead, which is the next round's choice
+        if k == 0:
+            self.queue_ahead(verdict, remaining, candidates)
+        mx.eval(*verdict.arrays())
+        clock.read = time.perf_counter()
+        if overlapped:  # its pass ran under the last round's Python: its cost is the time between reads
+            clock.start = clock.drafted = self.last_read
+        self.last_read = clock.read
+        # a round that queued the next one timed part of that one too (MLX's CPU backend runs
+        # most of a queued graph inside async_eval): neither is a clean measure of one pass
+        overlapped = overlapped or self.queued is not None
+
+        proposed = _ints(proposal.ids) if proposal is not None else []
+        passed = self.accept(verdict, k)
+        emitted, stopped = self.trim(proposed[:passed] + [_ints(verdict.draws)[passed]], remaining)
+        self.keep(pending, proposed, emitted, proposal)
+        accepted = min(passed, len(emitted))
+        event = RoundEvent(
+            index=self.rounds,
+            k=k,
+            proposed=tuple(proposed),
+            accepted=accepted,
+            emitted=tuple(emitted),
+            draft_seconds=clock.drafted - clock.start,
+            verify_seconds=clock.read - clock.drafted,
+            source=source,
+            policy=snapshot,
+            catch_up=proposal.catch_up if proposal else 0,
+            hindsight=_hindsight(proposal, len(self.ids)),
+            confidence=tuple(_floats(verdict.sure)[: len(emitted)]) if verdict.sure is not None else (),
+            overlapped=overlapped,
+        )
+        self.policy.observe(event)
+        yield from self.emit(event, clock.read - start, stopped)
+        self.rounds += 1
+        self.proposed_total += k
+        self.accepted_total += accepted
+        return stopped
+
+    def plan(self, remaining: int, candidates: list[int]) -> tuple[int, Provenance, int | None]:
+        """The k this round plays, who proposes, and how much a bypassed draft reads."""
+        plan = self.planned or as_plan(self.policy.choose(self.context(remaining, len(self.ids), candidates)))
+        self.planned = None
+        k, source = playable(plan, remaining, len(candidates), self.session.can_speculate)
+        return k, source, plan.read_limit
+
+    def draft(
+        self,
+        source: Provenance,
+        k: int,
+        candidates: list[int],
+        history: mx.array,
+        read_limit: int | None,
+    ) -> Proposal | None:
+        """The round's proposal, evaluated (the draft's one host sync); None for a plain step."""
+        if k == 0:
+            return None
+        if source is Provenance.LOOKUP:
+            return Proposal(ids=mx.array(candidates[:k], dtype=mx.uint32), scores=None, draft_end=None)
+        proposal = propose(self.session, self.sampler, k, history, read_limit)
+        mx.eval(proposal.ids, *([proposal.hindsight] if proposal.hindsight is not None else []))
+        return proposal
+
+    def verify(self, pending: int, proposal: Proposal | None, history: mx.array) -> _Verdict:
+        """The main's pass over `pending` and the proposal, with the acceptance rule (lazy)."""
+        ids = mx.array([pending], dtype=mx.uint32)
+        want_sure = self.policy.wants_confidence
+        return _judge(self.session, self.sampler, self.rule, ids, proposal, history, want_sure)
+
+    def queue_ahead(self, verdict: _Verdict, remaining: int, candidates: list[int]) -> None:
+        """In a plain round, let the policy commit the next round to plain now, and queue that
+        round's pass under this one's."""
+        if remaining <= 1 or not self.session.main_trimmable or self.cancelled():
+            return
+        ahead = self.context(remaining - 1, len(self.ids) + 1, candidates)
+        if self.policy.choose_ahead(ahead):
+            want_sure = self.policy.wants_confidence
+            self.queued = _queue_next(self.session, self.sampler, self.rule, verdict, want_sure)
+
+    def accept(self, verdict: _Verdict, k: int) -> int:
+        """How many of the k proposals the rule passed: the run before the first refusal."""
+        passed = _ints(verdict.accept)
+        n = 0
+        while n < k and passed[n]:
+            n += 1
+        return n
+
+    def trim(self, emitted: list[int], remaining: int) -> tuple[list[int], bool]:
+        """Cut the round's tokens at the answer's length and after its first stop token; the
+        flag says whether a stop token ended it."""
+        cut = min(len(emitted), remaining)
+        for j, token in enumerate(emitted[:cut]):
+            if token in self.stops:
+                return emitted[: j + 1], True
+        return emitted[:cut], False
+
+    def keep(self, pending: int, proposed: list[int], emitted: list[int], proposal: Proposal | None) -> None:
+        """Rewind both caches to what the round kept; its last token is the next round's input."""
+        session = self.session
+        session.accept([pending, *proposed], len(emitted), proposal.draft_end if proposal else None)
+        session.main_ahead = 1 if self.queued is not None else 0
+        session.pending = emitted[-1]
+        if self.lookup is not None:
+            self.lookup.extend(emitted)
+
+    def emit(self, event: RoundEvent, now: float, stopped: bool) -> Iterator[GenerationEvent]:
+        """The round's tokens (a stop token is kept in the cache but not shown), then the round."""
+        for j, token in enumerate(event.emitted):
+            if stopped and j == len(event.emitted) - 1:
+                break
+            segment = self.detok.add(token)
+            self.text_parts.append(segment)
+            self.ids.append(token)
+            provenance = event.source if j < event.accepted else Provenance.MAIN
+            yield TokenEvent(token, segment, provenance, now, event.index, len(self.ids) - 1)
+        yield event
 
 
 def generate(
@@ -161,7 +380,7 @@ def generate(
     cancel: Event | None = None,
     stop_ids: Iterable[int] | None = None,
     acceptance: str | None = None,
-) -> Iterator[TokenEvent | RoundEvent | PrefillProgress | GenerationFinished | EngineError]:
+) -> Iterator[GenerationEvent]:
     """Generate one answer to `prompt` (the full conversation's token ids) in `session`.
 
     `acceptance` is "exact" or "residual"; None means residual when sampling, exact when greedy.
@@ -170,162 +389,11 @@ def generate(
         raise ValueError("max_tokens must be at least 1")
     sampler = Sampler(sampling or SamplingParams())
     rule = rules.RULES[rules.resolve(acceptance, sampler)]
-    policy = policy or PlainDecoding()
-    if hasattr(policy, "begin_answer"):
-        policy.begin_answer()
     tokenizer = session.pair.tokenizer
     stops = set(stop_ids) if stop_ids is not None else set(tokenizer.eos_token_ids)
-    detok = StreamingDetokenizer(tokenizer)
-    # rejected lookup tokens must be trimmed from the main's cache, as drafts are
-    lookup = PromptLookup(prompt) if session.main_trimmable else None
-    # the first round's plan is chosen before prefill (it decides whether the draft reads the
-    # prompt) and then played: asking twice would advance a policy's counters twice
-    opening = lookup.propose(min(MAX_DRAFT, max_tokens - 1))[0] if lookup else []
-    first = as_plan(policy.choose(RoundContext(True, max_tokens, 0, len(opening), tuple(opening))))
-    planned: DraftPlan | None = first
-    wants_draft = first.k > 0 and first.source is Provenance.DRAFT
-    if wants_draft and session.draft_cache is not None and session.speculation_refusal:
-        yield EngineError(session.speculation_refusal, kind="notice")
-
-    start = time.perf_counter()
-    reused = min(common_prefix(session.tokens, prompt), max(len(prompt) - 1, 0))
-    # a policy may want the draft current even when it starts plain (it expects to probe soon)
-    ready = wants_draft or bool(getattr(policy, "wants_draft_prefill", lambda: False)())
-    yield from session.prefill(prompt, cancel, with_draft=ready)
-    prefill_done = time.perf_counter()
-
-    answer: list[int] = []
-    text_parts: list[str] = []
-    choose_ahead = getattr(policy, "choose_ahead", None)
-    last_read = time.perf_counter()
-    rounds = proposed_total = accepted_total = 0
-    reason = "length"
-    if session.pending is None:  # cancelled during prefill
-        reason = "cancelled"
-    queued: _Verdict | None = None  # the next plain round's pass, queued by this one
-    while session.pending is not None and len(answer) < max_tokens:
-        if cancel is not None and cancel.is_set():
-            reason = "cancelled"
-            break
-        remaining = max_tokens - len(answer)
-        candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0] if lookup else []
-        pending = session.pending
-        t0 = time.perf_counter()
-        proposal = None
-        if queued is not None:  # committed plain by the last round's choose_ahead: no choice
-            k, source, judged, queued = 0, Provenance.MAIN, queued, None
-            overlapped = True
-            t1 = t0
-        else:
-            context = RoundContext(
-                session.can_speculate, remaining, len(answer), len(candidates), tuple(candidates)
-            )
-            plan, planned = planned or as_plan(policy.choose(context)), None
-            k, source = playable(plan, remaining, len(candidates), session.can_speculate)
-            history = sampler.history_window(session.tokens, pending)
-            proposal = _round_proposal(session, sampler, source, k, candidates, history, plan.read_limit)
-            t1 = time.perf_counter()
-            judged = _judge(
-                session,
-                sampler,
-                rule,
-                mx.array([pending], dtype=mx.uint32),
-                proposal,
-                history,
-                bool(getattr(policy, "wants_confidence", False)),
-            )
-            overlapped = False
-        snapshot = policy.snapshot()  # before choose_ahead, which is the next round's choice
-        if (
-            k == 0
-            and remaining > 1
-            and session.main_trimmable
-            and choose_ahead is not None
-            and not (cancel is not None and cancel.is_set())
-            and choose_ahead(
-                RoundContext(
-                    session.can_speculate, remaining - 1, len(answer) + 1, len(candidates), tuple(candidates)
-                )
-            )
-        ):
-            queued = _queue_next(
-                session, sampler, rule, judged, bool(getattr(policy, "wants_confidence", False))
-            )
-        mx.eval(*judged.arrays())
-        t2 = time.perf_counter()
-        if overlapped:  # its pass ran under the last round's Python: its cost is the time between reads
-            t0 = t1 = last_read
-        last_read = t2
-        # a round that queued the next one timed part of that one too (MLX's CPU backend runs
-        # most of a queued graph inside async_eval): neither is a clean measure of one pass
-        overlapped = overlapped or queued is not None
-        sure = judged.sure
-        proposed = proposal.ids.tolist() if proposal is not None else []
-        passed, choices = judged.accept.tolist(), judged.draws.tolist()
-        n = 0
-        while n < k and passed[n]:
-            n += 1
-        emitted = proposed[:n] + [choices[n]]
-        cut = min(len(emitted), remaining)
-        stopped = False
-        for j, token in enumerate(emitted[:cut]):
-            if token in stops:
-                cut, stopped = j + 1, True
-                break
-        emitted = emitted[:cut]
-        fed_ids = [pending] + proposed
-        session.accept(fed_ids, len(emitted), proposal.draft_end if proposal else None)
-        session.main_ahead = 1 if queued is not None else 0
-        session.pending = emitted[-1]
-        if lookup is not None:
-            lookup.extend(emitted)
-
-        accepted = min(n, len(emitted))
-        event = RoundEvent(
-            index=rounds,
-            k=k,
-            proposed=tuple(proposed),
-            accepted=accepted,
-            emitted=tuple(emitted),
-            draft_seconds=t1 - t0,
-            verify_seconds=t2 - t1,
-            source=source,
-            policy=snapshot,
-            catch_up=proposal.catch_up if proposal else 0,
-            hindsight=_hindsight(proposal, len(answer)),
-            confidence=tuple(sure.tolist()[: len(emitted)]) if sure is not None else (),
-            overlapped=overlapped,
-        )
-        policy.observe(event)
-        now = t2 - start
-        for j, token in enumerate(emitted):
-            if stopped and j == len(emitted) - 1:
-                break
-            segment = detok.add(token)
-            text_parts.append(segment)
-            answer.append(token)
-            provenance = source if j < accepted else Provenance.MAIN
-            yield TokenEvent(token, segment, provenance, now, rounds, len(answer) - 1)
-        yield event
-        rounds += 1
-        proposed_total += k
-        accepted_total += accepted
-        if stopped:
-            reason = "stop"
-            break
-
-    if queued is not None:  # the answer ended (stop, cancel) under a queued step: undo its feed
-        mx.eval(*queued.arrays())
-        _drop_queued(session)
-    end = time.perf_counter()
-    stats = GenerationStats(
-        prompt_tokens=len(prompt),
-        reused_tokens=reused,
-        tokens=len(answer),
-        prefill_seconds=prefill_done - start,
-        decode_seconds=end - prefill_done,
-        rounds=rounds,
-        proposed=proposed_total,
-        accepted=accepted_total,
-    )
-    yield _finish(reason, answer, detok, "".join(text_parts), stats)
+    answer = _Answer(session, prompt, sampler, rule, policy or PlainDecoding(), max_tokens, cancel, stops)
+    try:
+        yield from answer.run()
+    finally:
+        if not answer.finished:  # an error mid-round, or the consumer stopped reading
+            session.rewind_to_tokens()

@@ -59,4 +59,5 @@ class StreamingDetokenizer:
     def _decode(self, ids: list[int]) -> str:
         if not ids:
             return ""
-        return self._tokenizer.decode(ids, skip_special_tokens=self._skip)
+        text: str = self._tokenizer.decode(ids, skip_special_tokens=self._skip)
+        return text

@@ -49,7 +49,7 @@ def propose(
         logits = out[:, -1, :]
         row = sampler.process(logits, history if sampler.uses_history else None)
         y = sampler.draw(row)
-        mx.async_eval(y)
+        mx.async_eval(y)  # type: ignore[no-untyped-call]  # mlx declares no types for it
         ids.append(y)
         scores.append(row)
         if sampler.uses_history:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import mlx.nn as nn
 from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.tokenizer_utils import TokenizerWrapper
 from mlx_lm.utils import load as mlx_load
@@ -26,7 +25,7 @@ class ModelLoadError(Exception):
 
 @dataclass
 class LoadedModel:
-    model: nn.Module
+    model: Any  # an mlx.nn.Module (mlx declares no types for its modules)
     tokenizer: TokenizerWrapper
     config: dict[str, Any]
     source: str
@@ -68,7 +67,8 @@ def load_model(source: str | Path) -> LoadedModel:
     else:
         raise ModelLoadError(f"{text!r} is neither an existing folder nor a hub repo id (owner/name)")
     try:
-        model, tokenizer, config = mlx_load(target, return_config=True, trust_remote_code=False)
+        # mlx-lm annotates two results; return_config=True adds the third
+        model, tokenizer, config = mlx_load(target, return_config=True, trust_remote_code=False)  # type: ignore[misc]
     except (FileNotFoundError, ValueError, KeyError, OSError) as exc:
         raise ModelLoadError(f"could not load {text}: {exc}") from exc
     return LoadedModel(model=model, tokenizer=tokenizer, config=config, source=text)

@@ -3,6 +3,9 @@
 A policy sees every finished round and may change its mind; k == 0 means a plain decoding step
 with no draft work at all. `choose` may return a bare k (drafted by the draft model) or a
 `DraftPlan` naming the source, so prompt lookup can stand in for the draft model.
+
+`DraftPolicy` is everything the loop asks of a policy; `PolicyDefaults` answers all of it but
+`choose` and `snapshot` for a policy that learns nothing and never looks ahead.
 """
 
 from __future__ import annotations
@@ -55,21 +58,62 @@ def playable(plan: DraftPlan, remaining: int, lookup_len: int, can_draft: bool) 
 
 
 class DraftPolicy(Protocol):
-    def choose(self, context: RoundContext) -> int | DraftPlan: ...
-
-    def observe(self, event: RoundEvent) -> None: ...
-
-    def snapshot(self) -> dict[str, object]: ...
+    """What the decode loop asks of a policy, round by round. `PolicyDefaults` supplies every
+    method but `choose` and `snapshot` for policies that have no use for it."""
 
     def begin_answer(self) -> None:
         """A new answer starts: a policy kept across answers forgets the time in between."""
+        ...
 
-    # optional: `choose_ahead(context) -> bool`, asked during a plain round before its token is
-    # read; True commits the next round to plain (its choose is then not called), so the loop
-    # can queue that round's pass under this one
+    def wants_draft_prefill(self) -> bool:
+        """Whether the draft reads the prompt even when the answer starts plain."""
+        ...
+
+    def choose(self, context: RoundContext) -> int | DraftPlan:
+        """This round's plan: a bare k drafts with the draft model."""
+        ...
+
+    def choose_ahead(self, context: RoundContext) -> bool:
+        """Asked during a plain round before its token is read: True commits the next round to
+        plain (its `choose` is then not called), so the loop queues its pass under this one."""
+        ...
+
+    @property
+    def wants_confidence(self) -> bool:
+        """Whether this round computes the main's confidence in each token (a cost per row)."""
+        ...
+
+    def observe(self, event: RoundEvent) -> None:
+        """A round finished: what it proposed, kept and cost."""
+        ...
+
+    def snapshot(self) -> dict[str, object]:
+        """The policy's own estimates, carried by the round's event."""
+        ...
 
 
-class FixedDraftLength:
+class PolicyDefaults:
+    """The answers of a policy that learns nothing and never looks ahead: subclass it and
+    write `choose` and `snapshot`."""
+
+    def begin_answer(self) -> None:
+        pass
+
+    def wants_draft_prefill(self) -> bool:
+        return False
+
+    def choose_ahead(self, context: RoundContext) -> bool:
+        return False
+
+    @property
+    def wants_confidence(self) -> bool:
+        return False
+
+    def observe(self, event: RoundEvent) -> None:
+        pass
+
+
+class FixedDraftLength(PolicyDefaults):
     """Always drafts k tokens when the source can propose them (lookup: up to k)."""
 
     def __init__(self, k: int, source: Provenance = Provenance.DRAFT) -> None:
@@ -83,24 +127,15 @@ class FixedDraftLength:
             return DraftPlan(min(self.k, context.lookup_len), Provenance.LOOKUP)
         return DraftPlan(self.k if context.has_draft else 0)
 
-    def observe(self, event: RoundEvent) -> None:
-        pass
-
-    def begin_answer(self) -> None:
-        pass
-
     def snapshot(self) -> dict[str, object]:
         return {"policy": "fixed", "k": self.k, "source": self.source.value}
 
 
-class PlainDecoding:
+class PlainDecoding(PolicyDefaults):
     """Never drafts: the baseline, run through the same loop as speculation."""
 
     def choose(self, context: RoundContext) -> int:
         return 0
-
-    def observe(self, event: RoundEvent) -> None:
-        pass
 
     def choose_ahead(self, context: RoundContext) -> bool:
         """Every round is plain: the loop may always queue the next one (see decode)."""
@@ -108,6 +143,3 @@ class PlainDecoding:
 
     def snapshot(self) -> dict[str, object]:
         return {"policy": "plain"}
-
-    def begin_answer(self) -> None:
-        pass

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from threading import Event
+from typing import Any
 
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
@@ -31,6 +32,18 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     while i < n and a[i] == b[i]:
         i += 1
     return i
+
+
+def _rewind(cache: list[Any], length: int) -> bool:
+    """Trim every layer of `cache` back to `length` entries; False where one cannot be (no
+    readable offset, not trimmable, or already shorter)."""
+    for layer in cache:
+        offset = getattr(layer, "offset", None)  # mlx-lm's caches keep it; a list of caches does not
+        if not isinstance(offset, int) or offset < length or not layer.is_trimmable():
+            return False
+        if offset > length:
+            layer.trim(offset - length)
+    return True
 
 
 class ChatSession:
@@ -130,11 +143,31 @@ class ChatSession:
                 self.draft_len = cut
                 self.draft_gaps = [g for g in self.draft_gaps if g[0] < cut]
             else:
-                self.draft_cache = make_prompt_cache(self.pair.draft.model)  # type: ignore[union-attr]
+                assert self.pair.draft is not None  # a draft cache is made only for a draft
+                self.draft_cache = make_prompt_cache(self.pair.draft.model)
                 self.draft_len = 0
                 self.draft_gaps = []
 
-    def _feed(self, model, cache, ids: list[int]) -> None:
+    def rewind_to_tokens(self) -> None:
+        """Restore the invariant after a round that did not finish (it raised, or its answer was
+        abandoned): trim from both caches what was fed beyond `tokens` (the draft's: beyond
+        `tokens[:draft_len]`, less its gaps). A cache whose length cannot be read or rewound
+        starts over, which costs the next answer a prefill but never correctness."""
+        self.main_ahead = 0
+        if not _rewind(self.main_cache, len(self.tokens)):
+            self.main_cache = make_prompt_cache(self.pair.main.model)
+            self.tokens = []
+        draft = self.pair.draft
+        if (
+            self.draft_cache is not None
+            and draft is not None
+            and (self.draft_len > len(self.tokens) or not _rewind(self.draft_cache, self.draft_offset))
+        ):
+            self.draft_cache = make_prompt_cache(draft.model)
+            self.draft_len = 0
+            self.draft_gaps = []
+
+    def _feed(self, model: Any, cache: list[Any], ids: list[int]) -> None:
         model(mx.array(ids, dtype=mx.uint32)[None], cache=cache)
         mx.eval([c.state for c in cache])
 
@@ -164,7 +197,9 @@ class ChatSession:
                     return
                 chunk = ids[at : at + self.prefill_chunk]
                 if is_draft:
-                    self._feed(self.pair.draft.model, self.draft_cache, chunk)  # type: ignore[union-attr]
+                    # draft_todo is empty unless this pair can speculate
+                    assert self.pair.draft is not None and self.draft_cache is not None
+                    self._feed(self.pair.draft.model, self.draft_cache, chunk)
                     self.draft_len += len(chunk)
                 else:
                     self._feed(self.pair.main.model, self.main_cache, chunk)

@@ -168,8 +168,7 @@ def replay(
     answer, hits = trace.answer, trace.draft_hits
     lookup = PromptLookup(trace.prompt)
     result = ReplayResult(0, 0.0, 0)
-    if hasattr(policy, "begin_answer"):
-        policy.begin_answer()
+    policy.begin_answer()
     t, lag, start = 0, 0, clock.now
     while t < len(answer):
         remaining = len(answer) - t
@@ -215,9 +214,7 @@ def replay(
             catch_up=catch_up,
             hindsight=hindsight,
             confidence=(
-                tuple(trace.main_confidence[t : t + len(emitted)])
-                if getattr(policy, "wants_confidence", False)
-                else ()
+                tuple(trace.main_confidence[t : t + len(emitted)]) if policy.wants_confidence else ()
             ),
         )
         tick = time.perf_counter()
@@ -321,7 +318,9 @@ def record_trace(pair: ModelPair, prompt: list[int], max_tokens: int, label: str
     from app.engine.decoding.session import ChatSession
 
     class PlainAndSure(PlainDecoding):
-        wants_confidence = True
+        @property
+        def wants_confidence(self) -> bool:
+            return True
 
     answer: tuple[int, ...] = ()
     confidence: list[float] = []

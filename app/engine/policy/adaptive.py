@@ -11,7 +11,7 @@ It keeps running estimates of what this machine and this text are like, and noth
 
 Expected rate of (k, source) = (1 + Σ_j Π_{i<j} a_i) / (overhead + draft(k) + verify(k + 1)).
 When plain decoding (k = 0) wins, the draft is bypassed: no draft passes at all, only a probe now
-and then within `probe_budget` of the plain decoding time (`probing.py`). While bypassed, the
+and then within `probe_budget` of the plain decoding time (its `Prober`). While bypassed, the
 main's confidence in each token it writes is read as the draft's likely hit there
 (ConfidenceLink), so the draft comes back when the text turns predictable without any probe;
 until that link is learnt, a draft whose long-run record says it usually pays is probed
@@ -25,98 +25,74 @@ exactly residual acceptance's chance for a certain proposal). It never needs a p
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 
 from app.engine.decoding.events import Provenance, RoundEvent
 from app.engine.decoding.lookup import ShadowTrials
 from app.engine.decoding.policy import MAX_DRAFT, DraftPlan, RoundContext
 from app.engine.policy.confidence import ConfidenceLink
+from app.engine.policy.config import DEFAULTS, MAX_K, AdaptiveConfig
 from app.engine.policy.costs import CostTable, QueuedSteps, RecentMedian, VerifyCosts
 from app.engine.policy.estimates import AcceptanceCounts
-from app.engine.policy.probing import Probing
+from app.engine.policy.hindsight import DraftHindsight
+from app.engine.policy.probing import Prober, Standing
+
+__all__ = ["MAX_K", "AdaptiveConfig", "AdaptiveDraftLength"]
 
 DRAFT, LOOKUP, MAIN = Provenance.DRAFT, Provenance.LOOKUP, Provenance.MAIN
-MAX_K = 8  # the longest draft the controller plays unless told otherwise
 
 
-class AdaptiveDraftLength(Probing):
-    """The default policy: pick (k, source) by expected tokens per second; bypass when k = 0 wins."""
+class AdaptiveDraftLength:
+    """The default policy: pick (k, source) by expected tokens per second; bypass when k = 0 wins.
+
+    `use_draft` and `use_lookup` choose its sources; `clock` is what it times rounds by (the
+    replay runs it on simulated time)."""
 
     def __init__(
         self,
+        config: AdaptiveConfig = DEFAULTS,
         *,
         use_draft: bool = True,
         use_lookup: bool = True,
-        max_k: int = MAX_K,
-        first_k: int = 3,
-        explore_rounds: int = 2,
-        probe_k: int = 2,
-        probe_budget: float = 0.02,
-        probe_read: int = 16,
-        close_call: float = 0.85,
-        close_probe_every: int = 12,
-        neighbour_every: int = 8,
-        margin: float = 1.03,
-        coast_rounds: int = 3,
-        decay: float = 0.92,
-        predicted_weight: float = 1 / 3,
-        bonus_weight: float = 1.0,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
-        self._clock = clock  # the replay runs the controller on simulated time
+        self.config, self._clock = config, clock
         self.sources = [s for s, on in ((DRAFT, use_draft), (LOOKUP, use_lookup)) if on]
-        self.max_k, self.first_k, self.probe_k, self.probe_read = max_k, first_k, probe_k, probe_read
-        self.explore_rounds, self.neighbour_every = explore_rounds, neighbour_every
+        self.prober = Prober(config)  # when a bypassed source is tried again
         self._rounds_at_k = 0  # rounds in a row at the model's best k, for neighbour checks
-        self.probe_budget, self.margin = probe_budget, margin
-        # a bypassed source predicted within `close_call` of plain is probed every
-        # `close_probe_every` rounds whatever the budget: that is when a probe can change the
-        # decision (and its hindsight judges the whole stretch since the last one)
-        self.close_call, self.close_probe_every = close_call, close_probe_every
         self._best_speedup: dict[Provenance, float] = {}
-        self.predicted_weight = predicted_weight
-        self.bonus_weight = bonus_weight
-        self.acceptance = {s: AcceptanceCounts(0.5, 1.0, decay) for s in self.sources}
+        self.acceptance = {s: AcceptanceCounts(0.5, 1.0, config.decay) for s in self.sources}
         # the draft's long-run record over every answer: where each new answer starts from
         self.record = AcceptanceCounts(0.5, 1.0, 0.995)
         self.verify = VerifyCosts()
-        reference = self.verify._plain_step
+        reference = self.verify.plain_step
         self.drafting = {DRAFT: CostTable(reference), LOOKUP: CostTable(reference)}  # proposing k tokens
         self.overhead = RecentMedian()
         self.since_used = {s: 0 for s in self.sources}
         self.played = {s: 0 for s in self.sources}
-        # the draft's proposals judged (in rounds or in hindsight) and how many of them were right:
-        # whether its bypass rests on thin evidence (Probing)
-        self.verdicts, self.verdict_hits = 0, 0
         self.catch_up_read = RecentMedian()  # per skipped token the draft reads, in plain rounds
-        self.probe_extra = RecentMedian(5)  # a probe's measured cost beyond plain (_follow_probe)
-        self._probe_wall: float | None = None
-        self._probe_read = 0
         # the main's confidence while the draft sits out, read as the draft's likely hit rate
         self.link = ConfidenceLink()
-        # per emitted token; None where the round did not compute it (see wants_confidence)
-        self._recent_confidence: deque[float | None] = deque(maxlen=4096)
+        self.hindsight = DraftHindsight(config, self.link)  # what the draft would have done
         self._plan = DraftPlan(0, MAIN)  # this round's
-        # while the draft clearly does not pay, the full choice is made only every
-        # `coast_rounds + 1` rounds (its estimates move slowly while it sits out)
-        self.coast_rounds, self._coast, self._probe_due, self._coast_plain = coast_rounds, 0, 0, 0.0
+        # rounds left to coast (no full choice), and plain's price when the coasting began
+        self._coast, self._coast_plain = 0, 0.0
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
         # per token, plain steps queued under the round before (see choose_ahead), in multiples
         # of a plain step timed alone (the reference), so that they follow the machine's speed
         self.queued_plain = QueuedSteps()
         self.verify.followers = [*self.drafting.values(), self.queued_plain]
-        self.queue_trials = 4  # queued plain steps explored, where the loop can queue them
         self._queues, self._queue_tried = False, 0
-        self.clean_every, self._since_clean = 64, 0  # rounds between plain steps timed alone
-        self.confidence_lead = 64  # rounds before a due probe in which a learning link wants the confidence
-        # rounds the bypassed draft could have started in its last tokens: each one's chance of
-        # having reached the newest token (AcceptanceCounts.add_predicted), oldest first
-        self._open_rounds: list[float] = []
+        self._since_clean = 0  # rounds since a plain step timed alone
         self._last_observed: float | None = None
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
         self._shadows = ShadowTrials(2 * MAX_DRAFT)  # unused lookup proposals, scored as text comes
         self._last: dict[str, object] = {"policy": "adaptive", "k": 0, "bypassed": False}
+
+    # the settings tests and tools read most, by their old names
+    max_k = property(lambda self: self.config.max_k)
+    probe_read = property(lambda self: self.config.probe_read)
+    confidence_lead = property(lambda self: self.config.confidence_lead)
 
     # -- choosing -----------------------------------------------------------------------------
 
@@ -135,14 +111,14 @@ class AdaptiveDraftLength(Probing):
             # longest draft (its last token's confidence prices one position deeper); else one
             # in four: once the link is settled, a reduction every round costs more than it teaches
             return (
-                self._plan.k < self.max_k
+                self._plan.k < self.config.max_k
                 or self.link.seen < 2 * self.link.minimum_seen
                 or self.played[DRAFT] % 4 == 0
             )
         if self.link.informative():
             return True
         learning = self.link.seen < 2 * self.link.minimum_seen
-        return learning and self._probe_due - self.since_used[DRAFT] <= self.confidence_lead
+        return learning and self.prober.due - self.since_used[DRAFT] <= self.config.confidence_lead
 
     def _lookup_waits(self, context: RoundContext) -> bool:
         """Whether prompt lookup, a source of this controller's, has a match to be weighed."""
@@ -158,7 +134,7 @@ class AdaptiveDraftLength(Probing):
         alone (a queued one is not), nor for one in `clean_every` rounds, which keeps the
         reference every cost is kept against current."""
         self._queues = True  # this loop queues plain steps: their speed is worth exploring
-        if self._plan.k or not self.verify.known() or self._since_clean >= self.clean_every:
+        if self._plan.k or not self.verify.known() or self._since_clean >= self.config.clean_every:
             return False
         plan = self.choose(context)
         if plan.k:
@@ -167,7 +143,7 @@ class AdaptiveDraftLength(Probing):
         return True
 
     def _available(self, context: RoundContext, source: Provenance) -> int:
-        cap = min(self.max_k, context.remaining - 1)
+        cap = min(self.config.max_k, context.remaining - 1)
         if source is DRAFT:
             return cap if context.has_draft else 0
         return min(cap, context.lookup_len)
@@ -187,7 +163,7 @@ class AdaptiveDraftLength(Probing):
         if (
             self._coast
             and not self._lookup_waits(context)
-            and self.since_used.get(DRAFT, 0) < self._probe_due
+            and self.since_used.get(DRAFT, 0) < self.prober.due
             and abs(self.queued_plain.value - self._coast_plain) <= 0.05 * self._coast_plain
         ):
             self._coast -= 1
@@ -198,22 +174,22 @@ class AdaptiveDraftLength(Probing):
         self._shadow = context.lookup if LOOKUP in self.acceptance else ()
         for s in self.sources:  # explore: each usable model source a few rounds, then one plain step
             seen = self.played[s]  # real rounds: lookup's shadow scores price no verify pass
-            if available[s] and seen < (self.explore_rounds if s is DRAFT else 1):
-                k = self.first_k if seen == 0 else 1  # a second size prices the draft's fixed cost
+            if available[s] and seen < (self.config.explore_rounds if s is DRAFT else 1):
+                k = self.config.first_k if seen == 0 else 1  # a second size prices the draft's fixed cost
                 return self._note(DraftPlan(min(k, available[s]), s), "explore")
         if not self.verify.known():  # costs wait for a plain step, the reference they are kept against
             return self._note(DraftPlan(0, MAIN), "explore")
-        if self._queues and self.queued_plain.rounds < 3 and self._queue_tried < self.queue_trials:
+        if self._queues and self.queued_plain.rounds < 3 and self._queue_tried < self.config.queue_trials:
             # plain decoding as a bypass plays it (queued) is what speculation must beat: a
             # plain round timed alone costs more, and pricing plain by it would keep a draft
             # playing short rounds that lose to plain
             self._queue_tried += 1
             return self._note(DraftPlan(0, MAIN), "explore")
-        max_k, overhead = self.max_k, self.overhead.value
+        max_k, overhead = self.config.max_k, self.overhead.value
         costs = [0.0] + self.verify.table(max_k + 1)  # costs[n] for a pass over n tokens
         draft = {s: [0.0] + self.drafting[s].table(max_k) for s in self.sources}
         plain_seconds = self._plain_seconds(costs[1])
-        best, best_speedup = DraftPlan(0, MAIN), self.margin  # speculate only if it clearly pays
+        best, best_speedup = DraftPlan(0, MAIN), self.config.margin  # speculate only if it clearly pays
         rates: dict[str, tuple[float, ...]] = {}
         for s in self.sources:
             tokens, drafting = self.acceptance[s].tokens(max_k), draft[s]
@@ -227,14 +203,15 @@ class AdaptiveDraftLength(Probing):
             for k in range(1, available[s] + 1):
                 if by_k[k - 1] > best_speedup:
                     best, best_speedup = DraftPlan(k, s), by_k[k - 1]
-        self._probe_due = 1 << 30
-        probe = self._probe(best, available, costs, draft, plain_seconds)
+        self.prober.due = 1 << 30
+        probe = self.prober.probe(best, self._standing(available, costs, draft, plain_seconds))
         neighbour = None if probe else self._neighbour(best, available)
         plan = probe or neighbour or best
-        clear_loss = self._best_speedup.get(DRAFT, 0.0) < 0.9 * self.margin  # lookup: its candidates wake it
+        # lookup needs no coasting rule: its candidates wake it
+        clear_loss = self._best_speedup.get(DRAFT, 0.0) < 0.9 * self.config.margin
         # until a probe is due, nothing but the link's predictions moves the draft's estimates:
         # without them it coasts to the probe (queued plain steps all the way, see choose_ahead)
-        coast = self.coast_rounds if self.link.informative() else 1 << 30
+        coast = self.config.coast_rounds if self.link.informative() else 1 << 30
         self._coast = coast if not plan.k and clear_loss else 0
         # plain's own price moves while the draft sits out (the machine slows, the context grows):
         # coasting ends when it does, or a draft priced against a faster moment stays out
@@ -248,13 +225,33 @@ class AdaptiveDraftLength(Probing):
         if not best.k:
             return None
         self._rounds_at_k += 1
-        if self._rounds_at_k % self.neighbour_every:
+        if self._rounds_at_k % self.config.neighbour_every:
             return None
-        up = (self._rounds_at_k // self.neighbour_every) % 2 == 1
+        up = (self._rounds_at_k // self.config.neighbour_every) % 2 == 1
         k = best.k + 1 if up and best.k < available[best.source] else best.k - 1
         return DraftPlan(k, best.source) if k >= 1 else None
 
-    def _note(self, plan: DraftPlan, why: str, rates: dict | None = None, speedup: float = 1.0) -> DraftPlan:
+    def _standing(
+        self,
+        available: dict[Provenance, int],
+        costs: list[float],
+        draft: dict[Provenance, list[float]],
+        plain: float,
+    ) -> Standing:
+        """What the prober reads to decide a probe, as of this full choice."""
+        read_rate = self.catch_up_read.value if self.catch_up_read.count else None
+        return Standing(
+            self.sources, available, self.played, self.since_used, self._best_speedup, self.link,
+            self.record, self.overhead.value, costs, draft, plain, read_rate,
+        )  # fmt: skip
+
+    def _note(
+        self,
+        plan: DraftPlan,
+        why: str,
+        rates: dict[str, tuple[float, ...]] | None = None,
+        speedup: float = 1.0,
+    ) -> DraftPlan:
         self._plan = plan
         self._last = {
             "policy": "adaptive",
@@ -263,7 +260,7 @@ class AdaptiveDraftLength(Probing):
             "why": why,
             "bypassed": plan.k == 0,
             # the estimates' own tuples, replaced (never changed) when the counts move
-            "acceptance": {s.value: self.acceptance[s].estimates(self.max_k) for s in self.sources},
+            "acceptance": {s.value: self.acceptance[s].estimates(self.config.max_k) for s in self.sources},
             "draft_s": self.drafting[DRAFT].measured(),
             "verify_s": self.verify.measured(),
             "overhead_s": self.overhead.value,
@@ -272,8 +269,8 @@ class AdaptiveDraftLength(Probing):
             # the draft's hit rate by the main's confidence band, once it is worth reading
             "hit_by_confidence": self.link.rates() if self.link.informative() else (),
             # (right, judged) of the draft's proposals; whether so few were right that probes thin
-            "draft_right": (self.verdict_hits, self.verdicts),
-            "draft_rarely_right": DRAFT in self.acceptance and self._probe_share(DRAFT) < 1.0,
+            "draft_right": (self.prober.verdict_hits, self.prober.verdicts),
+            "draft_rarely_right": DRAFT in self.acceptance and self.prober.share(DRAFT, self.link) < 1.0,
         }
         return plan
 
@@ -310,19 +307,17 @@ class AdaptiveDraftLength(Probing):
                 self.acceptance[LOOKUP].add(length, matched)
         self._shadow = ()
         if event.hindsight and DRAFT in self.acceptance:
-            self._learn_hindsight(event.hindsight)
+            self.prober.judged(len(event.hindsight), sum(event.hindsight))
+            for k, accepted in self.hindsight.judge(event.hindsight):
+                self._count(DRAFT, k, accepted, weight=1 / 3)  # starts overlap: a third of a round
         if DRAFT in self.acceptance:
-            if event.confidence:
-                self._follow_confidence(event)
-            else:  # not computed this round: keeps hindsight aligned with the tokens
-                self._recent_confidence.extend([None] * len(event.emitted))
+            self.hindsight.follow(event, self.acceptance[DRAFT])
         if event.k == 0 or source not in self.acceptance:
             return
         self.since_used[source] = 0
         self.played[source] += 1
         if source is DRAFT:
-            self.verdicts += min(event.accepted + 1, event.k)
-            self.verdict_hits += event.accepted
+            self.prober.judged(min(event.accepted + 1, event.k), event.accepted)
         self._count(source, event.k, event.accepted)
         if source is LOOKUP or event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
             self.drafting[source].add(event.k, event.draft_seconds)
@@ -332,6 +327,22 @@ class AdaptiveDraftLength(Probing):
             plain_round = self._plain_round(self.verify.plain.value)
             usual = self.drafting[source].table(event.k)[-1]
             self.catch_up_read.add(max(0.0, event.draft_seconds - usual) / event.catch_up / plain_round)
+
+    def _plain_round(self, step: float) -> float:
+        """A plain round timed alone: the pass and the round's overhead."""
+        return self.overhead.value + step
+
+    def _plain_seconds(self, step: float) -> float:
+        """Plain decoding as a bypass plays it, per token: queued steps where they were seen."""
+        return self.queued_plain.value * step if self.queued_plain.rounds >= 3 else self._plain_round(step)
+
+    def _follow_probe(self, event: RoundEvent, wall: float) -> None:
+        """Let the prober settle what the last probe really cost, priced at today's plain step."""
+        prices = None
+        if self.prober.following and self.verify.known():
+            step = self.verify.plain.value  # the verify table's size 1, without building it
+            prices = (self._plain_seconds(step), self._plain_round(step), self.catch_up_read.value)
+        self.prober.follow(event, wall, prices)
 
     def _check_queued_price(self) -> None:
         """A plain step timed alone, with the round's overhead, that costs far less than queued
@@ -344,51 +355,6 @@ class AdaptiveDraftLength(Probing):
         # it ends coasting (a full choice every round, which costs Python time)
         if self._plain_seconds(step) > 1.5 * self._plain_round(step):  # only where queued steps were seen
             self.queued_plain.clear()
-
-    def _follow_confidence(self, event: RoundEvent) -> None:
-        """Teach the link with every draft verdict this round revealed; while the draft sits
-        out, count the tokens as the rounds it would likely have had (at a third of a round
-        each, as hindsight counts, since starts overlap)."""
-        confidence = event.confidence
-        if event.source is DRAFT:
-            for j in range(min(event.accepted + 1, event.k, len(confidence))):
-                self.link.learn(confidence[j], j < event.accepted)
-            if event.accepted == event.k < len(confidence) and self.bonus_weight and self.link.informative():
-                # every proposal passed: the main's own next token is the trial one more
-                # proposal would have had, and its confidence prices it (deep positions are
-                # otherwise seen only when played, so a short k could never learn to grow)
-                p = self.link.predict(confidence[event.k])
-                self.acceptance[DRAFT].add_at(event.k, p, self.bonus_weight)
-            self._open_rounds.clear()
-        elif self.link.informative():
-            for c in confidence:
-                self.acceptance[DRAFT].add_predicted(
-                    self._open_rounds, self.link.predict(c), self.predicted_weight, self.max_k
-                )
-        self._recent_confidence.extend(confidence)
-
-    def _learn_hindsight(self, hits: tuple[bool, ...]) -> None:
-        """The draft's catch-up after a bypass says, for every skipped token, whether the draft
-        would have proposed it: a round starting at token t would have had its run of hits from
-        t accepted. So one probe judges the whole bypassed stretch, not just its own round, and
-        a draft that became useful again is noticed at the first probe. Starts overlap (a round
-        covers several tokens), so each counts as a third of a round."""
-        self.verdicts += len(hits)
-        self.verdict_hits += sum(hits)
-        recent = list(self._recent_confidence)[-len(hits) :] if self._recent_confidence else []
-        if len(recent) == len(hits):  # the skipped tokens are the last ones emitted
-            for c, hit in zip(recent, hits):
-                if c is not None:
-                    self.link.learn(c, hit)
-        run = 0
-        runs = []
-        for hit in reversed(hits):
-            run = run + 1 if hit else 0
-            runs.append(run)
-        runs.reverse()
-        for t, r in enumerate(runs):
-            left = len(hits) - t
-            self._count(DRAFT, r + 1 if r < left else left, r, weight=1 / 3)
 
     def _count(self, source: Provenance, k: int, accepted: int, weight: float = 1.0) -> None:
         self.acceptance[source].add(k, accepted, weight)
@@ -405,7 +371,8 @@ class AdaptiveDraftLength(Probing):
         if DRAFT not in self.acceptance:
             return False
         return (
-            self.played[DRAFT] < self.explore_rounds or self._best_speedup.get(DRAFT, 1.0) >= self.close_call
+            self.played[DRAFT] < self.config.explore_rounds
+            or self._best_speedup.get(DRAFT, 1.0) >= self.config.close_call
         )
 
     def begin_answer(self) -> None:
@@ -417,13 +384,14 @@ class AdaptiveDraftLength(Probing):
         it), so only the very first answer pays for exploring. How the last answer ended must
         not decide the next one: a hard stretch at its end kept the draft bypassed through easy
         answers (and on a CPU, where probing a long bypass costs more than its budget, kept it
-        out for a whole answer). Halving the last estimates
-        instead handed a useless draft back to the prior after a few answers.
+        out for a whole answer). Halving the last estimates instead handed a useless draft back
+        to the prior after a few answers.
         """
-        self._last_observed = self._probe_wall = None
+        self._last_observed = None
+        self.prober.reset_follow()
         self._coast = 0
         self._ahead = None
         self._shadows.clear()
-        self._open_rounds = []
+        self.hindsight.begin_answer()
         if DRAFT in self.acceptance:
             self.acceptance[DRAFT].restart_from(self.record, rounds=6)

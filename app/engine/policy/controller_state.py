@@ -48,7 +48,7 @@ def export_state(policy: AdaptiveDraftLength) -> dict[str, Any]:
         "catch_up_read": _median(policy.catch_up_read),
         "link": {"hits": list(policy.link.hits), "trials": list(policy.link.trials)},
         "played": {s.value: n for s, n in policy.played.items()},
-        "verdicts": [policy.verdicts, policy.verdict_hits],
+        "verdicts": [policy.prober.verdicts, policy.prober.verdict_hits],
     }
 
 
@@ -92,7 +92,7 @@ def restore_state(policy: AdaptiveDraftLength, state: Any) -> bool:
     _set_median(policy.catch_up_read, catch_up)
     policy.link.restore(*link)
     policy.played.update(played)
-    policy.verdicts, policy.verdict_hits = verdicts, verdict_hits
+    policy.prober.verdicts, policy.prober.verdict_hits = verdicts, verdict_hits
     return True
 
 

@@ -7,7 +7,7 @@ benchmark's oracle (which prices every fixed k from a whole prompt's rounds).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 class RecentMedian:
@@ -18,7 +18,8 @@ class RecentMedian:
     would price those passes at the rare cheap one."""
 
     def __init__(self, window: int = 15) -> None:
-        self.window, self.samples, self.count, self.value = window, [], 0, 0.0
+        self.samples: list[float] = []
+        self.window, self.count, self.value = window, 0, 0.0
 
     def add(self, x: float) -> bool:
         """Take a sample; whether the median moved."""
@@ -103,7 +104,7 @@ class LineSums:
 
     __slots__ = ("points", "w", "wn", "wnn", "wnv", "wv")
 
-    def __init__(self, points: list[tuple[int, float, float]] = ()) -> None:  # type: ignore[assignment]
+    def __init__(self, points: Iterable[tuple[int, float, float]] = ()) -> None:
         self.points, self.w, self.wn, self.wv, self.wnn, self.wnv = 0, 0.0, 0.0, 0.0, 0.0, 0.0
         for n, v, c in points:
             self.add(n, v, c)
@@ -303,11 +304,11 @@ class VerifyCosts(CostTable):
     young = 8
 
     def __init__(self) -> None:
-        super().__init__(reference=self._plain_step, optimistic=True)
+        super().__init__(reference=self.plain_step, optimistic=True)
         self.plain = RecentMedian()
         self.followers: list[CostTable | QueuedSteps] = []
 
-    def _plain_step(self) -> float | None:
+    def plain_step(self) -> float | None:
         return self.plain.value if self.plain.count else None
 
     def add(self, n: int, seconds: float) -> None:

@@ -1,6 +1,6 @@
 """How often a bypassed draft is probed, how much of what it skipped a probe reads, and what
-a probe really cost: the half of `AdaptiveDraftLength` that decides when a source sitting out
-is tried again (`Probing`), and the arithmetic behind it.
+a probe really cost: the `Prober` the adaptive controller owns to decide when a source sitting
+out is tried again, and the arithmetic behind it.
 
 All costs are in seconds: `extra` is a probe's own passes beyond a plain step, `read` what the
 draft's reading one skipped token costs, `budget` the share of a plain round probes may take
@@ -10,11 +10,14 @@ draft's reading one skipped token costs, `budget` the share of a plain round pro
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from app.engine.decoding.events import Provenance, RoundEvent
 from app.engine.decoding.policy import DraftPlan
 from app.engine.policy.confidence import ConfidenceLink
-from app.engine.policy.costs import QueuedSteps, RecentMedian, VerifyCosts
+from app.engine.policy.config import AdaptiveConfig
+from app.engine.policy.costs import RecentMedian
 from app.engine.policy.estimates import AcceptanceCounts
 
 DRAFT, LOOKUP = Provenance.DRAFT, Provenance.LOOKUP
@@ -47,53 +50,58 @@ def read_limit(
     return max(probe_read, int((skipped * base - extra) / read))
 
 
-class Probing:
-    """Probe scheduling for the adaptive controller, which owns every attribute named here."""
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """What the controller knows at a full choice that decides a probe, handed to the prober."""
 
-    sources: list[Provenance]
-    played: dict[Provenance, int]
-    verdicts: int
-    verdict_hits: int
-    since_used: dict[Provenance, int]
-    record: AcceptanceCounts
+    sources: Sequence[Provenance]
+    available: Mapping[Provenance, int]  # the longest draft each source can play this round
+    played: Mapping[Provenance, int]  # real rounds each source has played
+    since_used: Mapping[Provenance, int]  # rounds since each source last played
+    best_speedup: Mapping[Provenance, float]  # each source's best predicted speedup over plain
     link: ConfidenceLink
-    verify: VerifyCosts
-    overhead: RecentMedian
-    queued_plain: QueuedSteps
-    catch_up_read: RecentMedian  # per skipped token the draft reads, in plain rounds
-    probe_extra: RecentMedian  # a probe's measured cost beyond plain (_follow_probe)
-    probe_k: int
-    probe_budget: float
-    probe_read: int
-    close_call: float
-    close_probe_every: int
-    _best_speedup: dict[Provenance, float]
-    _probe_due: int
-    _probe_wall: float | None
-    _probe_read: int
+    record: AcceptanceCounts  # the draft's long-run acceptance
+    overhead: float  # a speculative round's cost outside its passes
+    costs: list[float]  # costs[n]: a verify pass over n tokens
+    drafting: Mapping[Provenance, list[float]]  # drafting[s][k]: s proposing k tokens
+    plain: float  # plain decoding per token, as a bypass plays it
+    read_rate: float | None  # the draft's reading one skipped token, in plain rounds (None: unknown)
 
-    def _plain_round(self, step: float) -> float:
-        """A plain round timed alone: the pass and the round's overhead."""
-        return self.overhead.value + step
 
-    def _speedup_by_record(
-        self, up_to: int, costs: list[float], draft: list[float], plain_round: float
-    ) -> float:
+class Prober:
+    """Probe scheduling for the adaptive controller, which owns it and passes it its `Standing`.
+
+    Its own state: when the next probe is due, what probes really cost, and how many of the
+    draft's proposals were judged and how many were right (thin evidence keeps probes coming,
+    a draft never right gets a thinner share of the budget)."""
+
+    def __init__(self, config: AdaptiveConfig) -> None:
+        self.config = config
+        self.due = 0  # rounds a source may sit out before a probe, as of the last full choice
+        self.extra = RecentMedian(5)  # a probe's measured cost beyond plain (`follow`)
+        self.verdicts, self.verdict_hits = 0, 0  # the draft's proposals judged, and right
+        self._wall: float | None = None  # the last round's wall time, when it was a probe
+        self._read = 0  # the tokens that probe read
+
+    def judged(self, verdicts: int, hits: int) -> None:
+        """Count the draft's proposals judged (in rounds or in hindsight) and those right."""
+        self.verdicts += verdicts
+        self.verdict_hits += hits
+
+    def reset_follow(self) -> None:
+        """A new answer: the pause before it is not a probe's cost."""
+        self._wall = None
+
+    @staticmethod
+    def _speedup_by_record(at: Standing, up_to: int, draft: list[float], plain_round: float) -> float:
         """The draft's best speedup if the text were as its long-run record: whether probing a
         bypassed draft is worth reading what it skipped."""
-        tokens, overhead = self.record.tokens(up_to), self.overhead.value
+        tokens, overhead, costs = at.record.tokens(up_to), at.overhead, at.costs
         return (
             max(tokens[k] / (overhead + draft[k] + costs[k + 1]) for k in range(1, up_to + 1)) * plain_round
         )
 
-    def _probe(
-        self,
-        best: DraftPlan,
-        available: dict[Provenance, int],
-        costs: list[float],
-        draft: dict[Provenance, list[float]],
-        plain: float,
-    ) -> DraftPlan | None:
+    def probe(self, best: DraftPlan, at: Standing) -> DraftPlan | None:
         """Try a source unused for long enough that its probes stay within the budget.
 
         A probe after I bypassed rounds costs its own extra passes plus the draft reading the I
@@ -110,61 +118,61 @@ class Probing:
         whatever reading costs: on prose the draft cannot help with those blind probes are a
         real cost, but without them a draft bypassed over a hard stretch would sit out the rest
         of the answer."""
-        plain_round = self._plain_round(costs[1])
-        read = self.catch_up_read.value * plain_round if self.catch_up_read.count else 0.0
-        for s in self.sources:
+        config, link, costs, available, draft = self.config, at.link, at.costs, at.available, at.drafting
+        plain_round = at.overhead + costs[1]  # a plain round timed alone
+        read = at.read_rate * plain_round if at.read_rate is not None else 0.0
+        for s in at.sources:
             if s is best.source or s is LOOKUP or not available[s]:  # lookup is scored every round
                 continue
-            k = min(self.probe_k, available[s])
-            extra = max(draft[s][k] + costs[k + 1] - costs[1], self.probe_extra.value)
+            k = min(config.probe_k, available[s])
+            extra = max(draft[s][k] + costs[k + 1] - costs[1], self.extra.value)
             # of plain decoding as played (queued): the round overhead is a speculative round's
-            base = budget = self.probe_budget / sum(s is not LOOKUP for s in self.sources) * plain
-            close = self._best_speedup.get(s, 0.0) >= self.close_call
+            base = budget = config.probe_budget / sum(s is not LOOKUP for s in at.sources) * at.plain
+            close = at.best_speedup.get(s, 0.0) >= config.close_call
             if close:
                 budget *= 4
             # one unlucky round is thin evidence: recheck soon, unless a probe costs several
             # plain steps (then the budget decides, as for any probe). So are fewer verdicts than
-            # the link needs, since without it only a probe can call the draft back (one judged on
-            # a poem's first rounds would sit out the code answer after it): rechecked
+            # the link needs, since without it only a probe can call the draft back (one met on a
+            # poem's first rounds was not probed again through the code answer after): rechecked
             # until the link has them, or twice that where the loop gives no confidence, unless
             # the draft was never once right (a random-weight draft, which would only pay probes)
-            limit, share = None, self._probe_share(s)
+            limit, share = None, self.share(s, link)
             learning = (
                 s is DRAFT
                 and self.verdict_hits > 0
-                and self.link.seen < self.link.minimum_seen
-                and self.verdicts < 2 * self.link.minimum_seen
+                and link.seen < link.minimum_seen
+                and self.verdicts < 2 * link.minimum_seen
             )
-            if (self.played[s] < 3 or learning) and extra <= 2 * plain_round:
+            if (at.played[s] < 3 or learning) and extra <= 2 * plain_round:
                 interval = 8
             elif (
                 s is DRAFT
-                and not self.link.informative()
-                and self._speedup_by_record(available[s], costs, draft[s], plain_round) >= 1.0
+                and not link.informative()
+                and self._speedup_by_record(at, available[s], draft[s], plain_round) >= 1.0
             ):
                 # reads all it skipped: its hindsight over the whole stretch is what corrects
                 # the record (reading only a window, the record learns too little per probe
                 # and blind probes go on through hard answers)
-                interval = max(self.close_probe_every, math.ceil(extra / budget))
+                interval = max(config.close_probe_every, math.ceil(extra / budget))
             else:
-                interval = affordable_interval(
-                    extra, read, budget, base, self.close_probe_every if close else 4, self.probe_read
-                )
+                floor = config.close_probe_every if close else 4
+                interval = affordable_interval(extra, read, budget, base, floor, config.probe_read)
                 # until reading has a price, a probe learns it from a window rather than paying for
                 # the whole stretch at an unknown rate (on a CPU reading a long bypass costs
                 # several plain steps)
                 limit = (
-                    read_limit(self.since_used[s], extra, read, budget, base * share, self.probe_read)
-                    if self.catch_up_read.count
-                    else self.probe_read
+                    read_limit(at.since_used[s], extra, read, budget, base * share, config.probe_read)
+                    if at.read_rate is not None
+                    else config.probe_read
                 )
             interval = math.ceil(interval / share)
-            self._probe_due = min(self._probe_due, interval, 512)
-            if self.since_used[s] >= min(interval, 512):
+            self.due = min(self.due, interval, 512)
+            if at.since_used[s] >= min(interval, 512):
                 return DraftPlan(k, s, limit)
         return None
 
-    def _probe_share(self, source: Provenance) -> float:
+    def share(self, source: Provenance, link: ConfidenceLink) -> float:
         """The share of the probe budget a source keeps (its probes come that much more rarely,
         and where reading all it skipped is beyond the budget, it reads that much less): all of
         it, unless it is a draft right on fewer than one in `2 * minimum_seen` (48) of the
@@ -175,25 +183,29 @@ class Probing:
         (every 512 rounds at the least), and a few hits restore the full budget."""
         if source is not DRAFT:
             return 1.0
-        judged = 2 * self.link.minimum_seen
+        judged = 2 * link.minimum_seen
         return min(1.0, judged * (self.verdict_hits + 1) / max(self.verdicts, 1))
 
-    def _plain_seconds(self, step: float) -> float:
-        """Plain decoding as a bypass plays it, per token: queued steps where they were seen."""
-        return self.queued_plain.value * step if self.queued_plain.rounds >= 3 else self._plain_round(step)
-
-    def _follow_probe(self, event: RoundEvent, wall: float) -> None:
+    def follow(self, event: RoundEvent, wall: float, prices: tuple[float, float, float] | None) -> None:
         """What a probe really cost beyond the plain steps it stood in for: its round and, if the
         draft stays out, the next (the plain steps' queue starts again after it, with a full
         choice), less reading the skipped tokens (priced apart). Pricing a probe by its passes
         alone misses the restarted queue, and a useless draft's probes then overspend the
-        budget (docs/measurements/2026-11-23-probe-costs-h200.md)."""
-        if self._probe_wall is not None and self.verify.known():
-            step = self.verify.plain.value  # the verify table's size 1, without building it
-            read = self._probe_read * self.catch_up_read.value * self._plain_round(step)
-            plain = self._plain_seconds(step)
+        budget (docs/measurements/2026-11-23-probe-costs-h200.md).
+
+        `wall` is the round's wall time; `prices`, once the verify costs are known and while
+        `following`: plain decoding per token as played, a plain round timed alone, and reading
+        one skipped token in plain rounds."""
+        if self._wall is not None and prices is not None:
+            plain, plain_round, read_rate = prices
+            read = self._read * read_rate * plain_round
             after = wall - plain if event.k == 0 else 0.0  # the draft resumed: no queue to restart
-            self.probe_extra.add(max(0.0, self._probe_wall - plain + after - read))
-        self._probe_wall, self._probe_read = None, 0
+            self.extra.add(max(0.0, self._wall - plain + after - read))
+        self._wall, self._read = None, 0
         if event.k and event.policy.get("why") == "probe":
-            self._probe_wall, self._probe_read = wall, event.catch_up
+            self._wall, self._read = wall, event.catch_up
+
+    @property
+    def following(self) -> bool:
+        """Whether the last round was a probe, whose cost this round's wall time settles."""
+        return self._wall is not None

@@ -6,13 +6,12 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.engine.decoding.events import RoundEvent
-from app.engine.decoding.policy import DraftPlan, PlainDecoding, RoundContext
+from app.engine.decoding.policy import DraftPlan, PlainDecoding, PolicyDefaults, RoundContext
 from app.engine.decoding.session import ChatSession
 from tests.engine.helpers import drive
 
 
-class ScriptedPolicy:
+class ScriptedPolicy(PolicyDefaults):
     """Drafts the k values it is given, in turn (0 = a plain step), reading at most
     `read_limit` of the tokens the draft has not seen (None: all of them)."""
 
@@ -23,9 +22,6 @@ class ScriptedPolicy:
         k = self.ks[self.i % len(self.ks)]
         self.i += 1
         return DraftPlan(k, read_limit=self.read_limit)
-
-    def observe(self, event: RoundEvent) -> None:
-        pass
 
     def snapshot(self) -> dict[str, object]:
         return {"policy": "scripted"}

@@ -3,13 +3,12 @@ the output stays plain decoding's, and editing back into the gap rewinds the dra
 
 from __future__ import annotations
 
-from app.engine.decoding.events import RoundEvent
-from app.engine.decoding.policy import DraftPlan, PlainDecoding, RoundContext
+from app.engine.decoding.policy import DraftPlan, PlainDecoding, PolicyDefaults, RoundContext
 from app.engine.decoding.session import ChatSession
 from tests.engine.helpers import drive
 
 
-class SkipThenProbe:
+class SkipThenProbe(PolicyDefaults):
     """Draft 3 at the start, sit out until `probe_at` tokens, then draft reading at most `read`."""
 
     def __init__(self, probe_at: int, read: int) -> None:
@@ -19,9 +18,6 @@ class SkipThenProbe:
         if context.position == 0:
             return DraftPlan(3)
         return DraftPlan(2, read_limit=self.read) if context.position >= self.probe_at else DraftPlan(0)
-
-    def observe(self, event: RoundEvent) -> None:
-        pass
 
     def snapshot(self) -> dict[str, object]:
         return {"policy": "scripted"}

@@ -7,14 +7,29 @@ from dataclasses import replace
 import pytest
 
 from app.engine.decoding.events import Provenance, RoundEvent
+from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPlan, PlainDecoding, RoundContext, as_plan
 from app.engine.decoding.session import ChatSession
-from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.adaptive import AdaptiveConfig, AdaptiveDraftLength
 from app.engine.policy.costs import VerifyCosts
 from app.engine.policy.estimates import expected_tokens
 from tests.engine.helpers import drive
 
 CONTEXT = RoundContext(has_draft=True, remaining=100, position=0)
+
+
+class RecordingModel:
+    """A model that records how many tokens each pass reads."""
+
+    def __init__(self, model) -> None:
+        self.model, self.widths = model, []
+
+    def __call__(self, inputs, *args, **kwargs):
+        self.widths.append(inputs.shape[1])
+        return self.model(inputs, *args, **kwargs)
+
+    def __getattr__(self, name: str):  # make_prompt_cache reads the layers
+        return getattr(self.model, name)
 
 
 def _event(
@@ -184,13 +199,19 @@ def test_bypass_runs_no_draft_passes_and_the_draft_catches_up_in_one_pass(toy_us
             super().choose(context)  # telemetry as usual
             return as_plan(3 if context.position == 0 or context.position >= 20 else 0)
 
-    session = ChatSession(toy_useless_pair)
+    draft = RecordingModel(toy_useless_pair.draft.model)
+    pair = ModelPair(toy_useless_pair.main, replace(toy_useless_pair.draft, model=draft))
+    session = ChatSession(pair)
     out = drive(session, toy_prompt, BypassThenResume(use_lookup=False), max_tokens=30, stop_ids=[])
     assert out.offsets_ok
     resumed = next(r for r in out.rounds[1:] if r.k)
     bypassed = out.rounds[1 : resumed.index]
-    assert len(bypassed) >= 18 and all(r.k == 0 and r.draft_seconds < 0.002 for r in bypassed)
+    assert len(bypassed) >= 18 and all(r.k == 0 for r in bypassed)
+    # every draft pass is the prompt's prefill or one of a draft round's k steps: none in between
+    assert len(draft.widths) == 1 + sum(r.k for r in out.rounds)
     assert resumed.catch_up == len(bypassed)  # the skipped tokens, read in the first draft step
+    first_step = 1 + sum(r.k for r in out.rounds[: resumed.index])
+    assert draft.widths[first_step] == resumed.catch_up + 1  # with the round's pending token
 
 
 def test_worker_settings_default_to_adaptive_and_offer_lookup():
@@ -527,7 +548,7 @@ def test_a_first_long_probe_reads_a_window_until_reading_is_priced():
     unknown when hard text (the main unsure, as the link knows) first bypasses it: that probe
     reads only the last `probe_read` tokens (on a CPU, reading all of a long stretch once cost 8%
     of an answer), which prices reading; where it proves cheap, later probes read all they skipped."""
-    policy = AdaptiveDraftLength(use_lookup=False, probe_read=4)
+    policy = AdaptiveDraftLength(AdaptiveConfig(probe_read=4), use_lookup=False)
     for c, hit in [(0.99, True), (0.3, False)] * 30:
         policy.link.learn(c, hit)
     verify = lambda n: 0.010 + 0.006 * (n - 1)
@@ -655,7 +676,7 @@ def test_a_learning_link_asks_for_the_confidence_only_where_a_coming_probe_will_
     for _ in range(1200):
         plan = as_plan(policy.choose(CONTEXT))
         asked.append(
-            (plan.k, policy.wants_confidence, policy.since_used[Provenance.DRAFT], policy._probe_due)
+            (plan.k, policy.wants_confidence, policy.since_used[Provenance.DRAFT], policy.prober.due)
         )
         policy.observe(_event(plan.k, 0, verify(plan.k + 1), 0.002, plan.source))
     bypassed = [(want, due - since) for k, want, since, due in asked[20:] if not k]

@@ -41,7 +41,7 @@ def test_prices_keep_their_seconds_while_the_plain_step_is_first_measured():
     verify table and in every table that shares the reference, where they used to grow with the
     correction and stay 18% too dear."""
     costs = VerifyCosts()
-    drafting, queued = CostTable(costs._plain_step), QueuedSteps()
+    drafting, queued = CostTable(costs.plain_step), QueuedSteps()
     costs.followers = [drafting, queued]
     costs.add(1, 0.0085)
     for _ in range(5):

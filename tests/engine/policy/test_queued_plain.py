@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.decoding.policy import PlainDecoding
+from app.engine.decoding.policy import PlainDecoding, RoundContext
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
 from app.engine.measure.oracle import RoundRecord, best_fixed
@@ -22,7 +22,8 @@ SAMPLINGS = {
 class OneAtATime(PlainDecoding):
     """Plain decoding that never commits ahead: each step waits for the one before."""
 
-    choose_ahead = None  # type: ignore[assignment]
+    def choose_ahead(self, context: RoundContext) -> bool:
+        return False
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLINGS))
