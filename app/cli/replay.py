@@ -48,7 +48,7 @@ def _record(args: argparse.Namespace) -> tuple[list[Trace], CostModel | None]:
     from app.engine.decoding.loading import load_pair
     from app.engine.decoding.templates import format_chat
     from app.engine.measure.bench import load_prompts
-    from app.engine.measure.replay import measure_costs, record_trace
+    from app.engine.measure.recording import measure_costs, record_trace
 
     if not args.main or not args.draft:
         raise ValueError("recording needs --main and --draft (or replay saved answers with --traces)")

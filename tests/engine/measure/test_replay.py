@@ -13,12 +13,12 @@ from app.engine.decoding.policy import DraftPlan, FixedDraftLength, PlainDecodin
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import format_chat
 from app.engine.measure.bench import BUILTIN_PROMPTS
+from app.engine.measure.recording import record_trace
 from app.engine.measure.replay import (
     CostModel,
     SimulatedClock,
     Trace,
     load_traces,
-    record_trace,
     replay,
     run_policies,
     save_traces,
