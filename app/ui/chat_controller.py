@@ -8,7 +8,7 @@ Every engine call here is a non-blocking submit or cancel.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from PySide6.QtCore import QObject, QSettings, Signal
 
@@ -20,11 +20,18 @@ from app.engine.decoding.events import (
     TokenEvent,
     WarmUpProgress,
 )
-from app.engine.features.baselines import BaselineCache, GenerationContext, context_bucket
+from app.engine.features.baselines import BaselineCache, context_bucket
 from app.engine.features.prompt_kind import classify
+from app.engine.protocol import (
+    Generate,
+    GenerationContext,
+    LoadPair,
+    PairLoaded,
+    SpeculationMode,
+    WorkerMessage,
+)
 from app.engine.store.conversations import ConversationError, ConversationStore, clean_text
 from app.engine.store.history import LOOKUP, Run, RunHistory
-from app.engine.worker import Generate, LoadPair, PairLoaded, WorkerMessage
 from app.ui.chat_view import ChatView, ViewMessage
 from app.ui.engine_bridge import EngineBridge
 from app.ui.plain_speed import BaselineStatus, PlainBaselines
@@ -221,7 +228,7 @@ class ChatController(QObject):
         s = self.chat_settings
         speculation = s.speculation_settings()
         if self.mode_override is not None:
-            speculation = type(speculation)(self.mode_override, speculation.k, speculation.acceptance)
+            speculation = replace(speculation, mode=SpeculationMode(self.mode_override))
         command = Generate(self._history(), s.sampling(), speculation, s.max_tokens)
         key = self.store.append(self.conversation, "assistant", "", state="partial")
         message = ViewMessage(key, "assistant", Answer(), state="partial")
@@ -232,7 +239,7 @@ class ChatController(QObject):
         self.live = Live(
             self.bridge.submit(command),
             message,
-            Assembler(message.answer, self.bridge.decode),
+            Assembler(message.answer),
             stats,
             origin={"main": self.pair[0], "draft": self.pair[1], "temperature": s.temperature},
             kind=classify(asked),
@@ -263,7 +270,7 @@ class ChatController(QObject):
                     live.stats.token(event)
                     live.ids.append(event.id)
                 elif isinstance(event, RoundEvent):
-                    live.assembler.round(event.accepted, event.proposed)
+                    live.assembler.round(event.accepted, event.refused_text)
                     live.stats.round(event)
                 elif isinstance(event, GenerationContext):
                     live.context = event.prompt_tokens

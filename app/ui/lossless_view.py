@@ -12,10 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engine.decoding.events import EngineError
-from app.engine.features.lossless import LosslessReport
-from app.engine.jobs import CheckLossless
-from app.engine.worker import WorkerMessage
+from app.engine.protocol import CheckLossless, EngineError, LosslessReport, WorkerMessage
 
 if TYPE_CHECKING:
     from app.ui.chat_controller import ChatController
@@ -144,18 +141,9 @@ class LosslessChecker(QObject):
                 self._done(key, {"verdict": "error", "message": event.message}, event.message)
 
     def _record(self, report: LosslessReport) -> dict[str, Any]:
-        message = report.message
-        decode = self.controller.bridge.decode
-        if decode is not None and report.answer_token is not None:
-            plain = (
-                repr(decode([report.plain_token]))
-                if report.plain_token is not None
-                else "the end of the answer"
-            )
-            message += f" The answer has {decode([report.answer_token])!r} where plain decoding has {plain}."
         return {
             "verdict": report.verdict,
-            "message": message,
+            "message": report.message,  # names the two tokens where they diverge
             "position": report.position,
             "compared": report.compared,
             "top2_margin": report.top2_margin,

@@ -27,6 +27,8 @@ from app.engine.decoding.detokenize import StreamingDetokenizer
 from app.engine.decoding.drafting import Proposal, propose, score, top_probability
 from app.engine.decoding.events import (
     EngineError,
+    ErrorKind,
+    FinishReason,
     GenerationFinished,
     GenerationStats,
     PrefillProgress,
@@ -115,7 +117,7 @@ def _drop_queued(session: ChatSession) -> None:
 
 
 def _finish(
-    reason: str,
+    reason: FinishReason,
     ids: list[int],
     detok: StreamingDetokenizer,
     text: str,
@@ -185,7 +187,7 @@ def generate(
     planned: DraftPlan | None = first
     wants_draft = first.k > 0 and first.source is Provenance.DRAFT
     if wants_draft and session.draft_cache is not None and session.speculation_refusal:
-        yield EngineError(session.speculation_refusal, kind="notice")
+        yield EngineError(session.speculation_refusal, kind=ErrorKind.NOTICE)
 
     start = time.perf_counter()
     reused = min(common_prefix(session.tokens, prompt), max(len(prompt) - 1, 0))
@@ -199,13 +201,13 @@ def generate(
     choose_ahead = getattr(policy, "choose_ahead", None)
     last_read = time.perf_counter()
     rounds = proposed_total = accepted_total = 0
-    reason = "length"
+    reason = FinishReason.LENGTH
     if session.pending is None:  # cancelled during prefill
-        reason = "cancelled"
+        reason = FinishReason.CANCELLED
     queued: _Verdict | None = None  # the next plain round's pass, queued by this one
     while session.pending is not None and len(answer) < max_tokens:
         if cancel is not None and cancel.is_set():
-            reason = "cancelled"
+            reason = FinishReason.CANCELLED
             break
         remaining = max_tokens - len(answer)
         candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0] if lookup else []
@@ -311,7 +313,7 @@ def generate(
         proposed_total += k
         accepted_total += accepted
         if stopped:
-            reason = "stop"
+            reason = FinishReason.STOP
             break
 
     if queued is not None:  # the answer ended (stop, cancel) under a queued step: undo its feed
