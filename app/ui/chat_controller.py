@@ -59,7 +59,6 @@ class ChatController(QObject):
     busy_changed = Signal(bool)
     conversations_changed = Signal()
     pair_changed = Signal(str)  # a sentence describing the loaded pair, or the load error
-    pair_loaded = Signal(str)  # the main model, once loaded
     notice = Signal(str)
     baseline_status = Signal(object)  # BaselineStatus: the plain speed the dashboard compares with
     history_changed = Signal()
@@ -318,7 +317,6 @@ class ChatController(QObject):
             )
             self.strip.set_state("Ready")
             self.pair_changed.emit(f"{name(event.main)}  +  {draft}")
-            self.pair_loaded.emit(event.main)
             if event.speculation_refusal:
                 self.notice.emit(event.speculation_refusal)
         elif isinstance(event, WarmUpProgress):  # a GPU builds kernels per pass shape: done once per load
