@@ -65,7 +65,8 @@ def _smoke(timeout: float) -> str:
 
     from app.engine.decoding.events import EngineError, GenerationFinished, RoundEvent, TokenEvent
     from app.engine.measure.toy import write_toy_models
-    from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
+    from app.engine.protocol import Generate, LoadPair, PairLoaded, SpeculationMode, SpeculationSettings
+    from app.engine.worker import EngineWorker
 
     library = _check_mlx_library()
     inbox: queue.Queue = queue.Queue()
@@ -104,7 +105,7 @@ def _smoke(timeout: float) -> str:
 
         ask = Generate(
             ({"role": "user", "content": PROMPT},),
-            speculation=SpeculationSettings("fixed", DRAFT_K),
+            speculation=SpeculationSettings(SpeculationMode.FIXED, DRAFT_K),
             max_tokens=MAX_TOKENS,
         )
         events = wait(worker.submit(ask))

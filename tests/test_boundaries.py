@@ -1,4 +1,5 @@
-"""The engine must stay free of Qt: it runs in a worker and in command-line tools."""
+"""The boundaries between engine and UI: the engine stays free of Qt (it runs in a worker and in
+command-line tools), and the UI free of model code (the engine sends it text)."""
 
 import ast
 import subprocess
@@ -7,6 +8,7 @@ from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parents[1] / "app" / "engine"
 FORBIDDEN = ("PySide6", "shiboken6", "qasync", "app.ui")
+UI_FORBIDDEN = ("mlx", "mlx_lm", "transformers", "tokenizers")
 
 
 def _imports(path: Path) -> set[str]:
@@ -62,4 +64,16 @@ def _private_imports(path: Path) -> list[str]:
 
 def test_no_module_imports_another_modules_private_names():
     offenders = {str(p.relative_to(APP)): _private_imports(p) for p in APP.rglob("*.py")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_no_ui_module_imports_mlx_or_a_tokenizer():
+    """The engine sends refused drafts and verdicts as text, so the UI loads no model code."""
+    ui = ENGINE.parent / "ui"
+    offenders = {
+        str(path.relative_to(ui)): sorted(
+            name for name in _imports(path) if name.split(".")[0] in UI_FORBIDDEN
+        )
+        for path in ui.rglob("*.py")
+    }
     assert {k: v for k, v in offenders.items() if v} == {}

@@ -121,7 +121,7 @@ def format_paired(runs: list[BenchRun]) -> str:
 
 def format_oracle(runs: list[BenchRun]) -> str:
     """Per prompt: the best fixed k in hindsight (predicted), the best measured, and adaptive's share."""
-    from app.engine.measure.oracle import best_fixed
+    from app.engine.policy.oracle import best_fixed
 
     lines = [
         f"{'prompt':<14}{'rule':<9}{'oracle k':>9}{'pred×':>7}{'best fixed':>12}{'×plain':>8}"

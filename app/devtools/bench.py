@@ -46,7 +46,7 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     home = Path(tempfile.mkdtemp(prefix="specchat-bench-"))
     os.environ["SPECCHAT_HOME"] = str(home)
     app = QApplication.instance() or QApplication([])
-    from app.devtools.fake_engine import FakeEngine, fake_decode
+    from app.devtools.fake_engine import FakeEngine
     from app.engine.library.discovery import Sources
     from app.engine.store.conversations import ConversationStore
     from app.ui.main_window import MainWindow
@@ -59,7 +59,6 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
         store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
         sources=Sources(None, None, home / "m", use_hub=False),
-        decoder=lambda m: fake_decode,
         restore_pair=False,
     )
     window.resize(1100, 720)

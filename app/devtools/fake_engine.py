@@ -10,24 +10,32 @@ import re
 import time
 from collections.abc import Callable
 
-from app.engine.decoding.events import (
+from app.engine.features.baselines import Preemptible, context_bucket
+from app.engine.protocol import (
+    BaselineMeasured,
+    CheckLossless,
+    Command,
     EngineError,
+    ErrorKind,
+    FinishReason,
+    Generate,
+    GenerationContext,
     GenerationFinished,
     GenerationStats,
+    LoadPair,
+    MeasureBaseline,
+    PairLoaded,
     PrefillProgress,
     Provenance,
+    Reply,
+    ResetSession,
     RoundEvent,
+    RunArena,
+    SpeculationMode,
     TokenEvent,
+    WorkerMessage,
 )
-from app.engine.features.baselines import (
-    BaselineMeasured,
-    GenerationContext,
-    MeasureBaseline,
-    Preemptible,
-    context_bucket,
-)
-from app.engine.jobs import CheckLossless, RunArena
-from app.engine.worker import Command, EngineWorker, Generate, LoadPair, PairLoaded, WorkerMessage
+from app.engine.worker import EngineWorker
 
 SAMPLE = """Speculative decoding lets a **small draft model** guess the next few tokens, and the
 *main model* checks them all in one pass.
@@ -82,20 +90,24 @@ class FakeEngine(EngineWorker):
 
     def _handle(self, request: int, command: Command) -> None:
         self.commands.append(command)
-        if isinstance(command, LoadPair):
-            time.sleep(self.load_seconds)
-            self.loaded = command.main
-            self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
-        elif isinstance(command, Generate):
-            self._generate(request, command)
-        elif isinstance(command, MeasureBaseline):
-            self._measure(request, command)
-        elif isinstance(command, (CheckLossless, RunArena)):
-            self._emit(
-                WorkerMessage(
-                    request, EngineError("the synthetic engine has no models to measure", kind="state")
+        match command:
+            case LoadPair():
+                time.sleep(self.load_seconds)
+                self.loaded = command.main
+                self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
+            case Generate():
+                self._scripted_answer(request, command)
+            case MeasureBaseline():
+                self._measure(request, command)
+            case CheckLossless() | RunArena():
+                self._emit(
+                    WorkerMessage(
+                        request,
+                        EngineError("the synthetic engine has no models to measure", kind=ErrorKind.STATE),
+                    )
                 )
-            )
+            case ResetSession():
+                pass  # no caches to forget
 
     def _measure(self, request: int, command: MeasureBaseline) -> None:
         """Plain tokens at `plain_rate`, giving way to queued work as the real worker does."""
@@ -122,8 +134,10 @@ class FakeEngine(EngineWorker):
             )
         )
 
-    def _generate(self, request: int, command: Generate) -> None:
-        emit = lambda event: self._emit(WorkerMessage(request, event))
+    def _scripted_answer(self, request: int, command: Generate) -> None:
+        def emit(event: Reply) -> None:
+            self._emit(WorkerMessage(request, event))
+
         start = time.perf_counter()
         prompt = sum(len(m["content"]) for m in command.messages) // 4 + 8
         emit(GenerationContext(self.loaded or "", prompt))
@@ -132,12 +146,12 @@ class FakeEngine(EngineWorker):
         prefill = time.perf_counter() - start
         n = rnd = proposed_total = accepted_total = 0
         ids: list[int] = []
-        reason = "length"
+        reason = FinishReason.LENGTH
         while n < command.max_tokens:
             if self._cancel.is_set():
-                reason = "cancelled"
+                reason = FinishReason.CANCELLED
                 break
-            bypass = command.speculation.mode == "off" or (rnd // 12) % 4 == 3
+            bypass = command.speculation.mode == SpeculationMode.OFF or (rnd // 12) % 4 == 3
             k = 0 if bypass else self.k
             source = Provenance.LOOKUP if rnd % 5 == 4 else Provenance.DRAFT
             accepted = 0 if k == 0 else (rnd * 7 + 3) % (k + 1)
@@ -176,6 +190,7 @@ class FakeEngine(EngineWorker):
                     emitted / self.rate,
                     source if k else Provenance.MAIN,
                     policy,
+                    refused_text=fake_decode(list(proposed[min(accepted, emitted) :])),
                 )
             )
             rnd += 1

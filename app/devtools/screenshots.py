@@ -37,7 +37,7 @@ def _save(app: QApplication, widget: QWidget, path: Path) -> Path:
 
 
 def _window(home: Path, models: Path, rate: float):
-    from app.devtools.fake_engine import FakeEngine, fake_decode
+    from app.devtools.fake_engine import FakeEngine
     from app.engine.library.discovery import Sources
     from app.engine.store.conversations import ConversationStore
     from app.ui.main_window import MainWindow
@@ -47,7 +47,6 @@ def _window(home: Path, models: Path, rate: float):
         store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
         sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
-        decoder=lambda main: fake_decode,
         restore_pair=False,
     )
     window.resize(1180, 760)
@@ -108,7 +107,7 @@ def render_all(out_dir: str) -> int:
     _save(app, window, out / "welcome.png")
 
     window.load_pair("/models/Qwen2.5-7B-Instruct-4bit", "/models/Qwen2.5-0.5B-Instruct-4bit")
-    _wait(app, lambda: window.controller.pair is not None and window.bridge.decode is not None, 10)
+    _wait(app, lambda: window.controller.pair is not None, 10)
     _history_and_baseline(app, window, out)
     window.controller.new_conversation()
     window.controller.chat_settings = ChatSettings(max_tokens=110)

@@ -50,7 +50,7 @@ def render_checks(app: QApplication, home: Path, out: Path, wait: Wait, save: Sa
     window.resize(1180, 760)
     window.show()
     window.load_pair(str(lib / "toy-main"), str(lib / "toy-draft"))
-    wait(app, lambda: window.controller.pair is not None and window.bridge.decode is not None, 60)
+    wait(app, lambda: window.controller.pair is not None, 60)
     for text in ("Write a haiku about speculative decoding", "And one about caches"):
         window.controller.chat_settings = ChatSettings(max_tokens=40, speculation="fixed", k=3)
         window.controller.send(text)

@@ -1,109 +1,54 @@
 """The engine's one worker thread: it owns every MLX object (models, caches, streams).
 
 MLX streams belong to the thread that created them, so loading and generating both happen here.
-Callers submit command dataclasses and receive `WorkerMessage`s through a callback that the
-worker calls on its own thread; the UI forwards them to the GUI thread. Nothing here blocks
+Callers submit the commands of protocol.py and receive `WorkerMessage`s through a callback that
+the worker calls on its own thread; the UI forwards them to the GUI thread. Nothing here blocks
 the caller except `shutdown`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import queue
 import threading
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import Any
 
 import mlx.core as mx
 
 from app.engine.decoding.decode import generate
-from app.engine.decoding.events import EngineError, Event, WarmUpProgress
 from app.engine.decoding.loading import ModelLoadError, ModelPair, load_pair
-from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
-from app.engine.decoding.sampling import SamplingParams
+from app.engine.decoding.policy import DraftPolicy
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import TemplateError, format_chat
-from app.engine.features.baselines import (
-    BaselineMeasured,
-    GenerationContext,
-    MeasureBaseline,
-    Preemptible,
-    filler_ids,
-    measure_plain,
-)
-from app.engine.jobs import CheckLossless, JobEvent, RunArena, run_arena_job, run_check
+from app.engine.features.arena import run_arena_job
+from app.engine.features.baselines import Preemptible, filler_ids, measure_plain
+from app.engine.features.lossless import check_answer
 from app.engine.library.store import Store
 from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
 from app.engine.policy.controller_state import export_state, restore_state, state_key
 from app.engine.policy.warmup import compile_pass_shapes, compiles_per_shape
-
-
-@dataclass(frozen=True, slots=True)
-class LoadPair:
-    """`warm_up`: compile every pass shape the adaptive controller may play before the pair is
-    reported loaded (WarmUpProgress on the way); None: where the device builds kernels per
-    shape (a GPU)."""
-
-    main: str
-    draft: str | None = None
-    warm_up: bool | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SpeculationSettings:
-    """adaptive: k chosen each round (draft model or prompt lookup, bypassed when it does not
-    pay); lookup: adaptive over prompt lookup alone; fixed: always k drafted tokens; off: plain.
-
-    `acceptance` is "exact" or "residual"; None: residual when sampling, exact when greedy.
-    """
-
-    mode: str = "adaptive"
-    k: int = 4
-    acceptance: str | None = None
-
-    def policy(self) -> DraftPolicy:
-        if self.mode == "off":
-            return PlainDecoding()
-        if self.mode == "fixed":
-            return FixedDraftLength(self.k)
-        if self.mode == "adaptive":
-            return AdaptiveDraftLength()
-        if self.mode == "lookup":
-            return AdaptiveDraftLength(use_draft=False)
-        raise ValueError(f"unknown speculation mode {self.mode!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class Generate:
-    messages: tuple[dict[str, str], ...]
-    sampling: SamplingParams = field(default_factory=SamplingParams)
-    speculation: SpeculationSettings = field(default_factory=SpeculationSettings)
-    max_tokens: int = 512
-
-
-@dataclass(frozen=True, slots=True)
-class ResetSession:
-    """Forget the conversation held in the caches (a new chat)."""
-
-
-@dataclass(frozen=True, slots=True)
-class PairLoaded:
-    main: str
-    draft: str | None
-    speculation_refusal: str | None
-
-
-Command = LoadPair | Generate | ResetSession | CheckLossless | RunArena | MeasureBaseline
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerMessage:
-    request: int
-    event: Event | PairLoaded | JobEvent | GenerationContext | BaselineMeasured
-
-
-_STOP = object()
+from app.engine.protocol import (
+    CheckLossless,
+    Command,
+    EngineError,
+    ErrorKind,
+    Generate,
+    GenerationContext,
+    LoadPair,
+    MeasureBaseline,
+    PairLoaded,
+    Reply,
+    ResetSession,
+    RoundEvent,
+    RunArena,
+    SpeculationMode,
+    SpeculationSettings,
+    WarmUpProgress,
+    WorkerMessage,
+)
 
 
 class EngineWorker:
@@ -120,7 +65,7 @@ class EngineWorker:
         # where adaptive controllers keep what they learnt about a pair across sessions (None: nowhere)
         self._memory = memory
         self._loaded: tuple[str, str | None] = ("", None)
-        self._queue: queue.Queue[tuple[int, Command] | object] = queue.Queue()
+        self._queue: queue.Queue[tuple[int, Command] | None] = queue.Queue()  # None: stop
         self._ids = itertools.count(1)
         self._cancel = threading.Event()
         # which request runs, and those cancelled before they started (the GUI thread cancels,
@@ -132,7 +77,7 @@ class EngineWorker:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._pair: ModelPair | None = None
         self._session: ChatSession | None = None
-        self._policies: dict[str, DraftPolicy] = {}
+        self._policies: dict[SpeculationMode, DraftPolicy] = {}
 
     def start(self) -> None:
         self._thread.start()
@@ -155,7 +100,7 @@ class EngineWorker:
 
     def shutdown(self, timeout: float = 10.0) -> bool:
         self._cancel.set()
-        self._queue.put(_STOP)
+        self._queue.put(None)
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
@@ -172,9 +117,9 @@ class EngineWorker:
         """Handle commands in order until shutdown; a failure is reported, never raised."""
         while True:
             item = self._queue.get()
-            if item is _STOP:
+            if item is None:
                 return
-            request, command = item  # type: ignore[misc]
+            request, command = item
             with self._lock:
                 self._running = self._last_started = request
                 if request in self._cancelled_early:
@@ -186,7 +131,7 @@ class EngineWorker:
                 self._handle(request, command)
             except Exception as exc:
                 detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                self._emit(WorkerMessage(request, EngineError(detail, kind="crash")))
+                self._emit(WorkerMessage(request, EngineError(detail, kind=ErrorKind.CRASH)))
             finally:
                 with self._lock:
                     self._running = None
@@ -194,7 +139,7 @@ class EngineWorker:
     def _policy_for(self, speculation: SpeculationSettings) -> DraftPolicy:
         """Adaptive controllers live as long as the loaded pair (costs are the machine's), and
         start from what the last session learnt about it."""
-        if speculation.mode not in ("adaptive", "lookup"):
+        if not speculation.adaptive:
             return speculation.policy()
         policy = self._policies.get(speculation.mode)
         if policy is None:
@@ -203,7 +148,7 @@ class EngineWorker:
                 restore_state(policy, self._memory.get("controller", self._memory_key(speculation.mode)))
         return policy
 
-    def _memory_key(self, mode: str) -> str:
+    def _memory_key(self, mode: SpeculationMode) -> str:
         return state_key(*self._loaded, str(mx.default_device()), mode)
 
     def _remember(self, speculation: SpeculationSettings) -> None:
@@ -215,78 +160,113 @@ class EngineWorker:
         """The cancel flag of background work: also set while another command waits."""
         return Preemptible(self._cancel, lambda: not self._queue.empty())
 
-    def _warm_up(self, request: int, pair: ModelPair) -> None:
+    def _warm_up(self, reply: Callable[[Reply], None], pair: ModelPair) -> None:
         """Compile the controller's pass shapes (see warmup.py). Work queued behind it (another
         load, a question) stops it: the pair is usable without it, only its first answer's
         prices are then less sure. A failure is a notice; the pair stays loaded."""
-        emit = lambda done, total: self._emit(WorkerMessage(request, WarmUpProgress(done, total)))
+
+        def emit(done: int, total: int) -> None:
+            reply(WarmUpProgress(done, total))
+
         emit(0, MAX_K)
         stop = self._preemptible()
         try:
             compile_pass_shapes(pair, filler_ids(pair.tokenizer, 16), MAX_K, cancel=stop, progress=emit)
         except Exception as exc:
-            self._emit(
-                WorkerMessage(request, EngineError(f"warming up the pair failed: {exc}", kind="notice"))
-            )
+            reply(EngineError(f"warming up the pair failed: {exc}", kind=ErrorKind.NOTICE))
+
+    def _reply(self, request: int) -> Callable[[Reply], None]:
+        return lambda event: self._emit(WorkerMessage(request, event))
 
     def _handle(self, request: int, command: Command) -> None:
-        if isinstance(command, LoadPair):
-            self._pair = self._session = None
-            self._policies = {}
-            try:
-                pair = load_pair(command.main, command.draft)
-            except ModelLoadError as exc:
-                self._emit(WorkerMessage(request, EngineError(str(exc), kind="load")))
-                return
-            self._pair, self._session = pair, ChatSession(pair)
-            self._loaded = (command.main, command.draft)
-            refusal = self._session.speculation_refusal
-            if (
-                pair.draft is not None
-                and refusal is None
-                and (compiles_per_shape() if command.warm_up is None else command.warm_up)
-            ):
-                self._warm_up(request, pair)
-            self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, refusal)))
-        elif isinstance(command, ResetSession):
-            if self._session is not None:
-                self._session.reset()
-        elif isinstance(command, CheckLossless):
-            self._emit(WorkerMessage(request, run_check(self._pair, command, self._cancel)))
-        elif isinstance(command, RunArena):
-            run_arena_job(self._pair, command, self._cancel, lambda e: self._emit(WorkerMessage(request, e)))
-        elif isinstance(command, MeasureBaseline):  # background work: yields to any queued command
-            if self._pair is None:
-                self._emit(WorkerMessage(request, EngineError("no model is loaded", kind="state")))
-                return
-            stop = self._preemptible()
-            self._emit(
-                WorkerMessage(
-                    request, measure_plain(self._pair.main, command.context_tokens, command.tokens, stop)
+        """The one dispatch: every command of the protocol, and nothing else."""
+        reply = self._reply(request)
+        match command:
+            case LoadPair():
+                self._load(reply, command)
+            case ResetSession():
+                if self._session is not None:
+                    self._session.reset()
+            case CheckLossless():
+                reply(
+                    check_answer(
+                        self._pair, command.messages, command.answer, command.prompt_tokens, self._cancel
+                    )
                 )
-            )
-        elif isinstance(command, Generate):
-            if self._session is None or self._pair is None:
-                self._emit(WorkerMessage(request, EngineError("no model is loaded", kind="state")))
-                return
-            try:
-                prompt = format_chat(self._pair.tokenizer, list(command.messages))
-            except TemplateError as exc:
-                self._emit(WorkerMessage(request, EngineError(str(exc), kind="template")))
-                return
-            self._emit(WorkerMessage(request, GenerationContext(self._pair.main.source, len(prompt))))
-            events = generate(
-                self._session,
-                prompt,
-                sampling=command.sampling,
-                policy=self._policy_for(command.speculation),
-                max_tokens=command.max_tokens,
-                cancel=self._cancel,
-                acceptance=command.speculation.acceptance,
-            )
-            for event in events:
-                self._emit(WorkerMessage(request, event))
-            self._remember(command.speculation)
+            case RunArena():
+                run_arena_job(
+                    self._pair,
+                    command.main,
+                    command.candidates,
+                    command.prompts,
+                    k=command.k,
+                    max_tokens=command.max_tokens,
+                    save=command.save,
+                    cancel=self._cancel,
+                    emit=reply,
+                )
+            case MeasureBaseline():  # background work: yields to any queued command
+                if self._pair is None:
+                    reply(EngineError("no model is loaded", kind=ErrorKind.STATE))
+                    return
+                stop = self._preemptible()
+                reply(measure_plain(self._pair.main, command.context_tokens, command.tokens, stop))
+            case Generate():
+                self._generate(reply, command)
+
+    def _load(self, reply: Callable[[Reply], None], command: LoadPair) -> None:
+        self._pair = self._session = None
+        self._policies = {}
+        try:
+            pair = load_pair(command.main, command.draft)
+        except ModelLoadError as exc:
+            reply(EngineError(str(exc), kind=ErrorKind.LOAD))
+            return
+        self._pair, self._session = pair, ChatSession(pair)
+        self._loaded = (command.main, command.draft)
+        refusal = self._session.speculation_refusal
+        if (
+            pair.draft is not None
+            and refusal is None
+            and (compiles_per_shape() if command.warm_up is None else command.warm_up)
+        ):
+            self._warm_up(reply, pair)
+        reply(PairLoaded(command.main, command.draft, refusal))
+
+    def _generate(self, reply: Callable[[Reply], None], command: Generate) -> None:
+        if self._session is None or self._pair is None:
+            reply(EngineError("no model is loaded", kind=ErrorKind.STATE))
+            return
+        try:
+            prompt = format_chat(self._pair.tokenizer, list(command.messages))
+        except TemplateError as exc:
+            reply(EngineError(str(exc), kind=ErrorKind.TEMPLATE))
+            return
+        reply(GenerationContext(self._pair.main.source, len(prompt)))
+        events = generate(
+            self._session,
+            prompt,
+            sampling=command.sampling,
+            policy=self._policy_for(command.speculation),
+            max_tokens=command.max_tokens,
+            cancel=self._cancel,
+            acceptance=command.speculation.acceptance,
+        )
+        tokenizer = self._pair.tokenizer
+        for event in events:
+            if isinstance(event, RoundEvent) and event.accepted < len(event.proposed):
+                event = dataclasses.replace(event, refused_text=_refused_text(tokenizer, event))
+            reply(event)
+        self._remember(command.speculation)
+
+
+def _refused_text(tokenizer: Any, event: RoundEvent) -> str:
+    """The refused drafts as text, decoded here rather than in the timed loop. It is only shown,
+    so a draft id the main's tokenizer cannot decode leaves it empty instead of failing the answer."""
+    try:
+        return str(tokenizer.decode(list(event.proposed[event.accepted :])))
+    except Exception:
+        return ""
 
 
 def remembering_worker(emit: Callable[[WorkerMessage], None]) -> EngineWorker:

@@ -35,14 +35,12 @@ from PySide6.QtWidgets import (
 
 from app.engine.decoding.events import EngineError
 from app.engine.features.arena import ARENA_PROMPTS, LOOKUP, ArenaProgress, ArenaResult, load_results
-from app.engine.jobs import ArenaFinished, RunArena
 from app.engine.library.compat import check_pair
 from app.engine.library.discovery import Sources, scan_library
 from app.engine.library.facts import ModelFacts
 from app.engine.library.ranking import rank_drafts
 from app.engine.library.store import Store
-from app.engine.measure.bench import BenchPrompt
-from app.engine.worker import WorkerMessage
+from app.engine.protocol import ArenaFinished, BenchPrompt, RunArena, WorkerMessage
 from app.ui.engine_bridge import EngineBridge
 from app.ui.tasks import PoolTask, start_task
 

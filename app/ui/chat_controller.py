@@ -23,13 +23,20 @@ from app.engine.decoding.events import (
     TokenEvent,
     WarmUpProgress,
 )
-from app.engine.features.baselines import BaselineCache, GenerationContext, context_bucket
+from app.engine.features.baselines import BaselineCache, context_bucket
 from app.engine.features.prompt_kind import classify
+from app.engine.protocol import (
+    Generate,
+    GenerationContext,
+    LoadPair,
+    PairLoaded,
+    SpeculationMode,
+    WorkerMessage,
+)
 from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.store.history import LOOKUP, Run, RunHistory
 from app.engine.store.provenance import clean_text
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Role, Transcript
-from app.engine.worker import Generate, LoadPair, PairLoaded, WorkerMessage
 from app.ui.engine_bridge import EngineBridge
 from app.ui.plain_speed import BaselineStatus, PlainBaselines
 from app.ui.settings_dialog import ChatSettings
@@ -67,7 +74,6 @@ class ChatController(QObject):
     busy_changed = Signal(bool)
     conversations_changed = Signal()
     pair_changed = Signal(str)  # a sentence describing the loaded pair, or the load error
-    pair_loaded = Signal(str)  # the main model, once loaded
     notice = Signal(str)
     baseline_status = Signal(object)  # BaselineStatus: the plain speed the dashboard compares with
     history_changed = Signal()
@@ -209,7 +215,7 @@ class ChatController(QObject):
         s = self.chat_settings
         speculation = s.speculation_settings()
         if self.mode_override is not None:
-            speculation = type(speculation)(self.mode_override, speculation.k, speculation.acceptance)
+            speculation = replace(speculation, mode=SpeculationMode(self.mode_override))
         command = Generate(self.transcript.chat(s.system_prompt), s.sampling(), speculation, s.max_tokens)
         key = self.store.append(self.conversation, Role.ASSISTANT, "", state=MessageState.PARTIAL)
         asked = self.transcript.last_question()
@@ -219,7 +225,7 @@ class ChatController(QObject):
         self.live = Live(
             self.bridge.submit(command),
             message,
-            Assembler(message.answer, self.bridge.decode),
+            Assembler(message.answer),
             stats,
             main=self.pair[0],
             draft=self.pair[1],
@@ -252,7 +258,7 @@ class ChatController(QObject):
                     live.stats.token(event)
                     live.ids.append(event.id)
                 elif isinstance(event, RoundEvent):
-                    live.assembler.round(event.accepted, event.proposed)
+                    live.assembler.round(event.accepted, event.refused_text)
                     live.stats.round(event)
                 elif isinstance(event, GenerationContext):
                     live.context = event.prompt_tokens
@@ -298,7 +304,6 @@ class ChatController(QObject):
             )
             self.strip.set_state("Ready")
             self.pair_changed.emit(f"{_name(event.main)}  +  {draft}")
-            self.pair_loaded.emit(event.main)
             if event.speculation_refusal:
                 self.notice.emit(event.speculation_refusal)
         elif isinstance(event, WarmUpProgress):  # a GPU builds kernels per pass shape: done once per load

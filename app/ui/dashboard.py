@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
 from app.engine.decoding.events import RoundEvent, TokenEvent
 from app.engine.features.baselines import bucket_label
 from app.engine.features.telemetry import Telemetry, export_report
+from app.engine.protocol import WorkerMessage
 from app.engine.store.history import RunHistory
-from app.engine.worker import WorkerMessage
 from app.ui.chart import Chart
 from app.ui.history_view import HistoryView
 from app.ui.plain_speed import BaselineStatus

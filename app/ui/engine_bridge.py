@@ -13,11 +13,12 @@ from __future__ import annotations
 import collections
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.engine.worker import Command, EngineWorker, WorkerMessage
+from app.engine.protocol import Command, WorkerMessage
+from app.engine.worker import EngineWorker
 
 DRAIN_MS = 40
 
@@ -45,7 +46,6 @@ class EngineBridge(QObject):
         self._inbox: collections.deque[WorkerMessage] = collections.deque()
         self.engine: Engine = factory(self._inbox.append)
         self.engine.start()
-        self.decode: Callable[[list[int]], str] | None = None  # set once a tokenizer is loaded
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.drain)
@@ -77,13 +77,3 @@ class EngineBridge(QObject):
             self.engine.shutdown(timeout=wait)
         else:
             threading.Thread(target=self.engine.shutdown, name="specchat-engine-stop", daemon=True).start()
-
-
-def tokenizer_decoder(main: str) -> Callable[[list[int]], str]:
-    """Load only the tokenizer of `main` (no weights): used off the GUI thread for refused drafts."""
-    from pathlib import Path
-
-    from mlx_lm.tokenizer_utils import load as load_tokenizer
-
-    tokenizer: Any = load_tokenizer(Path(main))
-    return lambda ids: tokenizer.decode(ids)

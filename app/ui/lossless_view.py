@@ -12,11 +12,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engine.decoding.events import EngineError
-from app.engine.features.lossless import LosslessReport
-from app.engine.jobs import CheckLossless
+from app.engine.protocol import CheckLossless, EngineError, LosslessReport, WorkerMessage
 from app.engine.store.transcript import AnswerTurn, LosslessVerdict, Verdict
-from app.engine.worker import WorkerMessage
 from app.ui.chat_controller import ChatController
 
 
@@ -112,21 +109,14 @@ class LosslessChecker(QObject):
                 self._done(key, LosslessVerdict(Verdict.ERROR, event.message), event.message)
 
     def _record(self, report: LosslessReport) -> LosslessVerdict:
-        message = report.message
-        decode = self.controller.bridge.decode
-        if decode is not None and report.answer_token is not None:
-            plain = (
-                repr(decode([report.plain_token]))
-                if report.plain_token is not None
-                else "the end of the answer"
-            )
-            message += f" The answer has {decode([report.answer_token])!r} where plain decoding has {plain}."
+        """The report as the transcript keeps it; its message already names the two tokens
+        where the answers diverge (the engine decodes them)."""
         try:
             verdict = Verdict(str(report.verdict))
         except ValueError:
             verdict = Verdict.ERROR
         return LosslessVerdict(
-            verdict, message, report.position, report.compared, report.top2_margin, report.answer_gap
+            verdict, report.message, report.position, report.compared, report.top2_margin, report.answer_gap
         )
 
     def _done(self, key: int, record: LosslessVerdict | None, text: str) -> None:

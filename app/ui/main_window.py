@@ -31,7 +31,7 @@ from app.ui.chat_controller import ChatController
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.dashboard import Dashboard
-from app.ui.engine_bridge import EngineBridge, EngineFactory, tokenizer_decoder
+from app.ui.engine_bridge import EngineBridge, EngineFactory
 from app.ui.gguf_import import start_import
 from app.ui.lossless_view import LosslessChecker
 from app.ui.picker import PickerDialog
@@ -52,7 +52,6 @@ class MainWindow(ChatActions):
         store: ConversationStore | None = None,
         settings: QSettings | None = None,
         sources: Sources | None = None,
-        decoder: Callable[[str], Callable[[list[int]], str]] = tokenizer_decoder,
         restore_pair: bool = True,
     ) -> None:
         super().__init__()
@@ -60,7 +59,6 @@ class MainWindow(ChatActions):
         self.settings = settings or QSettings()
         self.sources = sources or default_sources(tuple(Path(p) for p in self._folders()))
         self.store = store or ConversationStore()
-        self.decoder = decoder
         self.pool = QThreadPool.globalInstance()
         self._tasks: set[PoolTask] = set()
         self.bridge = EngineBridge(engine_factory, parent=self)
@@ -182,7 +180,6 @@ class MainWindow(ChatActions):
         c.history_changed.connect(self.dashboard.history.refresh)
         c.conversations_changed.connect(self.refresh_sidebar)
         c.pair_changed.connect(self.pair_label.setText)
-        c.pair_loaded.connect(self._load_decoder)
         c.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.pair_button.clicked.connect(self.choose_models)
         self.sidebar.new_requested.connect(c.new_conversation)
@@ -305,17 +302,9 @@ class MainWindow(ChatActions):
         self.settings.setValue("pair/main", main)
         self.settings.setValue("pair/draft", draft or "")
         self.settings.setValue("pair/mode", mode)
-        self.bridge.decode = None
         self.pair_label.setText("Loading…")
         self.controller.load_pair(main, draft, mode)
         self.stack.setCurrentWidget(self.view)
-
-    def _load_decoder(self, main: str) -> None:
-        make = self.decoder
-        self.run_task(
-            lambda: make(main),
-            lambda d: setattr(self.bridge, "decode", None if isinstance(d, Exception) else d),
-        )
 
     def add_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Add a folder of models")
@@ -358,7 +347,7 @@ class MainWindow(ChatActions):
 
     def closeEvent(self, e: QCloseEvent) -> None:
         """Save the partial answer, cancel the worker, and let it stop (it checks between rounds);
-        let the thread pool's tasks (this window's and its dialogs' tokenizer loads and scans)
+        let the thread pool's tasks (this window's and its dialogs' scans)
         finish before it goes, so that none is still running while the window is torn down. The
         window is hidden first: those waits (up to 5 s each) are the app's, not the user's."""
         self.hide()

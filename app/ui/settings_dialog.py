@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.decoding.sampling import SamplingParams
-from app.engine.worker import SpeculationSettings
+from app.engine.protocol import AcceptanceRule, SpeculationMode, SpeculationSettings
 
 MODES = ("adaptive", "fixed", "off", "lookup")
 RULES = ("auto", "exact", "residual")
@@ -43,7 +43,9 @@ class ChatSettings:
 
     def speculation_settings(self) -> SpeculationSettings:
         return SpeculationSettings(
-            self.speculation, self.k, None if self.acceptance == "auto" else self.acceptance
+            SpeculationMode(self.speculation),
+            self.k,
+            None if self.acceptance == "auto" else AcceptanceRule(self.acceptance),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,8 +3,6 @@ holds the storage codec), a round at a time."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from app.engine.decoding.events import TokenEvent
 from app.engine.store.provenance import Answer, clean_text
 
@@ -13,9 +11,8 @@ class Assembler:
     """Turns a generation's events into paintable tokens, holding each round's tokens until its
     RoundEvent says which drafts were refused (that event follows the round's tokens)."""
 
-    def __init__(self, answer: Answer, decode: Callable[[list[int]], str] | None = None) -> None:
+    def __init__(self, answer: Answer) -> None:
         self.answer = answer
-        self.decode = decode  # token ids -> text, for refused drafts; None: not shown
         self.ready = len(answer.parts)  # tokens whose round is complete
         self._round_start = len(answer.parts)
 
@@ -24,16 +21,12 @@ class Assembler:
             self._round_start = self.ready
         self.answer.add(event)
 
-    def round(self, accepted: int, proposed: tuple[int, ...]) -> None:
-        refused = proposed[accepted:]
-        if refused and self.decode is not None:
-            try:
-                text = clean_text(self.decode(list(refused)))
-            except Exception:
-                text = ""
-            if text:
-                at = min(self._round_start + accepted, len(self.answer.parts))
-                self.answer.rejected.append((at, text))
+    def round(self, accepted: int, refused_text: str) -> None:
+        """`refused_text`: the round's refused drafts, decoded by the engine ("" when none)."""
+        text = clean_text(refused_text)
+        if text:
+            at = min(self._round_start + accepted, len(self.answer.parts))
+            self.answer.rejected.append((at, text))
         self.ready = len(self.answer.parts)
 
     def flush(self) -> None:

@@ -7,7 +7,8 @@ import threading
 
 from app.engine.decoding.events import EngineError, GenerationFinished, TokenEvent, WarmUpProgress
 from app.engine.policy.warmup import compiles_per_shape
-from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
+from app.engine.protocol import Generate, LoadPair, PairLoaded, SpeculationSettings
+from app.engine.worker import EngineWorker
 
 
 def _collect(worker_queue: queue.Queue, request: int, until, timeout: float = 120.0) -> list:

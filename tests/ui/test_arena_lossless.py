@@ -37,7 +37,6 @@ def library(specchat_home, toy_models):
 @pytest.fixture
 def window(qtbot, specchat_home, library):
     w = open_window(qtbot, specchat_home, library, str(library / "toy-main"), str(library / "toy-draft"))
-    qtbot.waitUntil(lambda: w.bridge.decode is not None, timeout=SLOW)
     yield w
     w.close()
 

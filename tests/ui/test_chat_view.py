@@ -153,11 +153,11 @@ def test_rejected_drafts_shown_faintly_and_excluded_from_text(qtbot):
     view.options = Options(show_rejected=True)
     m = view.transcript.start_answer(1)
     a = m.answer
-    asm = Assembler(a, decode=lambda ids: f"<{ids}>")
+    asm = Assembler(a)
     asm.token(TokenEvent(1, "The", D, 0.0, 0, 0))
     asm.token(TokenEvent(2, " cat", M, 0.0, 0, 1))
     assert "The" not in view.toPlainText()  # its round is not over: which drafts were refused is unknown
-    asm.round(1, (1, 7, 8))
+    asm.round(1, "<[7, 8]>")  # the round's refused drafts, as the engine decoded them
     assert a.rejected == [(1, "<[7, 8]>")]
     view.transcript.extend_answer(m, asm.ready)
     assert "The<[7, 8]> cat" in view.toPlainText()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.engine.decoding.events import Provenance, RoundEvent, TokenEvent
-from app.engine.features.baselines import MeasureBaseline, context_bucket
-from app.engine.worker import WorkerMessage
+from app.engine.features.baselines import context_bucket
+from app.engine.protocol import MeasureBaseline, WorkerMessage
 from app.ui.dashboard import Dashboard
 from app.ui.plain_speed import BaselineStatus
 from app.ui.settings_dialog import ChatSettings
@@ -114,7 +114,7 @@ def test_window_measures_a_missing_baseline_then_compares_with_it(qtbot, speccha
     w = make_window(qtbot, specchat_home)
     engine(w).plain_rate = 100.0
     w.load_pair("/models/main", "/models/draft")
-    qtbot.waitUntil(lambda: w.controller.pair is not None and w.bridge.decode is not None, timeout=5000)
+    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
     w.dashboard_action.trigger()
     request = sent_and_done(qtbot, w, "Explain speculation")
     assert w.dashboard.request == request and w.dashboard.rate.reference is None
@@ -157,7 +157,7 @@ def test_window_measures_a_missing_baseline_then_compares_with_it(qtbot, speccha
 def test_a_new_message_preempts_the_measurement(qtbot, specchat_home):
     w = make_window(qtbot, specchat_home)
     w.load_pair("/models/main", "/models/draft")
-    qtbot.waitUntil(lambda: w.controller.pair is not None and w.bridge.decode is not None, timeout=5000)
+    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
     w.controller.plain.tokens = 1_000_000  # would take hours
     sent_and_done(qtbot, w, "Write a Python function that reverses a list", max_tokens=20)
     qtbot.waitUntil(lambda: w.controller.plain.measuring, timeout=5000)
@@ -176,7 +176,7 @@ def test_a_new_message_preempts_the_measurement(qtbot, specchat_home):
 def test_plain_answers_feed_the_baseline_and_are_not_a_pairs_speedup(qtbot, specchat_home):
     w = make_window(qtbot, specchat_home)
     w.load_pair("/models/main", "/models/draft")
-    qtbot.waitUntil(lambda: w.controller.pair is not None and w.bridge.decode is not None, timeout=5000)
+    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
     w.controller.chat_settings = ChatSettings(max_tokens=60, speculation="off")
     assert w.controller.send("Explain speculation")
     qtbot.waitUntil(lambda: not w.controller.busy, timeout=10_000)

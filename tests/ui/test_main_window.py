@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from app.devtools.fake_engine import FakeEngine, fake_decode
+from app.devtools.fake_engine import FakeEngine
 from app.engine.library.discovery import Sources
+from app.engine.protocol import Generate, LoadPair
 from app.engine.store.conversations import ConversationStore
 from app.engine.store.transcript import Role
-from app.engine.worker import Generate, LoadPair
 from app.ui.main_window import MainWindow
 from tests.engine.store.schema_v3 import write_v3_database
 
@@ -22,7 +22,6 @@ def make_window(qtbot, home, rate=300.0, models=None) -> MainWindow:
         store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
         sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
-        decoder=lambda main: fake_decode,
         restore_pair=False,
     )
     qtbot.addWidget(window)
@@ -36,7 +35,6 @@ def window(qtbot, specchat_home):
     w = make_window(qtbot, specchat_home)
     w.load_pair("/models/main", "/models/draft")
     qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
-    qtbot.waitUntil(lambda: w.bridge.decode is not None, timeout=5000)
     yield w
     w.close()
 

@@ -9,7 +9,7 @@ import sys
 
 from PySide6.QtCore import QSettings
 
-from app.devtools.fake_engine import VOCAB, FakeEngine, fake_decode
+from app.devtools.fake_engine import VOCAB, FakeEngine
 from app.engine.library.discovery import Sources
 from app.engine.store.conversations import ConversationStore
 from app.ui.main_window import MainWindow
@@ -25,14 +25,14 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 from app.engine.store.conversations import ConversationStore
 from app.engine.library.discovery import Sources
-from app.devtools.fake_engine import FakeEngine, fake_decode
+from app.devtools.fake_engine import FakeEngine
 from app.ui.main_window import MainWindow
 from app.ui.settings_dialog import ChatSettings
 home = Path(sys.argv[1])
 qt = QApplication([])
 w = MainWindow(engine_factory=lambda emit: FakeEngine(emit, rate={RATE}), store=ConversationStore(home / "c.sqlite3"),
                settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
-               sources=Sources(None, None, home, use_hub=False), decoder=lambda m: fake_decode, restore_pair=False)
+               sources=Sources(None, None, home, use_hub=False), restore_pair=False)
 w.show()
 w.load_pair("/m/main", "/m/draft")
 while w.controller.pair is None:
@@ -65,7 +65,6 @@ def test_sigkill_mid_stream_then_reopen(qtbot, tmp_path):
         store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
         sources=Sources(None, None, home, use_hub=False),
-        decoder=lambda m: fake_decode,
         restore_pair=False,
     )
     qtbot.addWidget(window)

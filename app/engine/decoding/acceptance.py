@@ -15,11 +15,20 @@ still synchronises once per verify pass.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 
 import mlx.core as mx
 
 from app.engine.decoding.sampling import Sampler
+
+
+class AcceptanceRule(enum.StrEnum):
+    """The rules by name, as settings and the benchmark spell them."""
+
+    EXACT = "exact"
+    RESIDUAL = "residual"
+
 
 Rule = Callable[[mx.array, mx.array, mx.array, Sampler], tuple[mx.array, mx.array]]
 
@@ -51,13 +60,13 @@ def point_mass(ids: mx.array, vocab: int) -> mx.array:
     return mx.where(hit, 0.0, -mx.inf)
 
 
-RULES: dict[str, Rule] = {"exact": exact, "residual": residual}
+RULES: dict[str, Rule] = {AcceptanceRule.EXACT: exact, AcceptanceRule.RESIDUAL: residual}
 
 
-def resolve(name: str | None, sampler: Sampler) -> str:
+def resolve(name: str | None, sampler: Sampler) -> AcceptanceRule:
     """The rule to use: residual by default when sampling, exact when greedy."""
     if name is None:
-        return "exact" if sampler.params.greedy else "residual"
+        return AcceptanceRule.EXACT if sampler.params.greedy else AcceptanceRule.RESIDUAL
     if name not in RULES:
         raise ValueError(f"unknown acceptance rule {name!r}; choose from {', '.join(RULES)}")
-    return name
+    return AcceptanceRule(name)

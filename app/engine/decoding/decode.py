@@ -34,6 +34,8 @@ from app.engine.decoding.detokenize import StreamingDetokenizer
 from app.engine.decoding.drafting import Proposal, propose, score, top_probability
 from app.engine.decoding.events import (
     EngineError,
+    ErrorKind,
+    FinishReason,
     GenerationFinished,
     GenerationStats,
     PrefillProgress,
@@ -198,7 +200,7 @@ class _Answer:
         self.planned = as_plan(policy.choose(first))
         wants_draft = self.planned.k > 0 and self.planned.source is Provenance.DRAFT
         if wants_draft and session.draft_cache is not None and session.speculation_refusal:
-            yield EngineError(session.speculation_refusal, kind="notice")
+            yield EngineError(session.speculation_refusal, kind=ErrorKind.NOTICE)
 
         start = time.perf_counter()
         reused = min(common_prefix(session.tokens, self.prompt), max(len(self.prompt) - 1, 0))
@@ -207,13 +209,15 @@ class _Answer:
         yield from session.prefill(self.prompt, self.cancel, with_draft=ready)
         prefill_done = self.last_read = time.perf_counter()
 
-        reason = "length" if session.pending is not None else "cancelled"  # cancelled in prefill
+        reason = (
+            FinishReason.LENGTH if session.pending is not None else FinishReason.CANCELLED
+        )  # cancelled in prefill
         while session.pending is not None and len(self.ids) < self.max_tokens:
             if self.cancelled():
-                reason = "cancelled"
+                reason = FinishReason.CANCELLED
                 break
             if (yield from self.play_round(start)):
-                reason = "stop"
+                reason = FinishReason.STOP
                 break
         if self.queued is not None:  # the answer ended (stop, cancel) under a queued step: undo its feed
             mx.eval(*self.queued.arrays())

@@ -6,6 +6,25 @@ import enum
 from dataclasses import dataclass, field
 
 
+class FinishReason(enum.StrEnum):
+    """Why a generation ended (stored with the answer as these strings)."""
+
+    STOP = "stop"  # the model emitted an end-of-turn token
+    LENGTH = "length"  # max_tokens reached
+    CANCELLED = "cancelled"
+
+
+class ErrorKind(enum.StrEnum):
+    """What an EngineError reports: the UI words its message and recovery by this."""
+
+    ERROR = "error"
+    CRASH = "crash"  # an unexpected exception in a command (a bug)
+    LOAD = "load"  # the model files could not be loaded
+    STATE = "state"  # the command does not fit now (no model loaded, nothing to compare, ...)
+    TEMPLATE = "template"  # the model's chat template failed on the conversation
+    NOTICE = "notice"  # information only: the command goes on
+
+
 class Provenance(str, enum.Enum):
     """Who chose a token: the UI colours tokens by this."""
 
@@ -49,6 +68,9 @@ class RoundEvent:
     # queueing the next): its seconds are not one pass's own cost. A queued round's seconds are
     # the time between the two rounds' reads, so over a run they add up to plain's real time
     overlapped: bool = False
+    # the refused drafts (`proposed[accepted:]`) decoded, for display. The worker fills it in
+    # as it forwards the event, so the UI needs no tokenizer and the timed loop does no decoding
+    refused_text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +119,13 @@ class GenerationStats:
 
 @dataclass(frozen=True, slots=True)
 class GenerationFinished:
-    """Last event of a generation. `reason` is stop, length, or cancelled.
+    """Last event of a generation.
 
     `tail` is text the detokenizer held back (an unfinished character at the very end); it is
     already part of `text` but belongs to no TokenEvent.
     """
 
-    reason: str
+    reason: FinishReason
     text: str
     token_ids: tuple[int, ...]
     stats: GenerationStats
@@ -115,7 +137,7 @@ class EngineError:
     """A failure reported to the caller instead of raised across a thread."""
 
     message: str
-    kind: str = "error"
+    kind: ErrorKind = ErrorKind.ERROR
 
 
 Event = TokenEvent | RoundEvent | PrefillProgress | WarmUpProgress | GenerationFinished | EngineError

@@ -16,15 +16,17 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from app.engine.decoding.loading import LoadedModel, ModelPair, load_model
+from app.engine.decoding.events import EngineError, ErrorKind
+from app.engine.decoding.loading import LoadedModel, ModelLoadError, ModelPair, load_model
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.templates import format_chat
+from app.engine.decoding.templates import TemplateError, format_chat
+from app.engine.features.prompts import BUILTIN_PROMPTS, BenchPrompt
+from app.engine.features.timed_run import run_timed
 from app.engine.library.paths import app_data_dir
-from app.engine.measure.bench import BUILTIN_PROMPTS, BenchPrompt, _run_ours, _Timing
-from app.engine.measure.oracle import best_fixed
 from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.oracle import RoundRecord, best_fixed
 
 LOOKUP = "lookup"  # the candidate that needs no model: prompt lookup
 ARENA_PROMPTS: tuple[BenchPrompt, ...] = tuple(
@@ -54,9 +56,14 @@ class ArenaProgress:
     label: str
 
 
-def _rate(t: _Timing) -> float:
-    span = t.stamps[-1] - t.stamps[0] if len(t.stamps) > 1 else 0.0
-    return (len(t.stamps) - 1) / span if span > 0 else 0.0
+@dataclass(frozen=True, slots=True)
+class ArenaFinished:
+    """The ranking, best first; `cancelled` results are partial and were not saved."""
+
+    main: str
+    results: tuple[ArenaResult, ...]
+    cancelled: bool
+    saved: str | None = None
 
 
 def _policy(candidate: str, k: int) -> DraftPolicy:
@@ -90,15 +97,15 @@ def run_arena(
         done += 1
         return cancel is not None and cancel.is_set()
 
-    _run_ours(plain_pair, encoded[0], PlainDecoding(), sampling, warmup_tokens)
+    run_timed(plain_pair, encoded[0], PlainDecoding(), sampling, warmup_tokens)
     plain: list[float] = []
-    plain_log: list = []  # plain steps give the oracle the cost of a one-token verify
+    plain_log: list[RoundRecord] = []  # plain steps give the oracle the cost of a one-token verify
     for p, ids in zip(prompts, encoded):
         if step(f"plain · {p.id}"):
             return []
-        t = _run_ours(plain_pair, ids, PlainDecoding(), sampling, max_tokens)
-        plain.append(_rate(t))
-        plain_log += t.log or []
+        t = run_timed(plain_pair, ids, PlainDecoding(), sampling, max_tokens)
+        plain.append(t.decode_rate)
+        plain_log += t.log
     results: list[ArenaResult] = []
     for candidate in candidates:
         try:
@@ -110,20 +117,23 @@ def run_arena(
             done += len(prompts)
             results.append(ArenaResult(candidate, 0.0, 0.0, None, 0.0, _mean(plain), error=refusal))
             continue
-        _run_ours(pair, encoded[0], _policy(candidate, k), sampling, warmup_tokens)
-        rates, ratios, classes, log = [], [], {}, []
+        run_timed(pair, encoded[0], _policy(candidate, k), sampling, warmup_tokens)
+        rates: list[float] = []
+        ratios: list[float] = []
+        classes: dict[str, list[float]] = {}
+        log: list[RoundRecord] = []
         proposed = accepted = 0
         for p, ids, base in zip(prompts, encoded, plain):
             if step(f"{Path(candidate).name} · {p.id}"):
                 return _ranked(results)
-            t = _run_ours(pair, ids, _policy(candidate, k), sampling, max_tokens)
-            rate = _rate(t)
+            t = run_timed(pair, ids, _policy(candidate, k), sampling, max_tokens)
+            rate = t.decode_rate
             rates.append(rate)
             ratio = rate / base if base > 0 and rate > 0 else 0.0
             ratios.append(ratio)
             classes.setdefault(p.prompt_class, []).append(ratio)
             proposed, accepted = proposed + t.proposed, accepted + t.accepted
-            log += t.log or []
+            log += t.log
         oracle = best_fixed(plain_log + log)
         results.append(
             ArenaResult(
@@ -140,6 +150,71 @@ def run_arena(
     if progress:
         progress(ArenaProgress(total, total, "done"))
     return _ranked(results)
+
+
+def run_arena_job(
+    pair: ModelPair | None,
+    main: str,
+    candidates: tuple[str, ...],
+    prompts: tuple[BenchPrompt, ...],
+    *,
+    k: int,
+    max_tokens: int,
+    save: bool,
+    cancel: threading.Event,
+    emit: Callable[[ArenaProgress | ArenaFinished | EngineError], None],
+) -> None:
+    """The arena as the worker runs it: checks, progress, the saved ranking or an error.
+
+    Reuses the loaded main (and a candidate that is the loaded draft) instead of loading twice."""
+    if k < 1 or max_tokens < 2:
+        emit(
+            EngineError(
+                f"the arena needs k ≥ 1 and at least 2 tokens per run (got k={k}, {max_tokens} tokens)",
+                kind=ErrorKind.STATE,
+            )
+        )
+        return
+    if not candidates:
+        emit(
+            EngineError(
+                "the arena has no candidates: no compatible local draft was found", kind=ErrorKind.STATE
+            )
+        )
+        return
+    loaded = pair if pair is not None and pair.main.source == main else None
+    try:
+        model = loaded.main if loaded is not None else load_model(main)
+    except ModelLoadError as exc:
+        emit(EngineError(str(exc), kind=ErrorKind.LOAD))
+        return
+    drafts = {loaded.draft.source: loaded.draft} if loaded is not None and loaded.draft is not None else {}
+
+    def load(path: str) -> LoadedModel:
+        return drafts[path] if path in drafts else load_model(path)
+
+    try:
+        results = run_arena(
+            model,
+            list(candidates),
+            list(prompts) or None,
+            k=k,
+            max_tokens=max_tokens,
+            progress=emit,
+            cancel=cancel,
+            load=load,
+        )
+    except TemplateError as exc:
+        emit(EngineError(f"the main model's chat template failed: {exc}", kind=ErrorKind.TEMPLATE))
+        return
+    cancelled = cancel.is_set() and len(results) < len(candidates)
+    saved = None
+    if save and not cancelled:
+        try:
+            saved = str(save_results(main, results))
+        except OSError as exc:
+            emit(EngineError(f"the arena's results could not be saved: {exc}", kind=ErrorKind.NOTICE))
+    emit(ArenaFinished(main, tuple(results), cancelled, saved))
 
 
 def _mean(xs: list[float]) -> float:

@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.engine.decoding.decode import generate
-from app.engine.decoding.events import GenerationFinished, TokenEvent
+from app.engine.decoding.events import FinishReason, GenerationFinished, TokenEvent
 from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.policy import PlainDecoding
 from app.engine.decoding.session import ChatSession
@@ -46,22 +47,6 @@ def bucket_label(bucket: int) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class MeasureBaseline:
-    """Worker command: time plain decoding of the loaded main at about `context_tokens`."""
-
-    context_tokens: int
-    tokens: int = MEASURE_TOKENS
-
-
-@dataclass(frozen=True, slots=True)
-class GenerationContext:
-    """Sent before a generation's prefill: the context it decodes at, for the baseline lookup."""
-
-    main: str
-    prompt_tokens: int
-
-
-@dataclass(frozen=True, slots=True)
 class BaselineMeasured:
     """A measurement's outcome; `tok_s` is None when it was cancelled or too short."""
 
@@ -85,7 +70,7 @@ class Preemptible(threading.Event):
         return self._cancel.is_set() or self._pending() or super().is_set()
 
 
-def filler_ids(tokenizer, count: int) -> list[int]:
+def filler_ids(tokenizer: Any, count: int) -> list[int]:
     """`count` tokens of neutral prose: attention cost depends on length, not content."""
     unit = list(tokenizer.encode(FILLER)) or [0]
     return (unit * (count // len(unit) + 1))[: max(1, count)]
@@ -103,7 +88,7 @@ def measure_plain(
     """
     session = ChatSession(ModelPair(main, None))
     times: list[float] = []
-    reason = "cancelled"
+    reason = FinishReason.CANCELLED
     start = time.perf_counter()
     prompt = filler_ids(main.tokenizer, context_tokens)
     for event in generate(
@@ -114,7 +99,7 @@ def measure_plain(
         elif isinstance(event, GenerationFinished):
             reason = event.reason
     span = times[-1] - times[0] if len(times) > 1 else 0.0
-    cancelled = reason == "cancelled"
+    cancelled = reason == FinishReason.CANCELLED
     rate = (len(times) - 1) / span if not cancelled and len(times) >= MIN_RATE_TOKENS and span > 0 else None
     return BaselineMeasured(
         main.source,

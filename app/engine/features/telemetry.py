@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.engine.decoding.events import RoundEvent, TokenEvent
-from app.engine.measure.oracle import Oracle, RoundRecord, best_fixed
+from app.engine.policy.oracle import Oracle, RoundRecord, best_fixed
 
 RATE_WINDOW_S = 1.0  # tok/s is averaged over the last second of engine time
 CSV_FIELDS = (
@@ -99,6 +99,7 @@ class Telemetry:
         self._last_round_time = now
         policy = event.policy or {}
         expected = policy.get("expected_speedup")
+        planned = policy.get("k", event.k) or 0
         self.rows.append(
             RoundRow(
                 event.index,
@@ -111,7 +112,7 @@ class Telemetry:
                 event.verify_seconds,
                 wall,
                 bool(policy.get("bypassed", False)),
-                int(policy.get("k", event.k) or 0),
+                planned if isinstance(planned, int) else 0,
                 float(expected) if isinstance(expected, (int, float)) else None,
             )
         )

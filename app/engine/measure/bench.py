@@ -13,15 +13,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from app.engine.decoding.decode import generate
-from app.engine.decoding.events import GenerationFinished, RoundEvent, TokenEvent
 from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
-from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import format_chat
-from app.engine.measure.oracle import RoundRecord
+from app.engine.features.prompts import BUILTIN_PROMPTS, BenchPrompt
+from app.engine.features.timed_run import TimedRun, run_timed
 from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.oracle import RoundRecord
 from app.engine.policy.warmup import compile_pass_shapes
 
 # plain2 is plain decoding run a second time: its ratio to plain is this machine's own noise
@@ -29,49 +28,6 @@ from app.engine.policy.warmup import compile_pass_shapes
 MODES = ("plain", "plain2", "mlx_lm", "fixed", "adaptive", "lookup")
 PLAIN_MODES = ("plain", "plain2")
 OURS_SPECULATIVE = ("fixed", "adaptive", "lookup")
-PROMPT_CLASSES = ("code", "prose", "repetitive", "creative")
-
-
-@dataclass(frozen=True, slots=True)
-class BenchPrompt:
-    id: str
-    prompt_class: str
-    text: str
-
-
-BUILTIN_PROMPTS: tuple[BenchPrompt, ...] = (
-    BenchPrompt(
-        "code-1",
-        "code",
-        "Write a Python function that checks whether a string is a palindrome, with a docstring.",
-    ),
-    BenchPrompt(
-        "code-2",
-        "code",
-        "Write a JavaScript function that debounces another function, and show how to use it.",
-    ),
-    BenchPrompt("prose-1", "prose", "Explain in two paragraphs why the sky is blue."),
-    BenchPrompt("prose-2", "prose", "Summarize the main causes of inflation for a general audience."),
-    BenchPrompt(
-        "repetitive-1",
-        "repetitive",
-        "Reformat this list as a JSON array of objects with keys name and age:\n"
-        "Alice, 34\nBob, 27\nCarol, 45\nDave, 31\nErin, 29\nFrank, 52",
-    ),
-    BenchPrompt(
-        "repetitive-2",
-        "repetitive",
-        "Copy this code and add a type hint to every parameter:\n"
-        "def area(width, height):\n    return width * height\n\n"
-        "def perimeter(width, height):\n    return 2 * (width + height)\n",
-    ),
-    BenchPrompt(
-        "creative-1", "creative", "Write a short poem about a lighthouse keeper who befriends a storm."
-    ),
-    BenchPrompt(
-        "creative-2", "creative", "Invent a new board game and describe its rules in a few sentences."
-    ),
-)
 
 
 def load_prompts(spec: str, classes: str | None = None) -> list[BenchPrompt]:
@@ -139,65 +95,9 @@ class BenchRun:
         return data
 
 
-@dataclass
-class _Timing:
-    ids: list[int]
-    stamps: list[float]
-    start: float
-    proposed: int = 0
-    accepted: int = 0
-    rounds: int = 0
-    log: list[RoundRecord] | None = None
-
-
-def _run_ours(
-    pair: ModelPair,
-    prompt: list[int],
-    policy: DraftPolicy,
-    sampling: SamplingParams,
-    max_tokens: int,
-    acceptance: str | None = None,
-) -> _Timing:
-    session = ChatSession(pair)
-    timing = _Timing([], [], time.perf_counter(), log=[])
-    last = 0.0
-    for event in generate(
-        session, prompt, sampling=sampling, policy=policy, max_tokens=max_tokens, acceptance=acceptance
-    ):
-        if isinstance(event, TokenEvent):
-            timing.ids.append(event.id)
-            timing.stamps.append(time.perf_counter())
-        elif isinstance(event, RoundEvent):
-            now = time.perf_counter()
-            timing.log.append(  # type: ignore[union-attr]  # _run_ours always makes a log
-                RoundRecord(
-                    event.k,
-                    event.accepted,
-                    event.draft_seconds,
-                    event.verify_seconds,
-                    now - last if last else 0.0,
-                    event.source.value,
-                    event.catch_up,
-                    # kept as the policy gave them (rounded when written): this runs between rounds,
-                    # inside the timed answer
-                    event.policy.get("why", ""),  # type: ignore[arg-type]
-                    event.policy.get("expected_speedup", 0.0),  # type: ignore[arg-type]
-                    event.policy.get("speedup_by_k", {}).get("draft", ()),  # type: ignore[attr-defined]
-                    event.overlapped,
-                )
-            )
-            last = now
-            timing.rounds += 1
-            timing.proposed += event.k
-            timing.accepted += event.accepted
-        elif isinstance(event, GenerationFinished):
-            break
-    return timing
-
-
 def _run_mlx_lm(
     pair: ModelPair, prompt: list[int], k: int, sampling: SamplingParams, max_tokens: int
-) -> _Timing:
+) -> TimedRun:
     """mlx-lm's own loop with the same pair, k and temperature: speculative, or plain without a draft."""
     import mlx.core as mx
     from mlx_lm import stream_generate
@@ -209,7 +109,7 @@ def _run_mlx_lm(
         temp=sampling.temperature, top_p=sampling.top_p, min_p=sampling.min_p, top_k=sampling.top_k
     )
     eos = set(pair.tokenizer.eos_token_ids)
-    timing = _Timing([], [], time.perf_counter())
+    timing = TimedRun([], [], time.perf_counter())
     from_draft: list[bool] = []
     for response in stream_generate(
         pair.main.model,
@@ -245,7 +145,7 @@ def _to_run(
     mode: str,
     k: int,
     sampling: SamplingParams,
-    t: _Timing,
+    t: TimedRun,
     plain: list[int] | None,
     acceptance: str = "",
     repeat: int = 0,
@@ -268,7 +168,7 @@ def _to_run(
         identical_to_plain=None if plain is None else t.ids == plain,
         token_ids=tuple(t.ids),
         acceptance=acceptance,
-        round_log=tuple(t.log or ()),
+        round_log=tuple(t.log),
         repeat=repeat,
     )
 
@@ -313,7 +213,7 @@ def run_benchmark(
     # like the app's worker, adaptive keeps its estimates across the answers of one pair
     adaptive: dict[tuple[str, str], AdaptiveDraftLength] = {}
 
-    def once(mode: str, kk: int, rule: str, prompt: list[int], tokens: int) -> _Timing:
+    def once(mode: str, kk: int, rule: str, prompt: list[int], tokens: int) -> TimedRun:
         if mode == "mlx_lm":
             return _run_mlx_lm(pair, prompt, kk, sampling, tokens)
         policy: DraftPolicy
@@ -323,7 +223,7 @@ def run_benchmark(
             policy = FixedDraftLength(kk)
         else:
             policy = adaptive.setdefault((mode, rule), AdaptiveDraftLength(use_draft=mode == "adaptive"))
-        return _run_ours(pair, prompt, policy, sampling, tokens, rule or None)
+        return run_timed(pair, prompt, policy, sampling, tokens, rule or None)
 
     encoded = [format_chat(pair.tokenizer, [{"role": "user", "content": p.text}]) for p in prompts]
     if any(m in ("adaptive", "lookup") for m in modes):
@@ -337,7 +237,7 @@ def run_benchmark(
             # each repeat starts the variants at a different one: a machine that drifts (another
             # process, clocks) then favours no variant by always running it first or last
             shift = r % len(variants)
-            timings: dict[tuple[str, int, str], _Timing] = {}
+            timings: dict[tuple[str, int, str], TimedRun] = {}
             for mode, kk, rule in variants[shift:] + variants[:shift]:
                 if progress:
                     progress(f"{p.id} [{r + 1}/{repeats}] {mode}{kk if mode == 'fixed' else ''} {rule}")

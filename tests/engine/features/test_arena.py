@@ -12,7 +12,7 @@ from app.engine.features.arena import (
     run_arena,
     save_results,
 )
-from app.engine.measure.bench import PROMPT_CLASSES
+from app.engine.features.prompts import PROMPT_CLASSES
 
 
 def test_arena_prompts_cover_every_class():

@@ -12,14 +12,20 @@ from app.engine.decoding.events import GenerationFinished
 from app.engine.features.baselines import (
     BaselineCache,
     BaselineMeasured,
-    GenerationContext,
-    MeasureBaseline,
     Preemptible,
     bucket_label,
     context_bucket,
     measure_plain,
 )
-from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
+from app.engine.protocol import (
+    Generate,
+    GenerationContext,
+    LoadPair,
+    MeasureBaseline,
+    PairLoaded,
+    SpeculationSettings,
+)
+from app.engine.worker import EngineWorker
 
 
 def test_buckets_are_powers_of_two_with_a_floor():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine.features.prompt_kind import KINDS, classify
-from app.engine.measure.bench import BUILTIN_PROMPTS
+from app.engine.features.prompts import BUILTIN_PROMPTS
 
 
 @pytest.mark.parametrize("prompt", BUILTIN_PROMPTS, ids=lambda p: p.id)

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from app.engine.measure.bench import BUILTIN_PROMPTS, PROMPT_CLASSES, run_benchmark
+from app.engine.features.prompts import BUILTIN_PROMPTS, PROMPT_CLASSES
+from app.engine.measure.bench import run_benchmark
 
 REQUIRED = {
     "prompt_id",

@@ -216,7 +216,7 @@ def test_bypass_runs_no_draft_passes_and_the_draft_catches_up_in_one_pass(toy_us
 
 def test_worker_settings_default_to_adaptive_and_offer_lookup():
     from app.engine.decoding.policy import FixedDraftLength
-    from app.engine.worker import SpeculationSettings
+    from app.engine.protocol import SpeculationSettings
 
     assert isinstance(SpeculationSettings().policy(), AdaptiveDraftLength)
     lookup = SpeculationSettings(mode="lookup").policy()

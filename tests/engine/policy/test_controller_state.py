@@ -15,7 +15,8 @@ from app.engine.library.store import Store
 from app.engine.measure.replay import CostModel, SimulatedClock, load_traces, replay
 from app.engine.policy.adaptive import AdaptiveDraftLength
 from app.engine.policy.controller_state import export_state, restore_state
-from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
+from app.engine.protocol import Generate, LoadPair, PairLoaded, SpeculationSettings
+from app.engine.worker import EngineWorker
 
 TRACES = Path(__file__).parents[1] / "data" / "qwen_coder_traces.json"
 CONTEXT = RoundContext(has_draft=True, remaining=100, position=0, lookup_len=0, lookup=())

@@ -8,8 +8,8 @@ import pytest
 from app.engine.decoding.policy import PlainDecoding, RoundContext
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
-from app.engine.measure.oracle import RoundRecord, best_fixed
 from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.oracle import RoundRecord, best_fixed
 from tests.engine.helpers import drive
 
 SAMPLINGS = {

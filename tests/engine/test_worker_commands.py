@@ -7,13 +7,24 @@ import queue
 import mlx.core as mx
 import pytest
 
-from app.engine.decoding.events import EngineError, GenerationFinished
 from app.engine.decoding.templates import format_chat
-from app.engine.features.arena import LOOKUP, ArenaProgress, load_results
-from app.engine.features.lossless import LosslessReport, _main_logits
-from app.engine.jobs import ArenaFinished, CheckLossless, RunArena
-from app.engine.measure.bench import BenchPrompt
-from app.engine.worker import EngineWorker, Generate, LoadPair, PairLoaded, SpeculationSettings
+from app.engine.features.arena import LOOKUP, load_results
+from app.engine.features.lossless import _main_logits
+from app.engine.protocol import (
+    ArenaFinished,
+    ArenaProgress,
+    BenchPrompt,
+    CheckLossless,
+    EngineError,
+    Generate,
+    GenerationFinished,
+    LoadPair,
+    LosslessReport,
+    PairLoaded,
+    RunArena,
+    SpeculationSettings,
+)
+from app.engine.worker import EngineWorker
 
 FINAL = (GenerationFinished, PairLoaded, LosslessReport, ArenaFinished)
 HAIKU = ({"role": "user", "content": "Write a haiku"},)
@@ -60,6 +71,12 @@ def test_check_lossless_identical_and_tampered(worker, toy_models, toy_pair):
     tampered = answer[:4] + (worst,) + answer[5:]
     [report] = run(worker, CheckLossless(HAIKU, tampered))
     assert (report.verdict, report.position, report.plain_token) == ("wide-margin", 4, answer[4])
+    # the two tokens come decoded, so the app shows them without a tokenizer of its own
+    decode = toy_pair.tokenizer.decode
+    assert (report.answer_text, report.plain_text) == (decode([worst]), decode([answer[4]]))
+    assert f"The answer has {decode([worst])!r} where plain decoding has {decode([answer[4]])!r}." in (
+        report.message
+    )
 
     [changed] = run(worker, CheckLossless(HAIKU, answer, done.stats.prompt_tokens + 3))
     assert isinstance(changed, EngineError) and "changed since it was written" in changed.message

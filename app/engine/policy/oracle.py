@@ -1,10 +1,13 @@
-"""The benchmark's oracle: the best fixed draft length for a prompt, in hindsight.
+"""The oracle: the best fixed draft length for a run, in hindsight.
 
 From every measured round of a prompt (any mode): acceptance by draft position (conditioned on
 the previous one being accepted), the cost of drafting k tokens, of a verify pass over n tokens,
 and the per-round overhead (each cost per size where measured, fitted by a line elsewhere). It
 predicts each fixed k's speed relative to plain decoding and picks the best, so the adaptive
 policy can be scored against what was achievable without hindsight.
+
+It is runtime code: the arena and the dashboard's telemetry report it, and the benchmark
+(measure/) scores against it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from app.engine.policy.estimates import expected_tokens
 
 @dataclass(frozen=True, slots=True)
 class RoundRecord:
-    """One measured round, as the benchmark keeps it."""
+    """One measured round, as the benchmark, the arena and telemetry keep it."""
 
     k: int
     accepted: int

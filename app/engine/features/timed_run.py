@@ -1,0 +1,90 @@
+"""One answer decoded and timed from the outside: what the arena and the benchmark compare.
+
+Every mode is timed the same way: the decode rate is (tokens - 1) over the time between the
+first and the last token, so prompt processing (identical for all modes) does not dilute the
+ratios. Rounds are kept as the oracle reads them (policy/oracle.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from app.engine.decoding.decode import generate
+from app.engine.decoding.events import GenerationFinished, RoundEvent, TokenEvent
+from app.engine.decoding.loading import ModelPair
+from app.engine.decoding.policy import DraftPolicy
+from app.engine.decoding.sampling import SamplingParams
+from app.engine.decoding.session import ChatSession
+from app.engine.policy.oracle import RoundRecord
+
+
+@dataclass
+class TimedRun:
+    """The tokens of one answer with the wall-clock time each arrived, and its rounds."""
+
+    ids: list[int]
+    stamps: list[float]  # time.perf_counter() when each token arrived
+    start: float  # time.perf_counter() before the prompt was sent
+    proposed: int = 0
+    accepted: int = 0
+    rounds: int = 0
+    log: list[RoundRecord] = field(default_factory=list)
+
+    @property
+    def decode_rate(self) -> float:
+        """Tokens per second from the first token to the last (0 with fewer than two)."""
+        span = self.stamps[-1] - self.stamps[0] if len(self.stamps) > 1 else 0.0
+        return (len(self.stamps) - 1) / span if span > 0 else 0.0
+
+
+def _record(event: RoundEvent, wall: float) -> RoundRecord:
+    """The round as the oracle reads it; the policy's figures are kept as it gave them (rounded
+    when written), since this runs between rounds, inside the timed answer."""
+    policy = event.policy
+    why, expected = policy.get("why", ""), policy.get("expected_speedup", 0.0)
+    by_source = policy.get("speedup_by_k", {})
+    draft = by_source.get("draft", ()) if isinstance(by_source, dict) else ()
+    return RoundRecord(
+        event.k,
+        event.accepted,
+        event.draft_seconds,
+        event.verify_seconds,
+        wall,
+        event.source.value,
+        event.catch_up,
+        why if isinstance(why, str) else "",
+        float(expected) if isinstance(expected, int | float) else 0.0,
+        tuple(draft),
+        event.overlapped,
+    )
+
+
+def run_timed(
+    pair: ModelPair,
+    prompt: list[int],
+    policy: DraftPolicy,
+    sampling: SamplingParams,
+    max_tokens: int,
+    acceptance: str | None = None,
+) -> TimedRun:
+    """Decode one answer to `prompt` in a fresh session of `pair`, timing every token."""
+    session = ChatSession(pair)
+    timing = TimedRun([], [], time.perf_counter())
+    last = 0.0
+    for event in generate(
+        session, prompt, sampling=sampling, policy=policy, max_tokens=max_tokens, acceptance=acceptance
+    ):
+        if isinstance(event, TokenEvent):
+            timing.ids.append(event.id)
+            timing.stamps.append(time.perf_counter())
+        elif isinstance(event, RoundEvent):
+            now = time.perf_counter()
+            timing.log.append(_record(event, now - last if last else 0.0))
+            last = now
+            timing.rounds += 1
+            timing.proposed += event.k
+            timing.accepted += event.accepted
+        elif isinstance(event, GenerationFinished):
+            break
+    return timing

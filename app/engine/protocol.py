@@ -1,0 +1,209 @@
+"""The worker's protocol: every command it accepts and every message it sends back.
+
+Callers (the UI, the smoke test, tools) import from here only. Everything crosses a thread, so
+every type is a frozen dataclass. Commands and the worker's own results are defined here;
+events produced below the worker (the decode loop's tokens and rounds, the features' reports)
+are defined where they are made, since those layers cannot import this one, and re-exported
+here so the protocol stays one import.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from app.engine.decoding.acceptance import AcceptanceRule
+from app.engine.decoding.events import (
+    EngineError,
+    ErrorKind,
+    Event,
+    FinishReason,
+    GenerationFinished,
+    GenerationStats,
+    PrefillProgress,
+    Provenance,
+    RoundEvent,
+    TokenEvent,
+    WarmUpProgress,
+)
+from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
+from app.engine.decoding.sampling import SamplingParams
+from app.engine.features.arena import ArenaFinished, ArenaProgress, ArenaResult
+from app.engine.features.baselines import MEASURE_TOKENS, BaselineMeasured
+from app.engine.features.lossless import LosslessReport, LosslessVerdict
+from app.engine.features.prompts import BenchPrompt
+from app.engine.policy.adaptive import AdaptiveDraftLength
+
+__all__ = [
+    "AcceptanceRule",
+    "ArenaFinished",
+    "ArenaProgress",
+    "ArenaResult",
+    "BaselineMeasured",
+    "BenchPrompt",
+    "CheckLossless",
+    "Command",
+    "EngineError",
+    "ErrorKind",
+    "Event",
+    "FinishReason",
+    "Generate",
+    "GenerationContext",
+    "GenerationFinished",
+    "GenerationStats",
+    "LoadPair",
+    "LosslessReport",
+    "LosslessVerdict",
+    "MeasureBaseline",
+    "PairLoaded",
+    "PrefillProgress",
+    "Provenance",
+    "Reply",
+    "ResetSession",
+    "RoundEvent",
+    "RunArena",
+    "SamplingParams",
+    "SpeculationMode",
+    "SpeculationSettings",
+    "TokenEvent",
+    "WarmUpProgress",
+    "WorkerMessage",
+]
+
+
+class SpeculationMode(enum.StrEnum):
+    """How drafts are proposed; the values are what settings store."""
+
+    OFF = "off"  # plain decoding
+    FIXED = "fixed"  # always k drafted tokens
+    ADAPTIVE = "adaptive"  # k chosen each round (draft model or prompt lookup), bypassed when it does not pay
+    LOOKUP = "lookup"  # adaptive over prompt lookup alone
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPair:
+    """`warm_up`: compile every pass shape the adaptive controller may play before the pair is
+    reported loaded (WarmUpProgress on the way); None: where the device builds kernels per
+    shape (a GPU)."""
+
+    main: str
+    draft: str | None = None
+    warm_up: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculationSettings:
+    """`acceptance`: None means residual when sampling, exact when greedy.
+
+    Plain strings are accepted for the mode and the rule (settings store them so) and become
+    the enums; an unknown one is refused here rather than when the worker reaches it.
+    """
+
+    mode: SpeculationMode = SpeculationMode.ADAPTIVE
+    k: int = 4
+    acceptance: AcceptanceRule | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", SpeculationMode(self.mode))
+        if self.acceptance is not None:
+            object.__setattr__(self, "acceptance", AcceptanceRule(self.acceptance))
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the policy learns across answers (the worker keeps one per loaded pair)."""
+        return self.mode in (SpeculationMode.ADAPTIVE, SpeculationMode.LOOKUP)
+
+    def policy(self) -> DraftPolicy:
+        match self.mode:
+            case SpeculationMode.OFF:
+                return PlainDecoding()
+            case SpeculationMode.FIXED:
+                return FixedDraftLength(self.k)
+            case SpeculationMode.ADAPTIVE:
+                return AdaptiveDraftLength()
+            case SpeculationMode.LOOKUP:
+                return AdaptiveDraftLength(use_draft=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Generate:
+    messages: tuple[dict[str, str], ...]
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    speculation: SpeculationSettings = field(default_factory=SpeculationSettings)
+    max_tokens: int = 512
+
+
+@dataclass(frozen=True, slots=True)
+class ResetSession:
+    """Forget the conversation held in the caches (a new chat)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckLossless:
+    """Replay `answer` (token ids) greedily without the draft, after `messages` (the turns before it).
+
+    `prompt_tokens`: the prompt length recorded when the answer was written; a different length
+    now means the conversation before it changed, and the replay would compare different things.
+    """
+
+    messages: tuple[dict[str, str], ...]
+    answer: tuple[int, ...]
+    prompt_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunArena:
+    """Rank `candidates` (draft folders, or arena.LOOKUP) for `main` over `prompts` (empty: built-ins)."""
+
+    main: str
+    candidates: tuple[str, ...]
+    prompts: tuple[BenchPrompt, ...] = ()
+    k: int = 4
+    max_tokens: int = 64
+    save: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class MeasureBaseline:
+    """Time plain decoding of the loaded main at about `context_tokens` (background work: it
+    yields to any command queued behind it)."""
+
+    context_tokens: int
+    tokens: int = MEASURE_TOKENS
+
+
+Command = LoadPair | Generate | ResetSession | CheckLossless | RunArena | MeasureBaseline
+
+
+# -- the worker's own results --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PairLoaded:
+    main: str
+    draft: str | None
+    speculation_refusal: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationContext:
+    """Sent before a generation's prefill: the context it decodes at, for the baseline lookup."""
+
+    main: str
+    prompt_tokens: int
+
+
+Reply = (
+    Event | PairLoaded | GenerationContext | LosslessReport | ArenaProgress | ArenaFinished | BaselineMeasured
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerMessage:
+    """One reply, tagged with the request (from `submit`) it answers."""
+
+    request: int
+    event: Reply
