@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import sys
-import time
+from types import SimpleNamespace
 
 import pytest
 
+from app.engine.decoding import templates
 from app.engine.decoding.templates import TemplateError, format_chat, plain_format, render_chat
 from app.engine.measure.toy import CHATML_TEMPLATE, ToyModels
 
@@ -74,14 +76,18 @@ def test_syntax_error_is_template_error() -> None:
         "{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}",
     ],
 )
-def test_runaway_templates_are_stopped(template: str) -> None:
+def test_runaway_templates_are_stopped(template: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The deadline reads a clock that advances a millisecond per reading, so a template that is
+    # not refused by a size guard is stopped after a fixed amount of its own work, whatever the
+    # machine's load: a deadline that never tripped would leave this test running to its timeout.
+    readings = itertools.count()
+    monkeypatch.setattr(templates, "time", SimpleNamespace(monotonic=lambda: next(readings) / 1000))
     unraisable: list[object] = []  # stopped cleanly too: nothing of the rendering left raising
     hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
     try:
-        start = time.monotonic()
         with pytest.raises(TemplateError):
             render_chat(template, MESSAGES, timeout=2.0)
-        assert time.monotonic() - start < 2.5
+        assert next(readings) <= 2002  # stopped at the deadline's first check past it, or before
         gc.collect()
     finally:
         sys.unraisablehook = hook
