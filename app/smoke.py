@@ -158,6 +158,11 @@ def _make_window():
         if exc.name in ("app.ui", "app.ui.main_window"):
             return None
         raise
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.background import ensure_event_loop
+
+    ensure_event_loop(QApplication.instance())  # the window's scans run on it while events pump
     window = MainWindow()
     window.resize(1100, 720)
     window.show()

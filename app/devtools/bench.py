@@ -49,10 +49,12 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     from app.devtools.fake_engine import FakeEngine, fake_decode
     from app.engine.library.discovery import Sources
     from app.engine.store.conversations import ConversationStore
+    from app.ui.background import ensure_event_loop
     from app.ui.main_window import MainWindow
     from app.ui.render import P_MESSAGE, P_TOKEN
     from app.ui.settings_dialog import ChatSettings
 
+    ensure_event_loop(app)
     (home / "m").mkdir()
     window = MainWindow(
         engine_factory=lambda emit: FakeEngine(emit, rate=rate),

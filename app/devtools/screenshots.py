@@ -99,8 +99,10 @@ def render_all(out_dir: str) -> int:
     home = Path(tempfile.mkdtemp(prefix="specchat-shots-"))
     os.environ["SPECCHAT_HOME"] = str(home)
     app = QApplication.instance() or QApplication(sys.argv)
+    from app.ui.background import ensure_event_loop
     from app.ui.settings_dialog import ChatSettings
 
+    ensure_event_loop(app)
     empty = home / "empty"
     empty.mkdir()
     window = _window(home, empty, rate=60.0)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool
+from PySide6.QtCore import QEvent, QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -27,6 +26,7 @@ from app.engine.library.recommended import RecommendedPair
 from app.engine.store.conversations import ConversationStore
 from app.engine.worker import remembering_worker
 from app.ui.arena import ArenaDialog
+from app.ui.background import BackgroundTasks, Job
 from app.ui.chat_controller import ChatController
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
@@ -38,7 +38,6 @@ from app.ui.render import Options
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar
 from app.ui.stats import StatusStrip
-from app.ui.tasks import PoolTask, start_task
 from app.ui.theme import current_theme
 from app.ui.welcome import WelcomePanel
 
@@ -61,8 +60,7 @@ class MainWindow(QMainWindow):
         self.sources = sources or default_sources(folders)
         self.store = store or ConversationStore()
         self.decoder = decoder
-        self.pool = QThreadPool.globalInstance()
-        self._tasks: set[PoolTask] = set()
+        self.background = BackgroundTasks(self, lambda exc: None)  # run_task hands errors to `done`
         self.bridge = EngineBridge(engine_factory, parent=self)
         self.view, self.composer, self.strip = ChatView(), Composer(), StatusStrip()
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
@@ -288,7 +286,7 @@ class MainWindow(QMainWindow):
     # -- models ---------------------------------------------------------------------------------
     def run_task(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
         """`done` gets the result, or the exception `fn` raised."""
-        start_task(self.pool, self._tasks, fn, done, done)
+        self.background.start(lambda _job: fn(), done, failed=done)
 
     def scan(self) -> None:
         sources = self.sources
@@ -304,7 +302,7 @@ class MainWindow(QMainWindow):
         )
 
     def picker(self) -> PickerDialog:
-        dialog = PickerDialog(self.sources, pool=self.pool, parent=self)
+        dialog = PickerDialog(self.sources, parent=self)
         dialog.import_requested.connect(self.start_import)
         return dialog
 
@@ -339,7 +337,6 @@ class MainWindow(QMainWindow):
                 self.settings,
                 main=pair[0] if pair else None,
                 blocked=self._arena_blocked,
-                pool=self.pool,
                 parent=self,
             )
             self.arena.apply.connect(self.load_pair)
@@ -391,23 +388,10 @@ class MainWindow(QMainWindow):
             self.start_import(path)
 
     def start_import(self, path: str) -> None:
-        try:
-            loop = asyncio.get_event_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None or not loop.is_running():
-            self.statusBar().showMessage(
-                "Importing needs the app's event loop (start SpecChat normally)", 8000
-            )
-            return
-        loop.create_task(self._import(path))
-
-    async def _import(self, path: str) -> None:
-        """Runs on qasync's loop; the child-process import is consumed on a helper thread."""
+        """Import on a background task; the child process's events show as they come."""
         from app.engine.gguf.child import run_import
         from app.engine.gguf.events import ImportFailed, ImportFinished, ImportProgress
 
-        loop = asyncio.get_running_loop()
         name = Path(path).name
 
         def describe(event: object) -> str:
@@ -424,12 +408,16 @@ class MainWindow(QMainWindow):
             self.welcome.status.setText(text)
             self.statusBar().showMessage(text, 0 if text.startswith("Importing") else 15000)
 
-        def consume() -> None:
-            for event in run_import(path):
-                loop.call_soon_threadsafe(show, describe(event))
+        def consume(job: Job[str]) -> None:
+            for event in run_import(path, cancel=job.cancelled):
+                job.report(describe(event))
 
-        await asyncio.to_thread(consume)
-        self.scan()
+        self.background.start(
+            consume,
+            lambda _: self.scan(),
+            progress=show,
+            failed=lambda exc: (show(f"Could not import {name}: {exc}"), self.scan()),
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
     def changeEvent(self, e: QEvent) -> None:
@@ -439,11 +427,11 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, e: QCloseEvent) -> None:
         """Save the partial answer, cancel the worker, and let it stop (it checks between rounds);
-        let the thread pool's tasks (this window's and its dialogs' tokenizer loads and scans)
-        finish before it goes, so that none is still running while the window is torn down. The
-        window is hidden first: those waits (up to 5 s each) are the app's, not the user's."""
+        background tasks (scans, tokenizer loads, an import) are dropped, so none reports to a
+        window being torn down. The window is hidden first: the wait (up to 5 s) is the app's,
+        not the user's."""
         self.hide()
         self.controller.stop()
         self.bridge.shutdown(wait=5.0)
-        self.pool.waitForDone(5000)
+        self.background.shutdown()
         super().closeEvent(e)
