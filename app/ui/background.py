@@ -1,7 +1,7 @@
 """Background work for the UI: library scans, compatibility checks, downloads, GGUF imports and
 tokenizer loads run as asyncio tasks on the qasync loop that drives the GUI thread.
 
-The blocking part runs on the loop's executor; its result, its exception and any progress it
+The blocking part runs on a thread of a shared pool; its result, its exception and any progress it
 reports come back as calls on the GUI thread, so handlers may touch widgets. The engine is not run
 here: it keeps its own worker thread behind the EngineBridge.
 """
@@ -11,12 +11,17 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QCoreApplication, QObject
 
 T = TypeVar("T")
 P = TypeVar("P")
+
+# Python threads rather than qasync's default QThread executor: a script that pumps Qt events
+# itself never closes its loop, and Qt aborts the process when a QThread outlives it.
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="specchat-background")
 
 
 def ensure_event_loop(app: QCoreApplication) -> asyncio.AbstractEventLoop:
@@ -90,7 +95,7 @@ class BackgroundTasks:
 
         async def supervise() -> None:
             try:
-                result = await loop.run_in_executor(None, work, job)
+                result = await loop.run_in_executor(_POOL, work, job)
             except Exception as exc:
                 on_error(exc)
             else:

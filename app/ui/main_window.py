@@ -60,7 +60,9 @@ class MainWindow(QMainWindow):
         self.sources = sources or default_sources(folders)
         self.store = store or ConversationStore()
         self.decoder = decoder
-        self.background = BackgroundTasks(self, lambda exc: None)  # run_task hands errors to `done`
+        self.background = BackgroundTasks(
+            self, lambda exc: self.statusBar().showMessage(f"Background task failed: {exc}", 8000)
+        )
         self.bridge = EngineBridge(engine_factory, parent=self)
         self.view, self.composer, self.strip = ChatView(), Composer(), StatusStrip()
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
@@ -412,12 +414,11 @@ class MainWindow(QMainWindow):
             for event in run_import(path, cancel=job.cancelled):
                 job.report(describe(event))
 
-        self.background.start(
-            consume,
-            lambda _: self.scan(),
-            progress=show,
-            failed=lambda exc: (show(f"Could not import {name}: {exc}"), self.scan()),
-        )
+        def failed(exc: Exception) -> None:
+            show(f"Could not import {name}: {exc}")
+            self.scan()
+
+        self.background.start(consume, lambda _: self.scan(), progress=show, failed=failed)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def changeEvent(self, e: QEvent) -> None:
