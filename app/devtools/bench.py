@@ -12,6 +12,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import QApplication
@@ -74,7 +75,8 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     original_finish = view.finish_live
     final_ms: list[float] = []
 
-    def finish_and_count(m) -> None:  # what the live view showed, read just before the markdown render
+    def finish_and_count(m: Any) -> None:
+        """What the live view showed, read just before the markdown render replaces it."""
         block = view.document().begin()
         while block.isValid():
             it = block.begin()
@@ -118,7 +120,10 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     samples.append((tokens, rss_mb()))
     window.close()
     ordered = sorted(gaps)
-    p = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+    def p(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
     from app.devtools.fake_engine import VOCAB
 
     visible = sum(1 for i in range(tokens) if VOCAB[i % len(VOCAB)].strip("\n"))

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from app.engine.decoding.events import (
     EngineError,
+    Event,
     GenerationFinished,
     GenerationStats,
     PrefillProgress,
@@ -159,7 +160,10 @@ class FakeEngine(EngineWorker):
         )
 
     def _generate(self, request: int, command: Generate) -> None:
-        emit = lambda event: self._emit(WorkerMessage(request, event))
+
+        def emit(event: Event | GenerationContext) -> None:
+            self._emit(WorkerMessage(request, event))
+
         start = self.clock.now()
         prompt = sum(len(m["content"]) for m in command.messages) // 4 + 8
         emit(GenerationContext(self.loaded or "", prompt))

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 from app.engine.decoding.events import EngineError
 from app.engine.features.arena import LOOKUP, ArenaProgress, ArenaResult, load_results
 from app.engine.jobs import ArenaFinished, RunArena
-from app.engine.library.compat import check_pair
+from app.engine.library.compat import Verdict, check_pair
 from app.engine.library.discovery import Sources, scan_library
 from app.engine.library.facts import ModelFacts
 from app.engine.library.ranking import rank_drafts
@@ -160,8 +160,8 @@ class ArenaDialog(QDialog):
         lists.addLayout(left, 1)
         lists.addLayout(right, 2)
         run = QHBoxLayout()
-        for w, stretch in ((self.run_button, 0), (self.cancel_button, 0), (self.bar, 1)):
-            run.addWidget(w, stretch)
+        for widget, stretch in ((self.run_button, 0), (self.cancel_button, 0), (self.bar, 1)):
+            run.addWidget(widget, stretch)
         bottom = QHBoxLayout()
         bottom.addWidget(self.summary, 1)
         bottom.addWidget(self.use_button)
@@ -200,7 +200,8 @@ class ArenaDialog(QDialog):
         self.refresh()
 
     def current_main(self) -> str | None:
-        return self.main.currentData()
+        path = self.main.currentData()
+        return str(path) if path else None
 
     def _on_main_changed(self) -> None:
         main = self.current_main()
@@ -218,7 +219,7 @@ class ArenaDialog(QDialog):
             self._on_verdicts,
         )
 
-    def _on_verdicts(self, result: tuple[str, list]) -> None:
+    def _on_verdicts(self, result: tuple[str, list[tuple[ModelFacts, Verdict]]]) -> None:
         main, ranked = result
         if main != self.current_main():
             return

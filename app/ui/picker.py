@@ -29,10 +29,10 @@ from PySide6.QtWidgets import (
 
 from app.engine.features.arena import load_results
 from app.engine.library.compat import Verdict, check_pair
-from app.engine.library.discovery import Sources, scan_library
+from app.engine.library.discovery import Found, Sources, scan_library
 from app.engine.library.download import DownloadCancelled, DownloadError, DownloadProgress, download
 from app.engine.library.facts import ModelFacts
-from app.engine.library.memory import memory_fit
+from app.engine.library.memory import MemoryFit, memory_fit
 from app.engine.library.ranking import rank_drafts
 from app.engine.library.recommended import RECOMMENDED
 from app.engine.library.safety import UnsafeModel
@@ -256,7 +256,7 @@ class PickerDialog(QDialog):
         sources, store = self.sources, self.store
         self.background.run(lambda: scan_library(sources, store), self._on_scanned)
 
-    def _on_scanned(self, result: tuple[list[ModelFacts], list]) -> None:
+    def _on_scanned(self, result: tuple[list[ModelFacts], list[Found]]) -> None:
         facts, ggufs = result
         self.facts = {f.path: f for f in facts}
         self.verdicts.clear()
@@ -332,9 +332,15 @@ class PickerDialog(QDialog):
         self.drafts_changed.emit()
 
     def current_draft_key(self) -> str | None:
-        return self.drafts.currentIndex().data(KEY)
+        key = self.drafts.currentIndex().data(KEY)
+        return str(key) if key else None
 
-    def _fit(self):
+    def drafts_checked(self) -> bool:
+        """Whether the current main's compatibility checks have come back."""
+        main = self.current_main()
+        return main is not None and main.path in self.verdicts
+
+    def _fit(self) -> MemoryFit | None:
         main = self.current_main()
         if main is None:
             return None
