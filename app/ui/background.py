@@ -88,14 +88,18 @@ class BackgroundTasks:
         progress: Callable[[P], None] | None = None,
         failed: Callable[[Exception], None] | None = None,
     ) -> Job[P]:
-        """Run `work(job)` off the GUI thread; `done(result)` or `failed(exception)` follows on it."""
+        """Start `work(job)` off the GUI thread; `done(result)` or `failed(exception)` follows on it."""
         loop = asyncio.get_running_loop()  # the GUI thread's qasync loop
         job: Job[P] = Job(loop, progress)
         on_error = failed or self.failed
 
+        outcome = loop.run_in_executor(_POOL, work, job)  # starts now, not when the loop next turns
+        # a dropped job's outcome is never awaited: read it anyway, so asyncio logs nothing
+        outcome.add_done_callback(lambda f: f.cancelled() or f.exception())
+
         async def supervise() -> None:
             try:
-                result = await loop.run_in_executor(_POOL, work, job)
+                result = await outcome
             except Exception as exc:
                 on_error(exc)
             else:
