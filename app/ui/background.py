@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 
-from PySide6.QtCore import QCoreApplication, QObject
+from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -39,20 +39,39 @@ def ensure_event_loop(app: QCoreApplication) -> asyncio.AbstractEventLoop:
     return loop
 
 
+class _Relay(QObject):
+    """Carries progress to the GUI thread as queued Qt events. The loop's own
+    `call_soon_threadsafe` would not do: qasync runs each callback on a zero-delay Qt timer, and
+    under load those can fire out of order, letting the result overtake the last reports."""
+
+    reported = Signal(object)
+
+    def __init__(self, deliver: Callable[[Any], None]) -> None:
+        super().__init__()
+        self.deliver = deliver
+        self.reported.connect(self.relay)
+
+    @Slot(object)
+    def relay(self, value: object) -> None:
+        self.deliver(value)
+
+
 class Job(Generic[P]):
     """What the blocking function is handed: `report` sends progress to the GUI thread and
     `cancelled` is set when the user gives up (the function decides where it can stop)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, on_progress: Callable[[P], None] | None) -> None:
-        self._loop, self._on_progress = loop, on_progress
+    def __init__(self, on_progress: Callable[[P], None] | None) -> None:
+        self._on_progress = on_progress
+        self._relay = _Relay(self._deliver)  # made on the GUI thread, so its slot runs there
         self.cancelled = threading.Event()
         self.dropped = False  # its owner is gone: nothing more may reach the GUI
         self.task: asyncio.Task[None] | None = None
 
     def report(self, value: P) -> None:
-        """Callable from the worker thread; the GUI sees reports in order, before the result."""
+        """Callable from the worker thread. Reports are posted before the result is, and Qt
+        handles one thread's posted events in order, so the GUI sees them all before the result."""
         if self._on_progress is not None:
-            self._loop.call_soon_threadsafe(self._deliver, value)
+            self._relay.reported.emit(value)
 
     def _deliver(self, value: P) -> None:
         if not self.dropped and self._on_progress is not None:
@@ -90,7 +109,7 @@ class BackgroundTasks:
     ) -> Job[P]:
         """Start `work(job)` off the GUI thread; `done(result)` or `failed(exception)` follows on it."""
         loop = asyncio.get_running_loop()  # the GUI thread's qasync loop
-        job: Job[P] = Job(loop, progress)
+        job: Job[P] = Job(progress)
         on_error = failed or self.failed
 
         outcome = loop.run_in_executor(_POOL, work, job)  # starts now, not when the loop next turns
