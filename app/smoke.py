@@ -18,6 +18,11 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.engine.protocol import WorkerMessage
+    from app.ui.main_window import MainWindow
 
 DEFAULT_TIMEOUT = 180.0  # seconds for the whole test; the toy pair needs a few on one CPU core
 DRAFT_K = 4
@@ -69,15 +74,15 @@ def _smoke(timeout: float) -> str:
     from app.engine.worker import EngineWorker
 
     library = _check_mlx_library()
-    inbox: queue.Queue = queue.Queue()
+    inbox: queue.Queue[WorkerMessage] = queue.Queue()
     worker = EngineWorker(inbox.put)
     worker.start()
     tmp = Path(tempfile.mkdtemp(prefix="specchat-smoke-"))
     try:
         toy = write_toy_models(tmp / "models", seed=0)
 
-        def wait(request: int) -> list:
-            events = []
+        def wait(request: int) -> list[object]:
+            events: list[object] = []
             while True:
                 if time.monotonic() > deadline:
                     raise SmokeFailure(f"timed out after {timeout:.0f} s waiting for the engine")
@@ -100,6 +105,8 @@ def _smoke(timeout: float) -> str:
                     return events
 
         [loaded] = wait(worker.submit(LoadPair(str(toy.main), str(toy.draft))))
+        if not isinstance(loaded, PairLoaded):
+            raise SmokeFailure(f"the engine answered a load with {loaded!r}")
         if loaded.speculation_refusal is not None:
             raise SmokeFailure(f"the toy pair may not speculate: {loaded.speculation_refusal}")
 
@@ -110,6 +117,8 @@ def _smoke(timeout: float) -> str:
         )
         events = wait(worker.submit(ask))
         done = events[-1]
+        if not isinstance(done, GenerationFinished):
+            raise SmokeFailure(f"the engine ended a generation with {done!r}")
         stats = done.stats
         tokens = [e for e in events if isinstance(e, TokenEvent)]
         rounds = [e for e in events if isinstance(e, RoundEvent)]
@@ -148,7 +157,7 @@ def _smoke(timeout: float) -> str:
     return "SMOKE_OK " + " ".join(f"{key}={value}" for key, value in fields.items())
 
 
-def _make_window():
+def _make_window() -> MainWindow | None:
     """The main window, when the UI package provides one; None only when its module is absent.
 
     A missing dependency *inside* the UI (say a Qt module the bundle lacks) is a failure.
@@ -159,6 +168,13 @@ def _make_window():
         if exc.name in ("app.ui", "app.ui.main_window"):
             return None
         raise
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.background import ensure_event_loop
+
+    app = QApplication.instance()
+    assert app is not None  # made by _smoke before the window
+    ensure_event_loop(app)  # the window's scans run on it while events pump
     window = MainWindow()
     window.resize(1100, 720)
     window.show()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # command name -> (module under app.cli, one-line help)
@@ -58,9 +59,14 @@ def main(argv: list[str] | None = None) -> int:
             from app.smoke import run_smoke_test
 
             return run_smoke_test()
+        if args.screenshot is not None:
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+            from app.devtools.screenshots import render_all
+
+            return render_all(args.screenshot)
         from app.ui.launch import run_gui
 
-        return run_gui(screenshot_dir=args.screenshot)
+        return run_gui()
     module = importlib.import_module(f"app.cli.{known._module}")
     sub_parser = argparse.ArgumentParser(
         prog=f"python -m app {known.command}", description=COMMANDS[known.command][1]

@@ -12,6 +12,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import QApplication
@@ -49,10 +50,12 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     from app.devtools.fake_engine import FakeEngine
     from app.engine.library.discovery import Sources
     from app.engine.store.conversations import ConversationStore
+    from app.ui.background import ensure_event_loop
     from app.ui.main_window import MainWindow
     from app.ui.render import P_MESSAGE, P_TOKEN
     from app.ui.settings_dialog import ChatSettings
 
+    ensure_event_loop(app)
     (home / "m").mkdir()
     window = MainWindow(
         engine_factory=lambda emit: FakeEngine(emit, rate=rate),
@@ -71,7 +74,8 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     original_finish = view.finish_live
     final_ms: list[float] = []
 
-    def finish_and_count(m) -> None:  # what the live view showed, read just before the markdown render
+    def finish_and_count(m: Any) -> None:
+        """What the live view showed, read just before the markdown render replaces it."""
         block = view.document().begin()
         while block.isValid():
             it = block.begin()
@@ -115,7 +119,10 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     samples.append((tokens, rss_mb()))
     window.close()
     ordered = sorted(gaps)
-    p = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+    def p(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
     from app.devtools.fake_engine import VOCAB
 
     visible = sum(1 for i in range(tokens) if VOCAB[i % len(VOCAB)].strip("\n"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from app.engine.features.baselines import Preemptible, context_bucket
 from app.engine.protocol import (
@@ -61,10 +62,43 @@ def fake_decode(ids: list[int]) -> str:
     return "".join(VOCAB[i % len(VOCAB)] for i in ids)
 
 
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class WallClock:
+    """Real time: what the screenshots and the UI benchmark run on."""
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class ExactClock:
+    """Time that advances by exactly what the engine sleeps. The engine still sleeps for real, so
+    the stream keeps its pace, but the token times it reports (and the rates the UI computes from
+    them) come out as configured however loaded the machine is; tests assert on those."""
+
+    def __init__(self) -> None:
+        self._now = 0.0
+
+    def now(self) -> float:
+        return self._now
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._now += seconds  # only the engine's thread sleeps on its clock
+            time.sleep(seconds)
+
+
 class FakeEngine(EngineWorker):
     """The worker's queue, thread and cancel, with scripted answers instead of models.
 
-    `rate`: tokens per second; `script`: the answer's pieces.
+    `rate`: tokens per second; `script`: the answer's pieces; `clock`: where its times come from.
     """
 
     def __init__(
@@ -76,11 +110,13 @@ class FakeEngine(EngineWorker):
         load_seconds: float = 0.0,
         prefill_seconds: float = 0.0,
         plain_rate: float | None = None,
+        clock: Clock | None = None,
     ) -> None:
         super().__init__(emit, name="specchat-fake-engine")
         self.plain_rate = plain_rate or rate / 1.8  # what a baseline measurement finds
         self.rate, self.k, self.load_seconds = rate, k, load_seconds
         self.prefill_seconds = prefill_seconds
+        self.clock = clock or WallClock()
         self.script = script or VOCAB
         self.commands: list[Command] = []
         self.loaded: str | None = None
@@ -92,7 +128,7 @@ class FakeEngine(EngineWorker):
         self.commands.append(command)
         match command:
             case LoadPair():
-                time.sleep(self.load_seconds)
+                self.clock.sleep(self.load_seconds)
                 self.loaded = command.main
                 self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
             case Generate():
@@ -112,11 +148,11 @@ class FakeEngine(EngineWorker):
     def _measure(self, request: int, command: MeasureBaseline) -> None:
         """Plain tokens at `plain_rate`, giving way to queued work as the real worker does."""
         stop = Preemptible(self._cancel, lambda: not self._queue.empty())
-        start = time.perf_counter()
+        start = self.clock.now()
         times: list[float] = []
         while len(times) < command.tokens and not stop.is_set():
-            times.append(time.perf_counter() - start)
-            time.sleep(1 / self.plain_rate)
+            times.append(self.clock.now() - start)
+            self.clock.sleep(1 / self.plain_rate)
         done = len(times) == command.tokens and len(times) > 1
         rate = (len(times) - 1) / (times[-1] - times[0]) if done else None
         self._emit(
@@ -128,7 +164,7 @@ class FakeEngine(EngineWorker):
                     context_bucket(command.context_tokens),
                     rate,
                     len(times),
-                    time.perf_counter() - start,
+                    self.clock.now() - start,
                     not done,
                 ),
             )
@@ -138,12 +174,12 @@ class FakeEngine(EngineWorker):
         def emit(event: Reply) -> None:
             self._emit(WorkerMessage(request, event))
 
-        start = time.perf_counter()
+        start = self.clock.now()
         prompt = sum(len(m["content"]) for m in command.messages) // 4 + 8
         emit(GenerationContext(self.loaded or "", prompt))
-        time.sleep(self.prefill_seconds)
+        self.clock.sleep(self.prefill_seconds)
         emit(PrefillProgress(prompt, prompt, 0.001))
-        prefill = time.perf_counter() - start
+        prefill = self.clock.now() - start
         n = rnd = proposed_total = accepted_total = 0
         ids: list[int] = []
         reason = FinishReason.LENGTH
@@ -156,7 +192,7 @@ class FakeEngine(EngineWorker):
             source = Provenance.LOOKUP if rnd % 5 == 4 else Provenance.DRAFT
             accepted = 0 if k == 0 else (rnd * 7 + 3) % (k + 1)
             emitted = min(accepted + 1, command.max_tokens - n)
-            now = time.perf_counter() - start
+            now = self.clock.now() - start
             proposed = (
                 tuple(n + j for j in range(k))
                 if accepted == k
@@ -196,10 +232,10 @@ class FakeEngine(EngineWorker):
             rnd += 1
             proposed_total += k
             accepted_total += min(accepted, emitted)
-            delay = start + prefill + n / self.rate - time.perf_counter()
+            delay = start + prefill + n / self.rate - self.clock.now()
             if delay > 0:
-                time.sleep(delay)
-        decode = time.perf_counter() - start - prefill
+                self.clock.sleep(delay)
+        decode = self.clock.now() - start - prefill
         stats = GenerationStats(prompt, 0, n, prefill, decode, rnd, proposed_total, accepted_total)
         text = "".join(self.script[i] for i in ids)
         emit(GenerationFinished(reason, text, tuple(ids), stats))

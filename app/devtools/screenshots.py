@@ -12,13 +12,18 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QWidget
 
+if TYPE_CHECKING:
+    from app.ui.main_window import MainWindow
 
-def _wait(app: QApplication, until, timeout: float = 30.0) -> bool:
+
+def _wait(app: QApplication, until: Callable[[], object], timeout: float = 30.0) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         app.processEvents()
@@ -26,6 +31,12 @@ def _wait(app: QApplication, until, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+def _streamed(window: MainWindow) -> int:
+    """Tokens of the answer streaming now (0 when none is)."""
+    live = window.controller.live
+    return live.stats.tokens if live is not None else 0
 
 
 def _save(app: QApplication, widget: QWidget, path: Path) -> Path:
@@ -36,7 +47,7 @@ def _save(app: QApplication, widget: QWidget, path: Path) -> Path:
     return path
 
 
-def _window(home: Path, models: Path, rate: float):
+def _window(home: Path, models: Path, rate: float) -> MainWindow:
     from app.devtools.fake_engine import FakeEngine
     from app.engine.library.discovery import Sources
     from app.engine.store.conversations import ConversationStore
@@ -68,7 +79,7 @@ def _toy_library(root: Path) -> Path:
     return lib
 
 
-def _history_and_baseline(app: QApplication, window, out: Path) -> None:
+def _history_and_baseline(app: QApplication, window: MainWindow, out: Path) -> None:
     """Short answers of other kinds in their own chats fill the history; the first one's context
     has no plain speed yet, so the app measures it in the background (shot while measuring)."""
     from app.ui.settings_dialog import ChatSettings
@@ -98,8 +109,11 @@ def render_all(out_dir: str) -> int:
     home = Path(tempfile.mkdtemp(prefix="specchat-shots-"))
     os.environ["SPECCHAT_HOME"] = str(home)
     app = QApplication.instance() or QApplication(sys.argv)
+    assert isinstance(app, QApplication)  # a console-only QCoreApplication cannot show windows
+    from app.ui.background import ensure_event_loop
     from app.ui.settings_dialog import ChatSettings
 
+    ensure_event_loop(app)
     empty = home / "empty"
     empty.mkdir()
     window = _window(home, empty, rate=60.0)
@@ -115,18 +129,18 @@ def render_all(out_dir: str) -> int:
     _wait(app, lambda: not window.controller.busy, 30)
     window.controller.chat_settings = ChatSettings(max_tokens=10_000)
     window.controller.send("Say it again, briefly <img src='file:///etc/passwd'>")
-    _wait(app, lambda: window.controller.live is not None and window.controller.live.stats.tokens > 45, 30)
+    _wait(app, lambda: _streamed(window) > 45, 30)
     _save(app, window, out / "streaming.png")
     window.rejected_action.setChecked(True)
-    _wait(app, lambda: window.controller.live.stats.tokens > 70, 30)
+    _wait(app, lambda: _streamed(window) > 70, 30)
     _save(app, window, out / "streaming-rejected-drafts.png")
     window.dashboard.show()
     window.resize(1640, 820)
-    _wait(app, lambda: window.controller.live.stats.tokens > 110, 30)
+    _wait(app, lambda: _streamed(window) > 110, 30)
     _save(app, window, out / "dashboard-mid-generation.png")
     window.dashboard.hide()
     window.resize(1180, 760)
-    _wait(app, lambda: window.controller.live.stats.bypassed, 30)
+    _wait(app, lambda: window.controller.live is not None and window.controller.live.stats.bypassed, 30)
     _save(app, window.strip, out / "stats-speculation-paused.png")
     window.controller.stop()
     _save(app, window, out / "stopped-with-stats.png")
@@ -145,9 +159,7 @@ def render_all(out_dir: str) -> int:
     )
     picker.resize(1000, 720)
     picker.show()
-    _wait(
-        app, lambda: picker.current_main() is not None and picker.current_main().path in picker.verdicts, 60
-    )
+    _wait(app, picker.drafts_checked, 60)
     picker.show_incompatible.setChecked(True)
     _save(app, picker, out / "picker-incompatible.png")
     picker.close()

@@ -82,6 +82,6 @@ def render_checks(app: QApplication, home: Path, out: Path, wait: Wait, save: Sa
     picker = PickerDialog(sources, usable_memory=64 * 2**30)
     picker.resize(1000, 720)
     picker.show()
-    wait(app, lambda: picker.current_main() is not None and picker.current_main().path in picker.verdicts, 60)
+    wait(app, picker.drafts_checked, 60)
     save(app, picker, out / "picker-arena-speedups.png")
     picker.close()

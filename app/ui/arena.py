@@ -1,18 +1,16 @@
 """The draft arena dialog: for one main model, time every compatible local draft and prompt lookup
 on a small prompt set, rank them by measured speedup over plain, and load the winner in one click.
 
-The library scan and the compatibility checks run on the thread pool; the timing runs on the
+The library scan and the compatibility checks run as background tasks; the timing runs on the
 engine worker (RunArena), which reports progress and the ranking as worker messages.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, QThreadPool, Signal
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -34,20 +32,19 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.decoding.events import EngineError
-from app.engine.features.arena import ARENA_PROMPTS, LOOKUP, ArenaProgress, ArenaResult, load_results
-from app.engine.library.compat import check_pair
+from app.engine.features.arena import LOOKUP, ArenaProgress, ArenaResult, load_results
+from app.engine.library.compat import Verdict, check_pair
 from app.engine.library.discovery import Sources, scan_library
 from app.engine.library.facts import ModelFacts
 from app.engine.library.ranking import rank_drafts
 from app.engine.library.store import Store
-from app.engine.protocol import ArenaFinished, BenchPrompt, RunArena, WorkerMessage
+from app.engine.protocol import ArenaFinished, RunArena, WorkerMessage
+from app.ui.arena_prompts import PromptList
+from app.ui.background import BackgroundTasks
 from app.ui.engine_bridge import EngineBridge
-from app.ui.tasks import PoolTask, start_task
 
 KEY = Qt.ItemDataRole.UserRole
-TEXT = Qt.ItemDataRole.UserRole + 1  # a prompt's full text (the list shows one line of it)
 COLUMNS = ("Rank", "Draft", "Speedup", "Acceptance", "Best k", "Per prompt class")
-PROMPTS_KEY = "arena/prompts"
 
 
 def candidate_name(candidate: str) -> str:
@@ -72,19 +69,6 @@ def arena_note(result: ArenaResult) -> str:
     return f"arena: {result.speedup:.2f}× vs plain, {accepted}{k}"
 
 
-def load_prompts(settings: QSettings) -> list[tuple[BenchPrompt, bool]]:
-    """The saved prompt list (text edits, user prompts, which are on); the built-ins when none."""
-    try:
-        saved = json.loads(str(settings.value(PROMPTS_KEY, "") or "[]"))
-        out = [
-            (BenchPrompt(str(p["id"]), str(p["class"]), str(p["text"])), bool(p.get("on", True)))
-            for p in saved
-        ]
-    except (ValueError, TypeError, KeyError):
-        out = []
-    return out or [(p, True) for p in ARENA_PROMPTS]
-
-
 class ArenaDialog(QDialog):
     """`apply(main, draft or None, mode)` asks the window to load the chosen pair."""
 
@@ -100,26 +84,22 @@ class ArenaDialog(QDialog):
         main: str | None = None,
         blocked: Callable[[], str | None] = lambda: None,
         store: Store | None = None,
-        pool: QThreadPool | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Draft arena")
         self.bridge, self.sources, self.settings, self.store = bridge, sources, settings, store
         self.blocked = blocked  # why the worker cannot take the arena now (an answer is streaming)
-        self.pool = pool or QThreadPool.globalInstance()
         self.wanted_main = main
         self.facts: dict[str, ModelFacts] = {}
         self.request: int | None = None
         self.results: list[ArenaResult] = []
         self.cancelling = False
         self.last_progress: ArenaProgress | None = None
-        self._calls: set[PoolTask] = set()
+        self.background = BackgroundTasks(self, lambda exc: self.state.setText(f"Error: {exc}"))
 
         self.main = QComboBox()
-        self.candidates, self.prompts = QListWidget(), QListWidget()
-        self.prompts.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.prompts.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.candidates, self.prompts = QListWidget(), PromptList(settings)
         self.add_button, self.remove_button, self.reset_button = (
             QPushButton("Add prompt"),
             QPushButton("Remove"),
@@ -145,13 +125,10 @@ class ArenaDialog(QDialog):
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
         self._layout()
-        self._fill_prompts(load_prompts(settings))
         self.main.currentIndexChanged.connect(lambda *_: self._on_main_changed())
-        self.add_button.clicked.connect(lambda: self.add_prompt())
-        self.remove_button.clicked.connect(self._remove_prompt)
-        self.reset_button.clicked.connect(lambda: self._fill_prompts([(p, True) for p in ARENA_PROMPTS]))
-        self.prompts.itemChanged.connect(lambda *_: self._save_prompts())
-        self.prompts.itemDoubleClicked.connect(self.edit_prompt)
+        self.add_button.clicked.connect(lambda: self.prompts.add_prompt())
+        self.remove_button.clicked.connect(self.prompts.remove_current)
+        self.reset_button.clicked.connect(self.prompts.restore_builtins)
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
         self.use_button.clicked.connect(self._use)
@@ -182,8 +159,8 @@ class ArenaDialog(QDialog):
         lists.addLayout(left, 1)
         lists.addLayout(right, 2)
         run = QHBoxLayout()
-        for w, stretch in ((self.run_button, 0), (self.cancel_button, 0), (self.bar, 1)):
-            run.addWidget(w, stretch)
+        for widget, stretch in ((self.run_button, 0), (self.cancel_button, 0), (self.bar, 1)):
+            run.addWidget(widget, stretch)
         bottom = QHBoxLayout()
         bottom.addWidget(self.summary, 1)
         bottom.addWidget(self.use_button)
@@ -196,12 +173,9 @@ class ArenaDialog(QDialog):
         layout.addLayout(bottom)
 
     # -- models and candidates -------------------------------------------------------------
-    def _run(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
-        start_task(self.pool, self._calls, fn, done, lambda exc: self.state.setText(f"Error: {exc}"))
-
     def refresh(self) -> None:
         sources, store = self.sources, self.store
-        self._run(lambda: scan_library(sources, store)[0], self._on_scanned)
+        self.background.run(lambda: scan_library(sources, store)[0], self._on_scanned)
 
     def _on_scanned(self, facts: list[ModelFacts]) -> None:
         self.facts = {f.path: f for f in facts if f.usable}
@@ -225,7 +199,8 @@ class ArenaDialog(QDialog):
         self.refresh()
 
     def current_main(self) -> str | None:
-        return self.main.currentData()
+        path = self.main.currentData()
+        return str(path) if path else None
 
     def _on_main_changed(self) -> None:
         main = self.current_main()
@@ -235,7 +210,7 @@ class ArenaDialog(QDialog):
             return
         self.state.setText("Checking which drafts are compatible…")
         others, store, facts = [f for p, f in self.facts.items() if p != main], self.store, self.facts[main]
-        self._run(
+        self.background.run(
             lambda: (
                 main,
                 rank_drafts(facts, [(d, check_pair(Path(main), Path(d.path), store)) for d in others]),
@@ -243,7 +218,7 @@ class ArenaDialog(QDialog):
             self._on_verdicts,
         )
 
-    def _on_verdicts(self, result: tuple[str, list]) -> None:
+    def _on_verdicts(self, result: tuple[str, list[tuple[ModelFacts, Verdict]]]) -> None:
         main, ranked = result
         if main != self.current_main():
             return
@@ -266,78 +241,6 @@ class ArenaDialog(QDialog):
         items = (self.candidates.item(i) for i in range(self.candidates.count()))
         return [i.data(KEY) for i in items if i.checkState() == Qt.CheckState.Checked]
 
-    # -- prompts ---------------------------------------------------------------------------
-    def _fill_prompts(self, prompts: list[tuple[BenchPrompt, bool]]) -> None:
-        self.prompts.blockSignals(True)
-        self.prompts.clear()
-        for p, on in prompts:
-            self._prompt_item(p, on)
-        self.prompts.blockSignals(False)
-        self._save_prompts()
-
-    def _prompt_item(self, p: BenchPrompt, on: bool = True) -> QListWidgetItem:
-        item = QListWidgetItem()
-        item.setData(KEY, (p.id, p.prompt_class))
-        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-        item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-        self._set_text(item, p.text)
-        self.prompts.addItem(item)
-        return item
-
-    @staticmethod
-    def _set_text(item: QListWidgetItem, text: str) -> None:
-        item.setData(TEXT, text)
-        line = f"{item.data(KEY)[1]}: {' ⏎ '.join(text.split(chr(10)))}"
-        item.setText(line if len(line) <= 90 else line[:89] + "…")
-        item.setToolTip(text)
-
-    def _ask(self, title: str, text: str) -> str | None:
-        from PySide6.QtWidgets import QInputDialog
-
-        value, ok = QInputDialog.getMultiLineText(self, title, "Prompt:", text)
-        return value.strip() if ok and value.strip() else None
-
-    def add_prompt(self, text: str = "") -> QListWidgetItem | None:
-        """A user prompt (class "user"); with no text, the user types it in a dialog."""
-        text = text.strip() or self._ask("Add a prompt", "") or ""
-        if not text:
-            return None
-        n = 1 + sum(1 for i in range(self.prompts.count()) if self.prompts.item(i).data(KEY)[1] == "user")
-        item = self._prompt_item(BenchPrompt(f"user-{n}", "user", text))
-        self.prompts.setCurrentItem(item)
-        self._save_prompts()
-        return item
-
-    def edit_prompt(self, item: QListWidgetItem) -> None:
-        text = self._ask("Edit prompt", item.data(TEXT))
-        if text is not None:
-            self._set_text(item, text)
-
-    def _remove_prompt(self) -> None:
-        row = self.prompts.currentRow()
-        if row >= 0:
-            self.prompts.takeItem(row)
-            self._save_prompts()
-
-    def prompt_list(self) -> list[tuple[BenchPrompt, bool]]:
-        out = []
-        for i in range(self.prompts.count()):
-            item = self.prompts.item(i)
-            pid, cls = item.data(KEY)
-            out.append(
-                (
-                    BenchPrompt(pid, cls, str(item.data(TEXT)).strip()),
-                    item.checkState() == Qt.CheckState.Checked,
-                )
-            )
-        return out
-
-    def _save_prompts(self) -> None:
-        data = [
-            {"id": p.id, "class": p.prompt_class, "text": p.text, "on": on} for p, on in self.prompt_list()
-        ]
-        self.settings.setValue(PROMPTS_KEY, json.dumps(data))
-
     # -- running ---------------------------------------------------------------------------
     @property
     def running(self) -> bool:
@@ -345,7 +248,7 @@ class ArenaDialog(QDialog):
 
     def run(self) -> bool:
         main, candidates = self.current_main(), self.checked_candidates()
-        prompts = tuple(p for p, on in self.prompt_list() if on and p.text)
+        prompts = tuple(p for p, on in self.prompts.prompt_list() if on and p.text)
         reason = (
             self.blocked()
             or ("Choose a main model first." if main is None else None)

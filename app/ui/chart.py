@@ -5,8 +5,10 @@ Tests check `points`, `reference` and the labels instead of pixels.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent, QPen
 from PySide6.QtWidgets import QWidget
 
 ACCENT = QColor("#3b82f6")
@@ -36,7 +38,7 @@ class Chart(QWidget):
         self.points, self.reference, self.x_labels = list(points), reference, list(x_labels or [])
         self.update()
 
-    def paintEvent(self, _event) -> None:
+    def paintEvent(self, _event: QPaintEvent) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = self.palette()
@@ -54,7 +56,10 @@ class Chart(QWidget):
         if not self.points:
             p.drawText(area, Qt.AlignmentFlag.AlignCenter, "no data yet")
             return
-        y_at = lambda y: area.bottom() - area.height() * y / top
+
+        def y_at(y: float) -> float:
+            return area.bottom() - area.height() * y / top
+
         if self.kind == "bar":
             self._bars(p, area, y_at)
         else:
@@ -70,7 +75,7 @@ class Chart(QWidget):
                     self.reference_label,
                 )
 
-    def _bars(self, p: QPainter, area: QRectF, y_at) -> None:
+    def _bars(self, p: QPainter, area: QRectF, y_at: Callable[[float], float]) -> None:
         n = len(self.points)
         width = area.width() / n
         for i, (_, y) in enumerate(self.points):
@@ -86,7 +91,7 @@ class Chart(QWidget):
                 label,
             )
 
-    def _line(self, p: QPainter, area: QRectF, y_at) -> None:
+    def _line(self, p: QPainter, area: QRectF, y_at: Callable[[float], float]) -> None:
         x0, x1 = self.points[0][0], self.points[-1][0]
         span = (x1 - x0) or 1.0
         path = QPainterPath()

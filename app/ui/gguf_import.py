@@ -1,13 +1,12 @@
-"""Importing a GGUF file from the window: the child-process import is consumed on a helper thread
-under qasync's event loop, and each of its events becomes a line of status text."""
+"""Importing a GGUF file from the window: the child-process import runs as a background job, and
+each of its events becomes a line of status text."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-_RUNNING: set[asyncio.Task[None]] = set()
+from app.ui.background import BackgroundTasks, Job
 
 
 def describe(name: str, event: object) -> str:
@@ -23,29 +22,20 @@ def describe(name: str, event: object) -> str:
     return f"Importing {name}…"
 
 
-def start_import(path: str, show: Callable[[str], None], done: Callable[[], None]) -> bool:
-    """False when the app's event loop is not running (the window was built without it)."""
-    try:
-        loop = asyncio.get_event_loop()
-    except RuntimeError:
-        return False
-    if not loop.is_running():
-        return False
-    task = loop.create_task(_import(path, show, done))
-    _RUNNING.add(task)  # the loop holds tasks weakly: one nobody references can vanish mid-import
-    task.add_done_callback(_RUNNING.discard)
-    return True
-
-
-async def _import(path: str, show: Callable[[str], None], done: Callable[[], None]) -> None:
+def start_import(
+    background: BackgroundTasks, path: str, show: Callable[[str], None], done: Callable[[], None]
+) -> None:
+    """Run the import off the GUI thread; closing the window cancels it with the other jobs."""
     from app.engine.gguf.child import run_import
 
-    loop = asyncio.get_running_loop()
     name = Path(path).name
 
-    def consume() -> None:
-        for event in run_import(path):
-            loop.call_soon_threadsafe(show, describe(name, event))
+    def consume(job: Job[str]) -> None:
+        for event in run_import(path, cancel=job.cancelled):
+            job.report(describe(name, event))
 
-    await asyncio.to_thread(consume)
-    done()
+    def failed(exc: Exception) -> None:
+        show(f"Could not import {name}: {exc}")
+        done()
+
+    background.start(consume, lambda _: done(), progress=show, failed=failed)

@@ -1,18 +1,12 @@
-"""Starting the GUI on qasync's event loop, or rendering scripted states to PNGs for review."""
+"""Starting the GUI on qasync's event loop, which also runs the UI's background tasks."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 
 
-def run_gui(screenshot_dir: str | None = None) -> int:
-    if screenshot_dir is not None:
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        from app.devtools.screenshots import render_all
-
-        return render_all(screenshot_dir)
+def run_gui() -> int:
     import qasync
     from PySide6.QtWidgets import QApplication
 
@@ -20,6 +14,7 @@ def run_gui(screenshot_dir: str | None = None) -> int:
     from app.ui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv)
+    assert isinstance(app, QApplication)  # a QCoreApplication made elsewhere could show no window
     app.setApplicationName(PRODUCT_NAME)
     app.setOrganizationName(PRODUCT_NAME)
     loop = qasync.QEventLoop(app)

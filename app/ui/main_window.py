@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool
+from PySide6.QtCore import QEvent, QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -26,6 +26,7 @@ from app.engine.library.recommended import RecommendedPair
 from app.engine.store.conversations import ConversationStore
 from app.engine.worker import remembering_worker
 from app.ui.arena import ArenaDialog
+from app.ui.background import BackgroundTasks
 from app.ui.chat_actions import ChatActions
 from app.ui.chat_controller import ChatController
 from app.ui.chat_view import ChatView
@@ -39,7 +40,6 @@ from app.ui.render import Options
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar
 from app.ui.stats import StatusStrip
-from app.ui.tasks import PoolTask, start_task
 from app.ui.theme import current_theme
 from app.ui.welcome import WelcomePanel
 
@@ -59,8 +59,9 @@ class MainWindow(ChatActions):
         self.settings = settings or QSettings()
         self.sources = sources or default_sources(tuple(Path(p) for p in self._folders()))
         self.store = store or ConversationStore()
-        self.pool = QThreadPool.globalInstance()
-        self._tasks: set[PoolTask] = set()
+        self.background = BackgroundTasks(
+            self, lambda exc: self.statusBar().showMessage(f"Background task failed: {exc}", 8000)
+        )
         self.bridge = EngineBridge(engine_factory, parent=self)
         self.composer, self.strip = Composer(), StatusStrip()
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
@@ -242,7 +243,7 @@ class MainWindow(ChatActions):
     # -- models ---------------------------------------------------------------------------------
     def run_task(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
         """`done` gets the result, or the exception `fn` raised."""
-        start_task(self.pool, self._tasks, fn, done, done)
+        self.background.start(lambda _job: fn(), done, failed=done)
 
     def scan(self) -> None:
         sources = self.sources
@@ -258,7 +259,7 @@ class MainWindow(ChatActions):
         )
 
     def picker(self) -> PickerDialog:
-        dialog = PickerDialog(self.sources, pool=self.pool, parent=self)
+        dialog = PickerDialog(self.sources, parent=self)
         dialog.import_requested.connect(self.start_import)
         return dialog
 
@@ -279,7 +280,6 @@ class MainWindow(ChatActions):
                 self.settings,
                 main=pair[0] if pair else None,
                 blocked=self._arena_blocked,
-                pool=self.pool,
                 parent=self,
             )
             self.arena.apply.connect(self.load_pair)
@@ -323,10 +323,7 @@ class MainWindow(ChatActions):
             self.start_import(path)
 
     def start_import(self, path: str) -> None:
-        if not start_import(path, self._show_import, self.scan):
-            self.statusBar().showMessage(
-                "Importing needs the app's event loop (start SpecChat normally)", 8000
-            )
+        start_import(self.background, path, self._show_import, self.scan)
 
     def _show_import(self, text: str) -> None:
         self.welcome.status.setText(text)
@@ -347,11 +344,11 @@ class MainWindow(ChatActions):
 
     def closeEvent(self, e: QCloseEvent) -> None:
         """Save the partial answer, cancel the worker, and let it stop (it checks between rounds);
-        let the thread pool's tasks (this window's and its dialogs' scans)
-        finish before it goes, so that none is still running while the window is torn down. The
-        window is hidden first: those waits (up to 5 s each) are the app's, not the user's."""
+        background tasks (scans, tokenizer loads, an import) are dropped, so none reports to a
+        window being torn down. The window is hidden first: the wait (up to 5 s) is the app's,
+        not the user's."""
         self.hide()
         self.controller.stop()
         self.bridge.shutdown(wait=5.0)
-        self.pool.waitForDone(5000)
+        self.background.shutdown()
         super().closeEvent(e)

@@ -1,17 +1,15 @@
 """The pair picker: choose a main model and a draft, see why drafts are refused, check memory fit.
 
-Scans and compatibility checks run on a QThreadPool; results come back as queued signals, so the
-UI thread never reads tokenizers or walks folders itself.
+Scans, compatibility checks and downloads run as background tasks (app.ui.background); their
+results come back on the GUI thread, which never reads tokenizers or walks folders itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from PySide6.QtCore import Qt, QThreadPool, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -31,16 +29,16 @@ from PySide6.QtWidgets import (
 
 from app.engine.features.arena import load_results
 from app.engine.library.compat import Verdict, check_pair
-from app.engine.library.discovery import Sources, scan_library
-from app.engine.library.download import DownloadProgress
+from app.engine.library.discovery import Found, Sources, scan_library
+from app.engine.library.download import DownloadCancelled, DownloadError, DownloadProgress, download
 from app.engine.library.facts import ModelFacts
-from app.engine.library.memory import memory_fit
+from app.engine.library.memory import MemoryFit, memory_fit
 from app.engine.library.ranking import rank_drafts
 from app.engine.library.recommended import RECOMMENDED
+from app.engine.library.safety import UnsafeModel
 from app.engine.library.store import Store
 from app.ui.arena import arena_note
-from app.ui.download_bridge import DownloadTask
-from app.ui.tasks import PoolTask, start_task
+from app.ui.background import BackgroundTasks, Job
 
 PLAIN, LOOKUP = "plain", "lookup"
 KEY = Qt.ItemDataRole.UserRole
@@ -81,12 +79,11 @@ class DownloadPanel(QGroupBox):
 
     downloaded = Signal(str)
 
-    def __init__(
-        self, pool: QThreadPool, endpoint: str | None, root: Path | None, parent: QWidget | None = None
-    ):
+    def __init__(self, endpoint: str | None, root: Path | None, parent: QWidget | None = None):
         super().__init__("Download from Hugging Face", parent)
-        self.pool, self.endpoint, self.root = pool, endpoint, root
-        self.task: DownloadTask | None = None
+        self.endpoint, self.root = endpoint, root
+        self.background = BackgroundTasks(self, lambda exc: self._stop(f"Failed: {exc}"))
+        self.task: Job[DownloadProgress] | None = None
         self.queue: list[str] = []
         self.repo = QLineEdit(placeholderText="owner/name, e.g. mlx-community/Qwen2.5-0.5B-Instruct-4bit")
         self.start_button, self.cancel_button = QPushButton("Download"), QPushButton("Cancel")
@@ -113,16 +110,33 @@ class DownloadPanel(QGroupBox):
             self.task = None
             self.cancel_button.setEnabled(False)
             return
-        repo_id = self.queue.pop(0)
-        self.task = DownloadTask(repo_id, self.endpoint, self.root)
-        self.task.signals.progress.connect(self._on_progress)
-        self.task.signals.finished.connect(self._on_finished)
-        self.task.signals.failed.connect(lambda msg: self._stop(f"Failed: {msg}"))
-        self.task.signals.cancelled.connect(lambda: self._stop(f"Cancelled {repo_id}; nothing was installed"))
+        repo_id, endpoint, root = self.queue.pop(0), self.endpoint, self.root
+
+        def fetch(job: Job[DownloadProgress]) -> str | None:
+            """The folder, or None when cancelled; hub and safety refusals raise for `_stop`."""
+            try:
+                return str(
+                    download(repo_id, progress=job.report, cancel=job.cancelled, endpoint=endpoint, root=root)
+                )
+            except DownloadCancelled:
+                return None
+            except (DownloadError, UnsafeModel):
+                raise
+            except Exception as exc:  # anything else still ends the download visibly
+                raise DownloadError(f"downloading {repo_id} failed: {exc}") from exc
+
         self.status.setText(f"Starting {repo_id}…")
         self.bar.setValue(0)
         self.cancel_button.setEnabled(True)
-        self.pool.start(self.task)
+        self.task = self.background.start(
+            fetch,
+            lambda folder: (
+                self._on_finished(folder)
+                if folder is not None
+                else self._stop(f"Cancelled {repo_id}; nothing was installed")
+            ),
+            progress=self._on_progress,
+        )
 
     def cancel(self) -> None:
         self.queue.clear()
@@ -163,17 +177,15 @@ class PickerDialog(QDialog):
         usable_memory: int | None = None,
         endpoint: str | None = None,
         download_root: Path | None = None,
-        pool: QThreadPool | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Choose models")
         self.sources, self.store, self.usable = sources, store, usable_memory
-        self.pool = pool or QThreadPool.globalInstance()
         self.facts: dict[str, ModelFacts] = {}
         self.verdicts: dict[str, list[tuple[ModelFacts, Verdict]]] = {}
         self.picked: PickedPair | None = None
-        self._calls: set[PoolTask] = set()
+        self.background = BackgroundTasks(self, lambda exc: self.state_label.setText(f"Error: {exc}"))
 
         self.mains, self.main_model = QListView(), QStandardItemModel(self)
         self.drafts, self.draft_model = QListView(), QStandardItemModel(self)
@@ -193,7 +205,7 @@ class PickerDialog(QDialog):
         self.import_button.setVisible(False)
         self.ggufs: list[str] = []
         self.recommended = self._recommended_box()
-        self.downloads = DownloadPanel(self.pool, endpoint, download_root, self)
+        self.downloads = DownloadPanel(endpoint, download_root, self)
 
         columns = QHBoxLayout()
         for title, view, extra in (
@@ -240,14 +252,11 @@ class PickerDialog(QDialog):
             self.import_requested.emit(path)
 
     # -- background work -------------------------------------------------------------------
-    def _run(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
-        start_task(self.pool, self._calls, fn, done, lambda exc: self.state_label.setText(f"Error: {exc}"))
-
     def refresh(self) -> None:
         sources, store = self.sources, self.store
-        self._run(lambda: scan_library(sources, store), self._on_scanned)
+        self.background.run(lambda: scan_library(sources, store), self._on_scanned)
 
-    def _on_scanned(self, result: tuple[list[ModelFacts], list]) -> None:
+    def _on_scanned(self, result: tuple[list[ModelFacts], list[Found]]) -> None:
         facts, ggufs = result
         self.facts = {f.path: f for f in facts}
         self.verdicts.clear()
@@ -283,7 +292,7 @@ class PickerDialog(QDialog):
             main.path,
             [(d, check_pair(Path(main.path), Path(d.path), store)) for d in candidates],
         )
-        self._run(check, self._on_verdicts)
+        self.background.run(check, self._on_verdicts)
 
     def _on_verdicts(self, result: tuple[str, list[tuple[ModelFacts, Verdict]]]) -> None:
         path, verdicts = result
@@ -323,9 +332,15 @@ class PickerDialog(QDialog):
         self.drafts_changed.emit()
 
     def current_draft_key(self) -> str | None:
-        return self.drafts.currentIndex().data(KEY)
+        key = self.drafts.currentIndex().data(KEY)
+        return str(key) if key else None
 
-    def _fit(self):
+    def drafts_checked(self) -> bool:
+        """Whether the current main's compatibility checks have come back."""
+        main = self.current_main()
+        return main is not None and main.path in self.verdicts
+
+    def _fit(self) -> MemoryFit | None:
         main = self.current_main()
         if main is None:
             return None

@@ -48,12 +48,12 @@ def _syntax(dark: bool) -> dict[str, QColor]:
 
 def is_dark() -> bool:
     app = QGuiApplication.instance()
-    if app is None:
+    if not isinstance(app, QGuiApplication):  # none yet, or a console-only QCoreApplication
         return False
     scheme = app.styleHints().colorScheme()
     if scheme != Qt.ColorScheme.Unknown:
-        return scheme == Qt.ColorScheme.Dark
-    return app.palette().color(QPalette.ColorRole.Window).lightness() < 128
+        return bool(scheme == Qt.ColorScheme.Dark)
+    return bool(app.palette().color(QPalette.ColorRole.Window).lightness() < 128)
 
 
 def current_theme(dark: bool | None = None) -> Theme:

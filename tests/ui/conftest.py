@@ -9,6 +9,18 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def event_loop(qapp):
+    """qasync's loop on the test QApplication, as the app runs under `python -m app`: background
+    tasks (scans, downloads, imports) then run whenever pytest-qt processes events."""
+    from app.ui.background import ensure_event_loop
+
+    loop = ensure_event_loop(qapp)
+    yield loop
+    loop.stop()  # also marks it not running, so it may be closed
+    loop.close()
+
+
 @pytest.fixture(autouse=True)
 def specchat_home(tmp_path, monkeypatch):
     """Each test gets its own app-data folder, so caches never leak between tests."""

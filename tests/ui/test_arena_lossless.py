@@ -103,8 +103,8 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
     assert dialog.current_main() == main and set(dialog.checked_candidates()) == {good, bad, LOOKUP}
     assert dialog.table.rowCount() == 0  # no arena yet for this main
 
-    dialog.add_prompt("def add(a, b):")  # user prompts join the built-ins and persist
-    assert dialog.prompt_list()[-1][0].prompt_class == "user"
+    dialog.prompts.add_prompt("def add(a, b):")  # user prompts join the built-ins and persist
+    assert dialog.prompts.prompt_list()[-1][0].prompt_class == "user"
     assert dialog.run() and window.engine_taken() is not None
     dialog.cancel()  # before the worker even starts: the request starts cancelled
     qtbot.waitUntil(lambda: not dialog.running, timeout=SLOW)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from app.devtools.fake_engine import FakeEngine
+from app.devtools.fake_engine import ExactClock, FakeEngine
 from app.engine.library.discovery import Sources
 from app.engine.protocol import Generate, LoadPair
 from app.engine.store.conversations import ConversationStore
@@ -18,7 +18,7 @@ def make_window(qtbot, home, rate=300.0, models=None) -> MainWindow:
     models = models or home / "models"
     models.mkdir(parents=True, exist_ok=True)
     window = MainWindow(
-        engine_factory=lambda emit: FakeEngine(emit, rate=rate),
+        engine_factory=lambda emit: FakeEngine(emit, rate=rate, clock=ExactClock()),
         store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
         sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
@@ -172,15 +172,26 @@ def test_welcome_panel_on_first_run(qtbot, specchat_home):
     w.close()
 
 
-def test_closing_hides_the_window_before_waiting_for_background_work(qtbot, window):
+def test_closing_hides_the_window_before_waiting_for_the_worker(qtbot, window, monkeypatch):
     seen = []
+    shutdown = window.bridge.shutdown
 
-    class SlowPool:  # stands in for a pool whose last scan takes a while
-        def waitForDone(self, ms: int) -> bool:
-            seen.append(window.isVisible())
-            return True
+    def slow_shutdown(wait: float) -> None:  # stands in for a worker that takes a while to stop
+        seen.append(window.isVisible())
+        shutdown(wait)
 
-    window.pool = SlowPool()  # type: ignore[assignment]
+    monkeypatch.setattr(window.bridge, "shutdown", slow_shutdown)
     assert window.isVisible()
     window.close()
     assert seen == [False]
+
+
+def test_closing_drops_background_work_so_nothing_reports_to_a_closed_window(qtbot, window):
+    import threading
+
+    release, reported = threading.Event(), []
+    job = window.background.start(lambda job: release.wait(5), reported.append)
+    window.close()
+    release.set()
+    qtbot.waitUntil(lambda: job.task is not None and job.task.done(), timeout=5000)
+    assert job.cancelled.is_set() and reported == [] and not window.background.jobs

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from app.engine.library.compat import check_pair
@@ -60,10 +59,18 @@ def test_one_changed_added_token_is_refused_by_name(real_model, tmp_path: Path):
     )
 
 
-def test_verdicts_are_cached(real_model, tmp_path: Path):
+def test_verdicts_are_cached(real_model, tmp_path: Path, monkeypatch):
+    """The second check reads neither tokenizer: the verdict comes from the cache."""
+    import app.engine.library.compat as compat
+
+    reads: list[Path] = []
+    read_vocabulary = compat.read_vocabulary
+    monkeypatch.setattr(
+        compat, "read_vocabulary", lambda folder: reads.append(folder) or read_vocabulary(folder)
+    )
     store = Store(tmp_path / "cache.sqlite3")
-    check_pair(real_model("qwen1.5b"), real_model("smollm2"), store)
-    started = time.perf_counter()
+    first = check_pair(real_model("qwen1.5b"), real_model("smollm2"), store)
+    assert len(reads) == 2
     again = check_pair(real_model("qwen1.5b"), real_model("smollm2"), store)
-    assert time.perf_counter() - started < 0.5
+    assert len(reads) == 2 and again == first
     assert not again.compatible
