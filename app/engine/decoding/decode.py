@@ -9,14 +9,12 @@ tokens cut what is kept (trim), both caches are rewound to it (keep), and the to
 are measured through one code path.
 
 A plain round whose successor the policy has already committed to plain (`choose_ahead`)
-queues that successor's pass before reading its own token: the next graph is built from the
-token still being drawn, so the loop's Python (the policy, the events, the model's graph
-building) runs while the device computes, as in mlx-lm's plain loop. Without it plain decoding
-would trail mlx-lm's, and a bypassed draft would pay that too.
+queues that successor's pass before reading its own token, so the loop's Python runs while the
+device computes, as in mlx-lm's plain loop; otherwise plain decoding, and a bypassed draft with
+it, would trail mlx-lm's.
 
 Whatever raises mid-round (a model pass, the policy, the consumer closing the generator), the
-caches are rewound to the tokens the session holds before the error leaves `generate`, so the
-next answer in the session starts from a consistent state.
+caches are rewound to the tokens the session holds before the error leaves `generate`.
 """
 
 from __future__ import annotations
