@@ -13,8 +13,7 @@ queues that successor's pass before reading its own token, so the loop's Python 
 device computes, as in mlx-lm's plain loop; otherwise plain decoding, and a bypassed draft with
 it, would trail mlx-lm's.
 
-Whatever raises mid-round (a model pass, the policy, the consumer closing the generator), the
-caches are rewound to the tokens the session holds before the error leaves `generate`.
+Whatever raises mid-round, the caches are rewound to the tokens the session holds.
 """
 
 from __future__ import annotations
