@@ -116,18 +116,7 @@ class Telemetry:
                 float(expected) if isinstance(expected, (int, float)) else None,
             )
         )
-        self._records.append(
-            RoundRecord(
-                event.k,
-                event.accepted,
-                event.draft_seconds,
-                event.verify_seconds,
-                wall,
-                event.source.value,
-                event.catch_up,
-                overlapped=event.overlapped,
-            )
-        )
+        self._records.append(RoundRecord.of(event, wall))
         self.k_series.append((event.index, event.k))
         if event.k:
             self._grow(event.k)

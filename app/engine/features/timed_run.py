@@ -38,28 +38,6 @@ class TimedRun:
         return (len(self.stamps) - 1) / span if span > 0 else 0.0
 
 
-def _record(event: RoundEvent, wall: float) -> RoundRecord:
-    """The round as the oracle reads it; the policy's figures are kept as it gave them (rounded
-    when written), since this runs between rounds, inside the timed answer."""
-    policy = event.policy
-    why, expected = policy.get("why", ""), policy.get("expected_speedup", 0.0)
-    by_source = policy.get("speedup_by_k", {})
-    draft = by_source.get("draft", ()) if isinstance(by_source, dict) else ()
-    return RoundRecord(
-        event.k,
-        event.accepted,
-        event.draft_seconds,
-        event.verify_seconds,
-        wall,
-        event.source.value,
-        event.catch_up,
-        why if isinstance(why, str) else "",
-        float(expected) if isinstance(expected, int | float) else 0.0,
-        tuple(draft),
-        event.overlapped,
-    )
-
-
 def run_timed(
     pair: ModelPair,
     prompt: list[int],
@@ -80,7 +58,7 @@ def run_timed(
             timing.stamps.append(time.perf_counter())
         elif isinstance(event, RoundEvent):
             now = time.perf_counter()
-            timing.log.append(_record(event, now - last if last else 0.0))
+            timing.log.append(RoundRecord.of(event, now - last if last else 0.0))
             last = now
             timing.rounds += 1
             timing.proposed += event.k

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from app.engine.decoding.events import RoundEvent
 from app.engine.policy.costs import cost_curve, fit_line
 from app.engine.policy.estimates import expected_tokens
 
@@ -36,6 +37,28 @@ class RoundRecord:
     # what it predicted for the draft model at k = 1, 2, ... (why a k was not chosen)
     draft_speedup_by_k: tuple[float, ...] = ()
     overlapped: bool = False  # a queued plain step: its wall time is a plain token's real cost
+
+    @classmethod
+    def of(cls, event: RoundEvent, wall: float) -> RoundRecord:
+        """The round as the oracle reads it; the policy's figures are kept as it gave them (rounded
+        when written), since this runs between rounds, inside the timed answer."""
+        policy = event.policy
+        why, expected = policy.get("why", ""), policy.get("expected_speedup", 0.0)
+        by_source = policy.get("speedup_by_k", {})
+        draft = by_source.get("draft", ()) if isinstance(by_source, dict) else ()
+        return cls(
+            event.k,
+            event.accepted,
+            event.draft_seconds,
+            event.verify_seconds,
+            wall,
+            event.source.value,
+            event.catch_up,
+            why if isinstance(why, str) else "",
+            float(expected) if isinstance(expected, int | float) else 0.0,
+            tuple(draft),
+            event.overlapped,
+        )
 
 
 @dataclass(frozen=True, slots=True)
