@@ -31,8 +31,10 @@ _CODE = re.compile(
     r"implement|recursion|variable|docstring|stack trace|exception|string|array|integer|loop|query|database)\b",
     re.IGNORECASE,
 )
+# Only spaces and tabs around line ends: `\s*` there also spans newlines, and on a paste of blank
+# lines every line start would then scan to the end of the text (quadratic, on the UI thread).
 _CODE_PUNCT = re.compile(
-    r"(\bdef \w+\(|\w+\(\)|=>|::|;\s*$|\{\s*$|^\s*(import|from|#include) )", re.MULTILINE
+    r"(\bdef \w+\(|\w+\(\)|=>|::|;[ \t]*$|\{[ \t]*$|^[ \t]*(import|from|#include) )", re.MULTILINE
 )
 _CREATIVE = re.compile(
     r"\b(poem|poetry|haiku|sonnet|limerick|verse|story|stories|tale|fable|fairy|song|lyrics|rhyme|joke|"
@@ -53,13 +55,18 @@ def _self_repetitive(text: str) -> bool:
     return len(lines) >= 6 and len(set(lines)) <= len(lines) / 2
 
 
+# The keyword rules read the prompt's head: the request is there, and a huge paste after it would
+# otherwise cost the UI thread, which classifies every message it sends, time in proportion.
+HEAD = 16_384
+
+
 def classify(text: str) -> str:
     """One of KINDS for a user prompt (see the module docstring for the rules)."""
-    fenced = "```" in text
-    if _self_repetitive(text) or (_TRANSFORM.search(text) and (fenced or _body_lines(text) >= 3)):
+    fenced, head = "```" in text, text[:HEAD]
+    if _self_repetitive(text) or (_TRANSFORM.search(head) and (fenced or _body_lines(text) >= 3)):
         return "repetitive"
-    if fenced or _CODE_PUNCT.search(text):
+    if fenced or _CODE_PUNCT.search(head):
         return "code"
-    if _CREATIVE.search(text):
+    if _CREATIVE.search(head):
         return "creative"
-    return "code" if _CODE.search(text) else "prose"
+    return "code" if _CODE.search(head) else "prose"

@@ -38,3 +38,20 @@ def test_kinds_of_everyday_prompts(text, kind):
 
 def test_every_answer_is_a_known_kind():
     assert {classify(t) for t in ("", " ", "?", "🙂", "x" * 10_000)} <= set(KINDS)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "hi" + "\n" * 1_000_000 + "x",  # blank lines: a line-start pattern used to rescan to the end
+        "word  \n \t\n" * 100_000,
+        "  ;" * 300_000,
+        "add " + "a " * 500_000,
+        "{" + " " * 1_000_000,
+    ],
+)
+def test_a_megabyte_paste_is_classified_in_linear_time(paste: str) -> None:
+    # Quadratic scanning of a 1 MB paste takes hours; linear takes well under a second, so the
+    # timeout separates them by orders of magnitude on any machine.
+    assert classify(paste) in KINDS
