@@ -23,6 +23,7 @@ from app.engine.decoding.events import (
     TokenEvent,
     WarmUpProgress,
 )
+from app.engine.decoding.text import clean_text
 from app.engine.features.baselines import BaselineCache, context_bucket
 from app.engine.features.prompt_kind import classify
 from app.engine.protocol import (
@@ -35,7 +36,6 @@ from app.engine.protocol import (
 )
 from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.store.history import LOOKUP, Run, RunHistory
-from app.engine.store.provenance import clean_text
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Role, Transcript
 from app.ui.engine_bridge import EngineBridge
 from app.ui.plain_speed import BaselineStatus, PlainBaselines

@@ -17,6 +17,7 @@ from typing import Any, cast
 import jinja2
 
 from app.engine.decoding.sandbox import MAX_TEXT, TemplateError, compile_template
+from app.engine.decoding.text import clean_text
 
 __all__ = ["TemplateError", "format_chat", "plain_format", "render_chat"]
 
@@ -146,7 +147,8 @@ def format_chat(
     add_generation_prompt: bool = True,
     timeout: float = 2.0,
 ) -> list[int]:
-    """Render the tokenizer's chat template (or the plain fallback) and encode it to ids."""
+    """Render the tokenizer's chat template (or the plain fallback) and encode it to ids; the text
+    is cleaned first, so a lone surrogate in any message cannot fail the answer."""
     hf = _hf_tokenizer(tokenizer)
     special = _special_tokens(hf)
     template = _template_of(hf)
@@ -158,4 +160,4 @@ def format_chat(
         text = render_chat(
             template, messages, add_generation_prompt=add_generation_prompt, special=special, timeout=timeout
         )
-    return list(hf.encode(text, add_special_tokens=False))
+    return list(hf.encode(clean_text(text), add_special_tokens=False))

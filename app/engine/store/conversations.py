@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.engine.decoding.text import clean_text
 from app.engine.library.paths import app_data_dir
-from app.engine.store.provenance import Answer, clean_text
+from app.engine.store.provenance import Answer
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Role, Turn, UserTurn
 
 

@@ -13,18 +13,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.engine.decoding.events import Provenance
+from app.engine.decoding.text import clean_text
 
 CODE = {Provenance.MAIN: "m", Provenance.DRAFT: "d", Provenance.LOOKUP: "l"}
 FROM_CODE = {v: k for k, v in CODE.items()}
 _ITEM = re.compile(r"(\d+)([mdl])(\d+)")
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(text: str | bytes) -> str:
-    """One replacement for every kind of bad text: invalid UTF-8 and lone surrogates become U+FFFD."""
-    if isinstance(text, (bytes, bytearray)):
-        return bytes(text).decode("utf-8", "replace")
-    return _SURROGATES.sub("\ufffd", text)
 
 
 class Token(Protocol):

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from app.engine.store.provenance import Answer, clean_text
+from app.engine.decoding.text import clean_text
+from app.engine.store.provenance import Answer
 
 
 class Role(StrEnum):

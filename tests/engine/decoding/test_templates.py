@@ -150,3 +150,18 @@ def test_format_chat_without_template_uses_plain_format(toy_models: ToyModels) -
     messages = [{"role": "user", "content": "Hi"}]
     assert plain_format(messages) == "User: Hi\nAssistant:"
     assert format_chat(hf, messages) == hf.encode("User: Hi\nAssistant:", add_special_tokens=False)
+
+
+def test_a_lone_surrogate_in_any_message_reaches_the_tokenizer_cleaned(toy_pair) -> None:
+    """Pasted or typed text can carry lone surrogates, which a tokenizer refuses outright; the
+    answer goes on with U+FFFD in their place, as the stored copy already had."""
+    from app.engine.decoding.decode import generate
+    from app.engine.decoding.events import GenerationFinished
+    from app.engine.decoding.session import ChatSession
+
+    dirty = [{"role": "system", "content": "Be kind \ud800"}, {"role": "user", "content": "Hi \udfff there"}]
+    clean = [{"role": "system", "content": "Be kind \ufffd"}, {"role": "user", "content": "Hi \ufffd there"}]
+    ids = format_chat(toy_pair.tokenizer, dirty)
+    assert ids == format_chat(toy_pair.tokenizer, clean)
+    events = list(generate(ChatSession(toy_pair), ids, max_tokens=4))
+    assert isinstance(events[-1], GenerationFinished) and len(events[-1].token_ids) == 4
