@@ -4,6 +4,11 @@ Byte-level tokens can end in the middle of a UTF-8 character; decoding them alon
 U+FFFD. We decode only a short window (the previous segment as context plus the pending
 tokens), emit the stable part and hold back a trailing U+FFFD until the character completes,
 so the segments always concatenate to exactly `tokenizer.decode(all_ids)`.
+
+A run of bytes that never completes a character would keep the window from sliding and make
+every `add` re-decode the whole run. A character is at most 4 bytes and a token carries at
+least one, so an unfinished character lies within the last `_IN_PROGRESS` byte-carrying
+tokens: once more are pending, everything before them is final and the window slides past it.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 REPLACEMENT = "\ufffd"
+_IN_PROGRESS = 3  # an unfinished character has at most 3 bytes, so at most 3 tokens
 
 
 class StreamingDetokenizer:
@@ -47,6 +53,8 @@ class StreamingDetokenizer:
             self._read = len(self._ids)
             self._prefix_len = len(self._decode(self._ids[self._prefix : self._read]))
             self._emitted = 0
+        elif len(self._ids) - self._read > _IN_PROGRESS:
+            segment += self._flush_final(text)
         return segment
 
     def finish(self) -> str:
@@ -54,6 +62,31 @@ class StreamingDetokenizer:
         text = self._decode(self._ids[self._prefix :])
         segment = text[self._prefix_len + self._emitted :]
         self._emitted += len(segment)
+        return segment
+
+    def _flush_final(self, text: str) -> str:
+        """Emit what precedes the last few byte-carrying tokens and slide the window past it.
+
+        `text` is the window's decoded text. The split is taken only where decoding both halves
+        gives `text` back, i.e. no character straddles it, so the stream still equals decode().
+        """
+        split = len(self._ids)
+        carrying = 0
+        while carrying < _IN_PROGRESS and split > self._read:
+            split -= 1
+            # A token that decodes to nothing (a skipped special token) carries no byte.
+            carrying += bool(self._decode(self._ids[split : split + 1]))
+        if carrying < _IN_PROGRESS or split <= self._read:
+            return ""
+        head = self._decode(self._ids[self._prefix : split])
+        if head + self._decode(self._ids[split:]) != text:
+            return ""
+        done = self._prefix_len + self._emitted
+        segment = head[done:]
+        self._prefix = self._read
+        self._read = split
+        self._prefix_len = len(self._decode(self._ids[self._prefix : split]))
+        self._emitted = max(0, done - len(head))
         return segment
 
     def _decode(self, ids: list[int]) -> str:

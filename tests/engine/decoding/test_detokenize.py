@@ -102,3 +102,57 @@ def test_random_unicode_round_trips(tokenizer, text: str) -> None:
 @given(ids=st.lists(st.integers(min_value=0, max_value=1023), max_size=40))
 def test_random_ids_match_decode(tokenizer, ids: list[int]) -> None:
     assert "".join(_stream(tokenizer, ids)) == tokenizer.decode(ids)
+
+
+def _byte_token_ids(tokenizer) -> list[int]:
+    """Id of the single-byte token for each byte value, via the GPT-2 byte-to-char table."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars = {b: chr(b) for b in printable}
+    chars.update({b: chr(0x100 + n) for n, b in enumerate(sorted(set(range(256)) - set(printable)))})
+    vocab = tokenizer.get_vocab()
+    return [vocab[chars[b]] for b in range(256)]
+
+
+def _piece_ids(tokenizer, piece: int | str | bytes) -> list[int]:
+    if isinstance(piece, int):
+        return [piece]
+    data = piece.encode("utf-8") if isinstance(piece, str) else piece
+    return [_byte_token_ids(tokenizer)[b] for b in data]
+
+
+# Byte runs as a broken or random model emits them: whole characters split into single-byte
+# tokens, stray bytes (lone continuations, truncated leads), special tokens and any other id.
+PIECES = st.one_of(
+    st.characters(),
+    st.binary(min_size=1, max_size=3),
+    st.sampled_from([b"\x80", b"\xf0\x9f", b"\xe2\x82", b"\xf0\x9f\x98", b"\xed\xa0"]),
+    st.integers(min_value=0, max_value=1023),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(PIECES, max_size=80), skip=st.booleans())
+def test_random_byte_runs_match_decode(tokenizer, pieces: list[int | str | bytes], skip: bool) -> None:
+    ids = [i for piece in pieces for i in _piece_ids(tokenizer, piece)]
+    detok = StreamingDetokenizer(tokenizer, skip_special_tokens=skip)
+    out = "".join(detok.add(i) for i in ids) + detok.finish()
+    assert out == tokenizer.decode(ids, skip_special_tokens=skip)
+
+
+@pytest.mark.parametrize("run", [b"\x80", b"\xf0\x9f\x98", b"\xed\xa0\xe2\x82"])
+def test_never_completing_byte_run_is_linear(tokenizer, run: bytes) -> None:
+    # Each add must decode a bounded window, not the whole run held back behind U+FFFD.
+    ids = (_piece_ids(tokenizer, run) * 10_000)[:10_000]
+    budget = 20 * len(ids)
+    decoded: list[int] = []
+
+    class Counting:
+        def decode(self, ids, skip_special_tokens=False):
+            decoded.append(len(ids))
+            assert sum(decoded) <= budget, "decoded ids grow faster than the tokens"
+            return tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    detok = StreamingDetokenizer(Counting())
+    segments = [detok.add(i) for i in ids]
+    assert sum(map(len, segments)) > len(ids) // 4  # replacement chars flow out as they go
+    assert "".join(segments) + detok.finish() == tokenizer.decode(ids)
