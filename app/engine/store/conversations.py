@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.decoding.text import clean_text
+from app.engine.library.damage import is_damage, move_aside
 from app.engine.library.paths import app_data_dir
 from app.engine.store.provenance import Answer
-from app.engine.store.salvage import Recovery, is_damage, move_aside, salvage
+from app.engine.store.salvage import Recovery, salvage
 from app.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Role, Turn, UserTurn
 

@@ -4,13 +4,9 @@ SQLite can still read, table by table and row by row, keeping every id."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# SQLITE_CORRUPT and SQLITE_NOTADB: the file itself is damaged, unlike a lock or a full disk.
-DAMAGE_CODES = (11, 26)
-COMPANIONS = ("-wal", "-shm")
 MAX_ROWID = 2**63 - 1
 LINEAR_PROBES = 1000  # past this many unreadable rowids in a row, probes double their stride
 
@@ -24,23 +20,6 @@ class Recovery:
     conversations: int  # conversations in the fresh database after salvage
     messages: int
     complete: bool  # every table was read to its end without an error
-
-
-def is_damage(exc: sqlite3.Error) -> bool:
-    return int(getattr(exc, "sqlite_errorcode", 0)) & 0xFF in DAMAGE_CODES
-
-
-def move_aside(path: Path) -> Path:
-    """Rename the file and its WAL companions to `<name>.damaged-<stamp>`; returns the new path."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    target, n = path.with_name(f"{path.name}.damaged-{stamp}"), 1
-    while any(Path(f"{target}{s}").exists() for s in ("", *COMPANIONS)):
-        target, n = path.with_name(f"{path.name}.damaged-{stamp}-{n}"), n + 1
-    # Companions first: a WAL left beside a fresh file would be replayed into it.
-    for suffix in (*COMPANIONS, ""):
-        if Path(f"{path}{suffix}").exists():
-            Path(f"{path}{suffix}").rename(f"{target}{suffix}")
-    return target
 
 
 def _open_readonly(source: Path) -> sqlite3.Connection:
