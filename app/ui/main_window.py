@@ -36,6 +36,7 @@ from app.ui.engine_bridge import EngineBridge, EngineFactory
 from app.ui.gguf_import import start_import
 from app.ui.lossless_view import LosslessChecker
 from app.ui.picker import PickerDialog
+from app.ui.recovery_notice import show_recovery
 from app.ui.render import Options
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar
@@ -75,6 +76,7 @@ class MainWindow(ChatActions):
         self._menus()
         self._wire()
         self.refresh_sidebar()
+        self.recovery_notice = show_recovery(self, self.store.recovery)
         self.view.set_options(
             Options(
                 bool(self.settings.value("view/highlight", True, type=bool)),

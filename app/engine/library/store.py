@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from app.engine.library.damage import is_damage, move_aside
 from app.engine.library.paths import store_path
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS cache (kind TEXT, key TEXT, value TEXT, PRIMARY KEY (kind, key))"
@@ -23,7 +24,17 @@ class Store:
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=10)
-        conn.execute(SCHEMA)
+        try:
+            conn.execute(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                conn.close()
+                raise
+            # A damaged cache would refuse every later write; a fresh one only costs recomputing.
+            move_aside(self.path)
+            conn.close()
+            conn = sqlite3.connect(self.path, timeout=10)
+            conn.execute(SCHEMA)
         return conn
 
     def get(self, kind: str, key: str) -> Any | None:

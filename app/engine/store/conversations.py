@@ -12,104 +12,22 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.engine.decoding.text import clean_text
+from app.engine.library.damage import is_damage, move_aside
 from app.engine.library.paths import app_data_dir
 from app.engine.store.provenance import Answer
+from app.engine.store.salvage import Recovery, salvage
+from app.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Role, Turn, UserTurn
 
 
 def default_db_path() -> Path:
     return app_data_dir() / "conversations.sqlite3"
-
-
-def _script(db: sqlite3.Connection, sql: str) -> None:
-    """Statement by statement: executescript would commit the migration's open transaction."""
-    for statement in sql.split(";"):
-        if statement.strip():
-            db.execute(statement)
-
-
-def _v1(db: sqlite3.Connection) -> None:
-    _script(
-        db,
-        """
-        CREATE TABLE conversations (
-            id INTEGER PRIMARY KEY,
-            title TEXT NOT NULL,
-            created REAL NOT NULL,
-            updated REAL NOT NULL,
-            system_prompt TEXT NOT NULL DEFAULT '',
-            settings TEXT NOT NULL DEFAULT '{}'
-        );
-        CREATE TABLE messages (
-            id INTEGER PRIMARY KEY,
-            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,
-            role TEXT NOT NULL,
-            content TEXT NOT NULL DEFAULT '',
-            state TEXT NOT NULL DEFAULT 'complete',
-            created REAL NOT NULL,
-            updated REAL NOT NULL,
-            UNIQUE (conversation_id, position)
-        );
-        """,
-    )
-
-
-def _v2(db: sqlite3.Connection) -> None:
-    """Per-token provenance spans, rejected drafts and stats travel with each message."""
-    _script(
-        db,
-        """
-        ALTER TABLE messages ADD COLUMN tokens TEXT NOT NULL DEFAULT '';
-        ALTER TABLE messages ADD COLUMN rejected TEXT NOT NULL DEFAULT '[]';
-        ALTER TABLE messages ADD COLUMN stats TEXT NOT NULL DEFAULT '{}';
-        CREATE INDEX messages_by_conversation ON messages(conversation_id, position);
-        """,
-    )
-
-
-def _v3(db: sqlite3.Connection) -> None:
-    """One row per finished answer for the speedup history (app.engine.store.history).
-
-    Deleting a conversation deletes its rows; regenerating an answer keeps the old one's row, a
-    measurement that happened. `speedup` stays NULL until the plain speed at `bucket` is known.
-    """
-    _script(
-        db,
-        """
-        CREATE TABLE runs (
-            id INTEGER PRIMARY KEY,
-            conversation_id INTEGER REFERENCES conversations(id) ON DELETE CASCADE,
-            message_id INTEGER,
-            created REAL NOT NULL,
-            main TEXT NOT NULL,
-            draft TEXT NOT NULL DEFAULT '',
-            mode TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            temperature REAL NOT NULL DEFAULT 0,
-            context_tokens INTEGER NOT NULL,
-            bucket INTEGER NOT NULL,
-            tokens INTEGER NOT NULL,
-            tok_s REAL NOT NULL,
-            plain_tok_s REAL,
-            speedup REAL,
-            proposed INTEGER NOT NULL DEFAULT 0,
-            accepted INTEGER NOT NULL DEFAULT 0,
-            state TEXT NOT NULL DEFAULT 'complete'
-        );
-        CREATE INDEX runs_by_pair ON runs(main, draft, created);
-        """,
-    )
-
-
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
-SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class ConversationError(Exception):
@@ -174,6 +92,20 @@ class ConversationStore:
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.recovery: Recovery | None = None  # set when a damaged file was moved aside at open
+        try:
+            self._open()
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                self.db.close()
+                raise
+            # Closed only once moved: closing deletes a WAL that SQLite could not read.
+            moved = move_aside(self.path)
+            self.db.close()
+            self._open()
+            self.recovery = salvage(moved, self.db, str(exc))
+
+    def _open(self) -> None:
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
         self.db.text_factory = lambda b: b.decode("utf-8", "replace")  # bad bytes never raise
         self.db.execute("PRAGMA journal_mode=WAL")

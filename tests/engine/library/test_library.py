@@ -169,3 +169,15 @@ def test_repo_ids():
     for bad in ("a", "a/b/c", "../a", "a/..", "a/.b", "a b/c"):
         with pytest.raises(UnsafeModel):
             check_repo_id(bad)
+
+
+def test_a_damaged_library_store_is_moved_aside_and_works_again(tmp_path):
+    from app.engine.library.store import Store
+
+    path = tmp_path / "library.sqlite3"
+    path.write_bytes(b"\0" * 8192)
+    store = Store(path)
+    store.put("facts", "k", {"v": 1})
+    assert store.get("facts", "k") == {"v": 1}  # a damaged cache used to refuse every write
+    moved = [p for p in tmp_path.iterdir() if p.name.startswith("library.sqlite3.damaged-")]
+    assert [p.read_bytes() for p in moved if not p.name.endswith(("-wal", "-shm"))] == [b"\0" * 8192]
