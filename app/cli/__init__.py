@@ -73,4 +73,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     module.add_arguments(sub_parser)
     args = sub_parser.parse_args(argv[argv.index(known.command) + 1 :])
-    return int(module.run(args) or 0)
+    return _run_command(module, args)
+
+
+def _run_command(module: object, args: argparse.Namespace) -> int:
+    """Run a tool; a bad input ends in one line on stderr and status 2, never a traceback."""
+    from app.engine.api import ModelLoadError, TemplateError
+    from app.engine.decoding.text import clean_text
+
+    # argv that is not UTF-8 arrives with surrogate escapes a tokenizer cannot encode.
+    for name in ("prompt", "system"):
+        if isinstance(getattr(args, name, None), str):
+            setattr(args, name, clean_text(getattr(args, name)))
+    try:
+        return int(module.run(args) or 0)  # type: ignore[attr-defined]
+    except (ModelLoadError, TemplateError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

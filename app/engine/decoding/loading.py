@@ -6,7 +6,9 @@ Remote code is never honoured, whatever a config asks for.
 
 from __future__ import annotations
 
+import json
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,37 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.
 
 class ModelLoadError(Exception):
     """A model could not be loaded; the message says why in words a user can act on."""
+
+
+def check_safetensors(path: Path) -> None:
+    """Refuse a weights file whose header is not what safetensors promises, before MLX reads it,
+    so a pickle in disguise or a header lying about sizes is named instead of crashing the loader."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise ModelLoadError(f"{path}: not a safetensors file (too short)")
+        (length,) = struct.unpack("<Q", head)
+        if length == 0 or 8 + length > size:
+            raise ModelLoadError(f"{path}: not a safetensors file (header length {length} past the end)")
+        try:
+            header = json.loads(f.read(length))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ModelLoadError(f"{path}: safetensors header is not JSON ({exc})") from exc
+    if not isinstance(header, dict):
+        raise ModelLoadError(f"{path}: safetensors header is not a JSON object")
+    data_size = size - 8 - length
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1] <= data_size
+        ):
+            raise ModelLoadError(f"{path}: safetensors header gives tensor {name!r} sizes the file lacks")
 
 
 @dataclass
@@ -61,6 +94,8 @@ def load_model(source: str | Path) -> LoadedModel:
             raise ModelLoadError(f"{path} is not a model folder: it has no config.json")
         if not any(path.glob("*.safetensors")):
             raise ModelLoadError(f"{path} has no .safetensors weights (pickle weights are refused)")
+        for weights in sorted(path.glob("*.safetensors")):
+            check_safetensors(weights)
         target = str(path)
     elif is_repo_id(text):
         target = text
@@ -69,8 +104,11 @@ def load_model(source: str | Path) -> LoadedModel:
     try:
         # mlx-lm annotates two results; return_config=True adds the third
         model, tokenizer, config = mlx_load(target, return_config=True, trust_remote_code=False)  # type: ignore[misc]
-    except (FileNotFoundError, ValueError, KeyError, OSError) as exc:
-        raise ModelLoadError(f"could not load {text}: {exc}") from exc
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        # Whatever a damaged folder makes mlx-lm or the tokenizer raise is a load failure, not a crash.
+        raise ModelLoadError(f"could not load {text}: {type(exc).__name__}: {exc}") from exc
     return LoadedModel(model=model, tokenizer=tokenizer, config=config, source=text)
 
 

@@ -160,4 +160,9 @@ def format_chat(
         text = render_chat(
             template, messages, add_generation_prompt=add_generation_prompt, special=special, timeout=timeout
         )
-    return list(hf.encode(clean_text(text), add_special_tokens=False))
+    ids = list(hf.encode(clean_text(text), add_special_tokens=False))
+    if not ids:
+        # Every caller (chat, bench, agreement, replay) would otherwise fail deep in prefill.
+        where = getattr(hf, "name_or_path", "") or "the model"
+        raise TemplateError(f"{where}: the chat template renders an empty prompt")
+    return ids

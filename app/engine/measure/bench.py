@@ -36,7 +36,11 @@ def load_prompts(spec: str, classes: str | None = None) -> list[BenchPrompt]:
     prompts = _read_prompts(spec)
     if classes:
         wanted = set(classes.split(","))
+        known = sorted({p.prompt_class for p in prompts})
         prompts = [p for p in prompts if p.prompt_class in wanted]
+        if not prompts:
+            # An empty run would fail later with no word about why.
+            raise ValueError(f"{spec}: no prompts of class {classes} (classes: {', '.join(known)})")
     return prompts
 
 
