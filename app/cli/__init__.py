@@ -81,7 +81,8 @@ def _run_command(module: object, args: argparse.Namespace) -> int:
     from app.engine.api import ModelLoadError, TemplateError
     from app.engine.decoding.text import clean_text
 
-    # argv that is not UTF-8 arrives with surrogate escapes a tokenizer cannot encode.
+    # argv that is not UTF-8 arrives with surrogate escapes, which the tools would echo to a
+    # terminal that cannot encode them; format_chat cleans what reaches the tokenizer itself.
     for name in ("prompt", "system"):
         if isinstance(getattr(args, name, None), str):
             setattr(args, name, clean_text(getattr(args, name)))
