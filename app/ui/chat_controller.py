@@ -2,15 +2,16 @@
 
 The controller owns the conversation's `Transcript` (app.engine.store.transcript); the chat view
 draws it by following its notifications. The user's turn is committed before the Generate
-command is submitted; the growing answer is checkpointed at least twice a second and on every
-stop, so a killed app loses well under a second. Every engine call here is a non-blocking submit
-or cancel.
+command is submitted, and a turn that cannot be committed is reported through `failed` while
+its text stays in the composer; the growing answer is checkpointed at least twice a second and on
+every stop, so a killed app loses well under a second. Every engine call here is a non-blocking
+submit or cancel.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
@@ -24,7 +25,7 @@ from app.engine.decoding.events import (
     WarmUpProgress,
 )
 from app.engine.decoding.text import clean_text
-from app.engine.features.baselines import BaselineCache, context_bucket
+from app.engine.features.baselines import BaselineCache
 from app.engine.features.prompt_kind import classify
 from app.engine.protocol import (
     Generate,
@@ -35,9 +36,12 @@ from app.engine.protocol import (
     WorkerMessage,
 )
 from app.engine.store.conversations import ConversationError, ConversationStore
-from app.engine.store.history import LOOKUP, Run, RunHistory
-from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Role, Transcript
+from app.engine.store.drafts import Drafts
+from app.engine.store.history import LOOKUP, RunHistory
+from app.engine.store.transcript import MessageState, Role, Transcript
+from app.engine.store.write_failure import STORAGE_ERRORS, answer_not_started, message_not_sent
 from app.ui.engine_bridge import EngineBridge
+from app.ui.live_answer import Live
 from app.ui.plain_speed import BaselineStatus, PlainBaselines
 from app.ui.settings_dialog import ChatSettings
 from app.ui.stats import LiveStats, StatusStrip
@@ -55,26 +59,13 @@ def _name(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-@dataclass
-class Live:
-    request: int
-    message: AnswerTurn
-    assembler: Assembler
-    stats: LiveStats
-    last_checkpoint: float = field(default_factory=time.monotonic)
-    ids: list[int] = field(default_factory=list)  # the answer's token ids, for the losslessness check
-    main: str = ""  # what wrote it, kept with the stats: a greedy replay needs the same model
-    draft: str | None = None
-    temperature: float = 0.0
-    kind: str = "prose"  # the prompt's kind (app.engine.features.prompt_kind), for the speedup history
-    context: int | None = None  # prompt tokens, once the worker has said
-
-
 class ChatController(QObject):
     busy_changed = Signal(bool)
     conversations_changed = Signal()
     pair_changed = Signal(str)  # a sentence describing the loaded pair, or the load error
     notice = Signal(str)
+    failed = Signal(str)  # a failed action the user must read: shown until dismissed
+    switched = Signal()  # another conversation (or the new chat) is now the current one
     baseline_status = Signal(object)  # BaselineStatus: the plain speed the dashboard compares with
     history_changed = Signal()
 
@@ -91,6 +82,7 @@ class ChatController(QObject):
         self.transcript = Transcript()
         self.baselines = BaselineCache()
         self.history = RunHistory(store)
+        self.drafts = Drafts(store)
         self.plain = PlainBaselines(
             bridge,
             self.baselines,
@@ -137,6 +129,7 @@ class ChatController(QObject):
         self.editing = None
         self.chat_settings = ChatSettings.from_dict(c.settings, c.system_prompt)
         self.transcript.reset(c.turns())
+        self.switched.emit()
         if c.damaged:
             self.notice.emit("Part of this conversation was damaged; what could be read is shown.")
         return True
@@ -147,6 +140,7 @@ class ChatController(QObject):
         self.conversation = None
         self.editing = None
         self.transcript.reset()
+        self.switched.emit()
         self.conversations_changed.emit()
 
     def save_settings(self, settings: ChatSettings) -> None:
@@ -166,16 +160,23 @@ class ChatController(QObject):
         if self.editing is not None and self.transcript.find(self.editing) is not None:
             return self._resend_edit(text)
         self.editing = None  # the edited turn is gone (a regenerate removed it): a new question
+        s, cid = self.chat_settings, self.conversation
+        try:  # a new conversation, its first turn and the draft's removal commit together or not at all
+            with self.store.transaction():
+                if cid is None:
+                    title = " ".join(text.split())[:48] or "New chat"
+                    cid = self.store.create(title, s.system_prompt, s.to_dict())
+                key = self.store.append(cid, Role.USER, text)  # committed before generation starts
+                self.drafts.clear(self.conversation)
+        except STORAGE_ERRORS as exc:
+            self.failed.emit(message_not_sent(exc, self.store.path))
+            return False
         if self.conversation is None:
-            title = " ".join(text.split())[:48] or "New chat"
-            self.conversation = self.store.create(
-                title, self.chat_settings.system_prompt, self.chat_settings.to_dict()
-            )
+            self.conversation = cid
             self.conversations_changed.emit()
-        key = self.store.append(self.conversation, Role.USER, text)  # committed before generation starts
         self.transcript.append_user(key, text)
         self._generate()
-        return True
+        return True  # the turn is saved even if its answer could not start: the composer may clear
 
     def begin_edit(self, key: int) -> str | None:
         """Returns the user text to put back in the composer."""
@@ -191,10 +192,20 @@ class ChatController(QObject):
         self.editing = None
 
     def _resend_edit(self, text: str) -> bool:
-        key, self.editing = self.editing, None
+        key = self.editing
         assert self.conversation is not None and key is not None
-        self.store.edit(key, text)
-        self.store.truncate_after(self.conversation, self.transcript.edit(key, text))
+        position = self.transcript.position(key)
+        assert position is not None  # send() found the turn
+        try:
+            with self.store.transaction():
+                self.store.edit(key, text)
+                self.store.truncate_after(self.conversation, position)
+                self.drafts.clear(self.conversation)
+        except STORAGE_ERRORS as exc:
+            self.failed.emit(message_not_sent(exc, self.store.path))
+            return False  # still editing, and the text stays in the box
+        self.editing = None
+        self.transcript.edit(key, text)
         self._generate()
         return True
 
@@ -207,17 +218,20 @@ class ChatController(QObject):
         if index is None:
             return False
         self.store.truncate_after(self.conversation, index)
-        self._generate()
-        return True
+        return self._generate()
 
-    def _generate(self) -> None:
+    def _generate(self) -> bool:
         assert self.conversation is not None and self.pair is not None
         s = self.chat_settings
         speculation = s.speculation_settings()
         if self.mode_override is not None:
             speculation = replace(speculation, mode=SpeculationMode(self.mode_override))
         command = Generate(self.transcript.chat(s.system_prompt), s.sampling(), speculation, s.max_tokens)
-        key = self.store.append(self.conversation, Role.ASSISTANT, "", state=MessageState.PARTIAL)
+        try:
+            key = self.store.append(self.conversation, Role.ASSISTANT, "", state=MessageState.PARTIAL)
+        except STORAGE_ERRORS as exc:
+            self.failed.emit(answer_not_started(exc, self.store.path))
+            return False
         asked = self.transcript.last_question()
         message = self.transcript.start_answer(key)
         self.plain.preempt()  # a background measurement gives way to the user
@@ -235,6 +249,7 @@ class ChatController(QObject):
         self.strip.set_state("Generating")
         self.strip.show_stats(stats.snapshot())
         self.busy_changed.emit(True)
+        return True
 
     def stop(self) -> None:
         """Cancel and save what was shown; the worker's late events for it are ignored."""
@@ -321,9 +336,7 @@ class ChatController(QObject):
         speculative one at a context with no plain speed yet gets it measured once idle."""
         assert self.pair is not None and live.context is not None
         main, draft = self.pair
-        s, context = live.stats, live.context
-        rate = s.stream_rate
-        mode = s.mode
+        s, context, rate, mode = live.stats, live.context, live.stats.stream_rate, live.stats.mode
         if mode == "off":
             label = ""
             if s.tokens >= 16 and rate > 0:
@@ -331,41 +344,13 @@ class ChatController(QObject):
         else:
             label = LOOKUP if mode == "lookup" or not draft else draft
         plain = self.plain.get(main, context) if mode != "off" else None
-        run = Run(
-            main,
-            label,
-            mode,
-            live.kind,
-            live.temperature,
-            context,
-            context_bucket(context),
-            s.tokens,
-            rate,
-            plain,
-            rate / plain if plain and rate else None,
-            s.proposed,
-            s.accepted,
-            state,
-            time.time(),
-            self.conversation,
-            live.message.key,
-        )
-        if self.history.record(run) is not None:
+        if self.history.record(live.run(label, plain, state, self.conversation)) is not None:
             self.history_changed.emit()
         if mode != "off" and plain is None and self.plain.want(main, context):
             self.baseline_status.emit(BaselineStatus(main, context, None, True))
 
-    def _stats(self, live: Live) -> AnswerStats:
-        return replace(
-            live.stats.snapshot(),
-            main=live.main,
-            draft=live.draft,
-            temperature=live.temperature,
-            token_ids=tuple(live.ids),
-        )
-
     def _checkpoint(self, live: Live, state: MessageState) -> None:
-        self.transcript.checkpoint(live.message, state, self._stats(live))
+        self.transcript.checkpoint(live.message, state, live.answer_stats())
         self.store.save_answer(live.message)
         live.last_checkpoint = time.monotonic()
 

@@ -63,8 +63,7 @@ class Composer(QWidget):
         text = self.editor.toPlainText()
         if self.busy or not text.strip():
             return
-        self.editor.clear()
-        self.send.emit(text)
+        self.send.emit(text)  # the text stays until the turn is saved (ChatActions._send clears it)
 
     def _escape(self) -> None:
         if self.busy:

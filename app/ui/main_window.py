@@ -31,6 +31,7 @@ from app.ui.chat_actions import ChatActions
 from app.ui.chat_controller import ChatController
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
+from app.ui.composer_drafts import DraftKeeper
 from app.ui.dashboard import Dashboard
 from app.ui.engine_bridge import EngineBridge, EngineFactory
 from app.ui.gguf_import import start_import
@@ -68,6 +69,7 @@ class MainWindow(ChatActions):
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
         self.controller = ChatController(self.store, self.bridge, self.strip, self.settings, self)
         self.view = ChatView(self.controller.transcript)
+        self.drafts = DraftKeeper(self.composer.editor, self.controller, self)
         self.pair_label, self.pair_button = QLabel("No models loaded"), QPushButton("Choose models…")
         self.dashboard = Dashboard(self, history=self.controller.history)
         self.checker = LosslessChecker(self.controller, self)
@@ -184,6 +186,8 @@ class MainWindow(ChatActions):
         c.conversations_changed.connect(self.refresh_sidebar)
         c.pair_changed.connect(self.pair_label.setText)
         c.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        c.failed.connect(self.show_failure)
+        self.drafts.failed.connect(self.show_failure)
         self.pair_button.clicked.connect(self.choose_models)
         self.sidebar.new_requested.connect(c.new_conversation)
         self.sidebar.selected.connect(c.open)
@@ -345,11 +349,12 @@ class MainWindow(ChatActions):
         super().changeEvent(e)
 
     def closeEvent(self, e: QCloseEvent) -> None:
-        """Save the partial answer, cancel the worker, and let it stop (it checks between rounds);
-        background tasks (scans, tokenizer loads, an import) are dropped, so none reports to a
-        window being torn down. The window is hidden first: the wait (up to 5 s) is the app's,
-        not the user's."""
+        """Save the composer's draft and the partial answer, cancel the worker, and let it stop (it
+        checks between rounds); background tasks (scans, tokenizer loads, an import) are dropped, so
+        none reports to a window being torn down. The window is hidden first: the wait (up to 5 s)
+        is the app's, not the user's."""
         self.hide()
+        self.drafts.save()
         self.controller.stop()
         self.bridge.shutdown(wait=5.0)
         self.background.shutdown()

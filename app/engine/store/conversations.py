@@ -10,9 +10,11 @@ as the transcript's typed records; stats keep the JSON keys of the first schema,
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ from app.engine.store.provenance import Answer
 from app.engine.store.salvage import Recovery, salvage
 from app.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Role, Turn, UserTurn
+
+log = logging.getLogger(__name__)
 
 
 def default_db_path() -> Path:
@@ -78,6 +82,19 @@ def _row_id(cursor: sqlite3.Cursor) -> int:
     return cursor.lastrowid
 
 
+def _rollback(db: sqlite3.Connection, error: BaseException) -> None:
+    """Undo the open transaction. SQLite may have rolled it back already (a full disk does), and a
+    failure here is noted on `error` and logged, never raised in its place: the user needs why the
+    write failed, not why the cleanup did."""
+    if not db.in_transaction:
+        return
+    try:
+        db.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        log.warning("rolling back after %r also failed: %r", error, exc)
+        error.add_note(f"Rolling back also failed: {exc}")
+
+
 def _json(raw: object, default: Any) -> tuple[Any, bool]:
     try:
         value = json.loads(raw) if isinstance(raw, str) else default
@@ -118,14 +135,26 @@ class ConversationStore:
         if version > SCHEMA_VERSION:
             raise ConversationError(f"conversations were written by a newer SpecChat (schema {version})")
         for number in range(version, SCHEMA_VERSION):
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
+            with self.transaction():
                 MIGRATIONS[number](self.db)
                 self.db.execute(f"PRAGMA user_version={number + 1}")
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Commit the block's writes together or not at all, raising the block's own error.
+
+        A block inside another joins the outer transaction, so callers can group writes that each
+        commit on their own elsewhere (a new conversation with its first turn)."""
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self.db.execute("COMMIT")
+        except BaseException as exc:
+            _rollback(self.db, exc)
+            raise
 
     @property
     def schema_version(self) -> int:
@@ -239,10 +268,9 @@ class ConversationStore:
         content: str,
         state: MessageState = MessageState.COMPLETE,
     ) -> int:
-        """Add a message after the last one and commit it before returning."""
+        """Add a message after the last one and commit it (with the enclosing transaction, if any)."""
         now = time.time()
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction():
             (last,) = self.db.execute(
                 "SELECT COALESCE(MAX(position), -1) FROM messages WHERE conversation_id=?", (conversation_id,)
             ).fetchone()
@@ -252,10 +280,6 @@ class ConversationStore:
                 (conversation_id, last + 1, role.value, clean_text(content), state.value, now, now),
             )
             self.db.execute("UPDATE conversations SET updated=? WHERE id=?", (now, conversation_id))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         return _row_id(cur)
 
     def checkpoint(

@@ -38,7 +38,7 @@ def _copy_table(src: sqlite3.Connection, dest: sqlite3.Connection, table: str) -
     theirs = {r[1] for r in src.execute(f'PRAGMA table_info("{table}")')}
     cols = [c for c in ours if c in theirs]
     if not cols:
-        return 0, not theirs and table == "runs"  # an old schema has no speed history
+        return 0, not theirs and table in ("runs", "drafts")  # an old schema has neither
     names = ", ".join(f'"{c}"' for c in cols)
     select = f'SELECT rowid, {names} FROM "{table}" NOT INDEXED WHERE rowid >= ? ORDER BY rowid'
     insert = f'INSERT INTO "{table}"({names}) VALUES ({", ".join("?" * len(cols))})'

@@ -87,5 +87,17 @@ def _v3(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
+def _v4(db: sqlite3.Connection) -> None:
+    """The composer's unsent text per conversation (app.engine.store.drafts); 0 is the new chat,
+    which has no row yet, so a trigger rather than a foreign key drops a deleted one's draft."""
+    db.execute(
+        "CREATE TABLE drafts (conversation_id INTEGER PRIMARY KEY, text TEXT NOT NULL, updated REAL NOT NULL)"
+    )
+    db.execute(  # one statement: its body's semicolon would split it in _script
+        "CREATE TRIGGER drafts_follow_conversations AFTER DELETE ON conversations "
+        "BEGIN DELETE FROM drafts WHERE conversation_id = old.id; END"
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from app.engine.store.conversations import MIGRATIONS, ConversationStore
+from app.engine.store.conversations import MIGRATIONS, SCHEMA_VERSION, ConversationStore
 from app.engine.store.history import (
     LOOKUP,
     Run,
@@ -69,7 +69,7 @@ def test_a_version_two_database_gains_the_runs_table_and_keeps_its_messages(tmp_
     db.commit()
     db.close()
     s = ConversationStore(path)
-    assert s.schema_version == 3
+    assert s.schema_version == SCHEMA_VERSION
     assert s.load(1).messages[0].stats.tokens_per_second == 5.0
     assert RunHistory(s).runs() == []
     RunHistory(s).record(run(cid=1))

@@ -1,0 +1,50 @@
+"""A write to the conversations database failed: say why in words, a full disk above all."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from pathlib import Path
+
+STORAGE_ERRORS = (sqlite3.Error, OSError)
+SQLITE_FULL = 13
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)  # absent on errors not raised by SQLite itself
+        return (code is not None and code & 0xFF == SQLITE_FULL) or "disk is full" in str(exc)
+    return False
+
+
+def reason(exc: BaseException) -> str:
+    return "the disk is full" if is_disk_full(exc) else str(exc) or type(exc).__name__
+
+
+def message_not_sent(exc: BaseException, path: Path) -> str:
+    if is_disk_full(exc):
+        return (
+            "The disk is full — your message was not sent and is still in the box.\n\n"
+            f"Free some space on the disk that holds {path}, then send it again."
+        )
+    return (
+        "Your message could not be saved, so it was not sent; it is still in the box.\n\n"
+        f"Reason: {reason(exc)}\nConversations database: {path}"
+    )
+
+
+def answer_not_started(exc: BaseException, path: Path) -> str:
+    return (
+        f"Your message was saved, but the answer could not be started: {reason(exc)}.\n\n"
+        f"Conversations database: {path}"
+    )
+
+
+def draft_not_saved(exc: BaseException, path: Path) -> str:
+    return (
+        f"The unsent text in the message box could not be kept as a draft: {reason(exc)}. "
+        "It stays in the box, but would be lost if SpecChat quit now.\n\n"
+        f"Conversations database: {path}"
+    )

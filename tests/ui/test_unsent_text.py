@@ -1,0 +1,126 @@
+"""The composer's text is never lost: it stays until its turn is committed, a failed save is
+said in words until dismissed, and unsent text is a draft per conversation that outlasts a quit."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+
+from tests.engine.store.test_write_failures import DISK_FULL, FailingConnection, count, fill_disk
+from tests.ui.test_main_window import make_window, type_and_send
+
+FULL_SENTENCE = "The disk is full — your message was not sent and is still in the box."
+
+
+@pytest.fixture
+def window(qtbot, specchat_home):
+    w = make_window(qtbot, specchat_home)
+    w.load_pair("/models/main", "/models/draft")
+    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
+    yield w
+    w.close()
+
+
+def shown_failure(w) -> str:
+    box = w.failure_box
+    assert isinstance(box, QMessageBox) and box.isVisible()  # stays until the user dismisses it
+    return box.text()
+
+
+def test_a_full_disk_keeps_the_message_in_the_box_and_says_so(qtbot, window):
+    fill_disk(window.store)
+    text = "Tell me about otters. " * 2000  # more than the database has room for
+    type_and_send(qtbot, window, text)
+    assert window.composer.editor.toPlainText() == text
+    assert shown_failure(window).startswith(FULL_SENTENCE)
+    assert count(window.store.path, "conversations") == 0 and count(window.store.path, "messages") == 0
+    assert window.controller.conversation is None and len(window.controller.transcript) == 0
+    assert not window.controller.busy
+
+
+def test_a_failed_save_whose_rollback_fails_too_keeps_the_earlier_turns(qtbot, window):
+    window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=5)
+    type_and_send(qtbot, window, "First question")
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
+    store = window.store
+    store.db = FailingConnection(store.db, "INSERT INTO messages", sqlite3.OperationalError(DISK_FULL))
+    type_and_send(qtbot, window, "Second question")
+    assert window.composer.editor.toPlainText() == "Second question"
+    assert shown_failure(window).startswith(FULL_SENTENCE)
+    stored = store.load(window.controller.conversation)
+    assert [m.content for m in stored.messages][0] == "First question" and len(stored.messages) == 2
+    assert len(window.controller.transcript) == 2 and not window.controller.busy
+    store.db = store.db.real  # space again: the same text sends, and only then leaves the box
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    assert window.composer.editor.toPlainText() == ""
+    assert store.load(window.controller.conversation).messages[2].content == "Second question"
+
+
+def test_other_failures_give_the_reason_and_the_database(qtbot, window):
+    store = window.store
+    store.db = FailingConnection(store.db, "INSERT INTO messages", sqlite3.OperationalError("disk I/O error"))
+    type_and_send(qtbot, window, "Hello")
+    text = shown_failure(window)
+    assert "disk I/O error" in text and str(store.path) in text and "still in the box" in text
+    assert window.composer.editor.toPlainText() == "Hello"
+
+
+def test_a_draft_outlasts_the_window_and_stays_with_its_conversation(qtbot, specchat_home):
+    w = make_window(qtbot, specchat_home)
+    a, b = w.store.create("About otters"), w.store.create("About seals")
+    w.refresh_sidebar()
+    w.composer.editor.setPlainText("a new chat, half written")
+    assert w.controller.open(a)
+    assert w.composer.editor.toPlainText() == ""
+    w.composer.editor.setPlainText("otters hold hands while")
+    w.close()  # quit without sending
+
+    again = make_window(qtbot, specchat_home)
+    assert again.composer.editor.toPlainText() == "a new chat, half written"
+    assert again.controller.open(b) and again.composer.editor.toPlainText() == ""
+    assert again.controller.open(a) and again.composer.editor.toPlainText() == "otters hold hands while"
+    again.controller.new_conversation()
+    assert again.composer.editor.toPlainText() == "a new chat, half written"
+    again.close()
+
+
+def test_a_draft_is_saved_once_typing_stops_so_a_crash_keeps_it(qtbot, window):
+    window.composer.editor.setPlainText("typed just before a crash")
+    assert window.drafts.timer.isActive()  # saved after a pause, not on every keystroke
+
+    def on_disk() -> str:
+        db = sqlite3.connect(window.store.path)
+        try:
+            row = db.execute("SELECT text FROM drafts WHERE conversation_id=0").fetchone()
+            return row[0] if row else ""
+        finally:
+            db.close()
+
+    qtbot.waitUntil(lambda: on_disk() == "typed just before a crash", timeout=5000)
+
+
+def test_sending_clears_the_draft(qtbot, window):
+    window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=5)
+    window.composer.editor.setPlainText("send me")
+    window.drafts.save()
+    assert count(window.store.path, "drafts") == 1
+    type_and_send(qtbot, window, "send me")
+    assert window.composer.editor.toPlainText() == "" and count(window.store.path, "drafts") == 0
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
+    window.drafts.save()
+    assert count(window.store.path, "drafts") == 0
+
+
+def test_a_draft_that_cannot_be_saved_is_said_once(qtbot, window):
+    fill_disk(window.store)
+    told = []
+    window.drafts.failed.connect(told.append)
+    for n in range(3):
+        window.composer.editor.setPlainText(f"{n} " + "long words " * 2000)
+        window.drafts.save()
+    assert len(told) == 1 and "could not be kept as a draft: the disk is full" in told[0]
+    assert shown_failure(window) == told[0]
+    assert window.composer.editor.toPlainText().startswith("2 ")
