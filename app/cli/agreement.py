@@ -52,10 +52,11 @@ def format_rows(label: str, parts: list[Agreement], ks: tuple[int, ...]) -> list
 def run(args: argparse.Namespace) -> int:
     from app.engine.decoding.decode import generate
     from app.engine.decoding.events import GenerationFinished
-    from app.engine.decoding.loading import ModelLoadError, load_pair
+    from app.engine.decoding.loading import ModelLoadError
     from app.engine.decoding.sampling import Sampler, SamplingParams
     from app.engine.decoding.session import ChatSession
     from app.engine.decoding.templates import format_chat
+    from app.engine.library.pairing import load_checked_pair
     from app.engine.measure.agreement import agreement
     from app.engine.measure.bench import load_prompts
 
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         prompts = load_prompts(args.prompts, args.classes)
         if not args.draft:
             raise ValueError("agreement needs --draft")
-        pair = load_pair(args.main, args.draft)
+        pair = load_checked_pair(args.main, args.draft, force=args.force)
     except (ModelLoadError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -156,8 +156,9 @@ def format_oracle(runs: list[BenchRun]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.decoding.loading import ModelLoadError, load_pair
+    from app.engine.decoding.loading import ModelLoadError
     from app.engine.decoding.sampling import SamplingParams
+    from app.engine.library.pairing import load_checked_pair
     from app.engine.measure.bench import load_prompts, run_benchmark
 
     if args.device != "default":
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         mx.set_default_device(mx.cpu if args.device == "cpu" else mx.gpu)
     try:
         prompts = load_prompts(args.prompts, args.classes)
-        pair = load_pair(args.main, args.draft)
+        pair = load_checked_pair(args.main, args.draft, force=args.force)
         sampling = SamplingParams(temperature=args.temperature, seed=args.seed)
         ks = tuple(int(k) for k in str(args.k).split(","))
         acceptances = tuple(args.acceptance.split(",")) if args.acceptance else None

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.api import ModelLoadError, Provenance, TemplateError, load_pair
 
     try:
-        pair = load_pair(args.main, args.draft)
+        pair = load_pair(args.main, args.draft, force=args.force)
         messages = ([{"role": "system", "content": args.system}] if args.system else []) + [
             {"role": "user", "content": args.prompt}
         ]

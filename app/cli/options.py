@@ -10,6 +10,11 @@ from app.engine.decoding.sampling import SamplingParams
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--main", required=True, help="main model: MLX folder or hub repo id")
     parser.add_argument("--draft", help="draft model: MLX folder or hub repo id")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="load the draft even if it is not compatible with the main; for experiments",
+    )
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,6 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--main", help="main model (MLX folder or hub repo id); not needed with --traces")
     parser.add_argument("--draft", help="draft model; not needed with --traces")
     parser.add_argument(
+        "--force", action="store_true", help="record with a draft even if it is not compatible with the main"
+    )
+    parser.add_argument(
         "--traces",
         metavar="JSON",
         help="replay answers recorded earlier (--save) instead of recording; several files "
@@ -45,15 +48,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _record(args: argparse.Namespace) -> tuple[list[Trace], CostModel | None]:
-    from app.engine.decoding.loading import load_pair
     from app.engine.decoding.templates import format_chat
+    from app.engine.library.pairing import load_checked_pair
     from app.engine.measure.bench import load_prompts
     from app.engine.measure.recording import measure_costs, record_trace
 
     if not args.main or not args.draft:
         raise ValueError("recording needs --main and --draft (or replay saved answers with --traces)")
     prompts = load_prompts(args.prompts, args.classes)
-    pair = load_pair(args.main, args.draft)
+    pair = load_checked_pair(args.main, args.draft, force=args.force)
     traces: list[Trace] = []
     last: list[int] = []
     for p in prompts:

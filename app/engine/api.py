@@ -24,13 +24,13 @@ from app.engine.decoding.events import (
     TokenEvent,
 )
 from app.engine.decoding.loading import ModelLoadError, ModelPair
-from app.engine.decoding.loading import load_pair as load_models
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import TemplateError, format_chat
 from app.engine.library.compat import REFUSE, Reason, Verdict, check_pair
 from app.engine.library.discovery import resolve_model
+from app.engine.library.pairing import IncompatiblePair, load_checked_pair
 from app.engine.library.store import Store
 from app.engine.policy.adaptive import AdaptiveDraftLength
 
@@ -39,6 +39,7 @@ __all__ = [
     "AnswerStream",
     "Compatibility",
     "GenerationStats",
+    "IncompatiblePair",
     "LoadedPair",
     "Mode",
     "ModelLoadError",
@@ -232,12 +233,13 @@ class LoadedPair:
             self._streaming = None
 
 
-def load_pair(main: str | Path, draft: str | Path | None = None) -> LoadedPair:
+def load_pair(main: str | Path, draft: str | Path | None = None, *, force: bool = False) -> LoadedPair:
     """Load a main model and, optionally, a draft: local MLX folders or hub repo ids.
 
     Raises ModelLoadError, with a message a user can act on, when either cannot be loaded or
-    the draft's vocabulary is far from the main's."""
-    return LoadedPair(load_models(main, draft))
+    the draft may not speculate for the main (`check_compatibility`'s first reason; an
+    IncompatiblePair carries the verdict). `force` loads such a draft anyway, for experiments."""
+    return LoadedPair(load_checked_pair(main, draft, force=force))
 
 
 class AnswerStream:

@@ -19,13 +19,14 @@ from typing import Any
 import mlx.core as mx
 
 from app.engine.decoding.decode import generate
-from app.engine.decoding.loading import ModelLoadError, ModelPair, load_pair
+from app.engine.decoding.loading import ModelLoadError, ModelPair
 from app.engine.decoding.policy import DraftPolicy
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import TemplateError, format_chat
 from app.engine.features.arena import run_arena_job
 from app.engine.features.baselines import Preemptible, filler_ids, measure_plain
 from app.engine.features.lossless import check_answer
+from app.engine.library.pairing import load_checked_pair
 from app.engine.library.store import Store
 from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
 from app.engine.policy.controller_state import export_state, restore_state, state_key
@@ -218,7 +219,7 @@ class EngineWorker:
         self._pair = self._session = None
         self._policies = {}
         try:
-            pair = load_pair(command.main, command.draft)
+            pair = load_checked_pair(command.main, command.draft, store=self._memory)
         except ModelLoadError as exc:
             reply(EngineError(str(exc), kind=ErrorKind.LOAD))
             return

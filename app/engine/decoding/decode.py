@@ -113,7 +113,7 @@ def _queue_next(
 
     It feeds the main's cache one token ahead of `session.tokens`: a plain round trims nothing,
     so that is invisible until the answer ends early (a stop token, a cancel), where the loop
-    takes it back (`_drop_queued`)."""
+    takes it back (`ChatSession.drop_ahead`)."""
     mx.async_eval(*now.arrays())  # type: ignore[no-untyped-call]  # mlx declares no types here
     token = now.draws  # a plain round draws one token
     history = now.history
@@ -122,13 +122,6 @@ def _queue_next(
     queued = _judge(session, sampler, rule, token, None, history, want_sure)
     mx.async_eval(*queued.arrays())  # type: ignore[no-untyped-call]
     return queued
-
-
-def _drop_queued(session: ChatSession) -> None:
-    """Take the queued pass's token back out of the main's cache (the answer ended first)."""
-    for c in session.main_cache:
-        c.trim(1)
-    session.main_ahead = 0
 
 
 def _hindsight(proposal: Proposal | None, answered: int) -> tuple[bool, ...]:
@@ -178,8 +171,11 @@ class _Answer:
         return self.cancel is not None and self.cancel.is_set()
 
     def candidates(self, remaining: int) -> list[int]:
-        """What prompt lookup could propose this round, no more than the answer has room for."""
-        return self.lookup.propose(min(MAX_DRAFT, remaining - 1))[0] if self.lookup else []
+        """What prompt lookup could propose this round, no more than the answer has room for;
+        nothing once the main's cache may not be trimmed (`ChatSession.check_caches`)."""
+        if self.lookup is None or not self.session.main_trimmable:
+            return []
+        return self.lookup.propose(min(MAX_DRAFT, remaining - 1))[0]
 
     def context(self, remaining: int, position: int, candidates: list[int]) -> RoundContext:
         return RoundContext(
@@ -218,7 +214,8 @@ class _Answer:
                 break
         if self.queued is not None:  # the answer ended (stop, cancel) under a queued step: undo its feed
             mx.eval(*self.queued.arrays())
-            _drop_queued(session)
+            session.drop_ahead()
+            yield from session.take_repairs()
         stats = GenerationStats(
             prompt_tokens=len(self.prompt),
             reused_tokens=reused,
@@ -359,7 +356,9 @@ class _Answer:
             self.lookup.extend(emitted)
 
     def emit(self, event: RoundEvent, now: float, stopped: bool) -> Iterator[GenerationEvent]:
-        """The round's tokens (a stop token is kept in the cache but not shown), then the round."""
+        """The round's tokens (a stop token is kept in the cache but not shown), then the round;
+        first what the cache check found since the last round."""
+        yield from self.session.take_repairs()
         for j, token in enumerate(event.emitted):
             if stopped and j == len(event.emitted) - 1:
                 break

@@ -4,6 +4,7 @@ Invariant after every round: the main cache holds exactly `tokens`; the draft ca
 `tokens[:draft_len]` but the spans in `draft_gaps` (it may lag: a fully accepted round leaves its
 last proposal unfed, and a bypassed draft sees nothing until it is needed). `pending` is the
 newest token, emitted but not yet fed to either model: it is the first input of the next round.
+The invariant is checked layer by layer after every trim (`check_caches`), not assumed.
 
 A gap is a stretch the draft skipped instead of reading: where reading costs a share of a main
 step per token (a CPU), probing a draft that sat out 500 tokens would otherwise cost more than
@@ -20,7 +21,8 @@ from typing import Any
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
-from app.engine.decoding.events import PrefillProgress
+from app.engine.decoding.caches import misfit
+from app.engine.decoding.events import EngineError, ErrorKind, PrefillProgress
 from app.engine.decoding.loading import LoadedModel, ModelPair
 
 PREFILL_CHUNK = 512
@@ -65,6 +67,7 @@ class ChatSession:
             c.is_trimmable() for c in self.draft_cache
         )
         self.speculation_refusal = self._speculation_refusal()
+        self.repairs: list[EngineError] = []  # what `check_caches` found and did, to be reported
 
     def _speculation_refusal(self) -> str | None:
         """Why this pair cannot speculate, or None. Rejected drafts must be trimmed away."""
@@ -147,6 +150,7 @@ class ChatSession:
                 self.draft_cache = make_prompt_cache(self.pair.draft.model)
                 self.draft_len = 0
                 self.draft_gaps = []
+        self.check_caches()
 
     def rewind_to_tokens(self) -> None:
         """Restore the invariant after a round that did not finish (it raised, or its answer was
@@ -166,6 +170,51 @@ class ChatSession:
             self.draft_cache = make_prompt_cache(draft.model)
             self.draft_len = 0
             self.draft_gaps = []
+        self.check_caches()
+
+    def drop_ahead(self) -> None:
+        """Take a queued plain step's token back out of the main's cache (the answer ended first)."""
+        for c in self.main_cache:
+            c.trim(1)
+        self.main_ahead = 0
+        self.check_caches()
+
+    def check_caches(self) -> None:
+        """After a trim, every layer of both caches must hold what the session says it fed them.
+
+        A main cache that does not is rebuilt from `tokens` and trusted with no more trims
+        (plain decoding, as for a cache that cannot be rewound); a draft cache that does not
+        starts over and the draft sits the session out. Either way the reason is reported."""
+        problem = misfit(self.main_cache, len(self.tokens) + self.main_ahead)
+        if problem is not None:
+            self.main_cache = make_prompt_cache(self.pair.main.model)
+            self.main_ahead = 0
+            for at in range(0, len(self.tokens), self.prefill_chunk):
+                self._feed(self.pair.main.model, self.main_cache, self.tokens[at : at + self.prefill_chunk])
+            self.main_trimmable = False
+            self._report(
+                f"the main model's cache did not match the conversation after a trim ({problem}): "
+                f"rebuilt it from the conversation's {len(self.tokens)} tokens; generating plainly"
+            )
+        draft = self.pair.draft
+        if self.draft_cache is not None and draft is not None:
+            problem = misfit(self.draft_cache, self.draft_offset)
+            if problem is not None:
+                self.draft_cache = make_prompt_cache(draft.model)
+                self.draft_len, self.draft_gaps = 0, []
+                self._report(
+                    f"the draft model's cache did not match the conversation after a trim ({problem}): "
+                    "speculation is off for this session; generating plainly"
+                )
+
+    def _report(self, reason: str) -> None:
+        self.speculation_refusal = self.speculation_refusal or reason
+        self.repairs.append(EngineError(reason, kind=ErrorKind.NOTICE))
+
+    def take_repairs(self) -> list[EngineError]:
+        """The reasons `check_caches` gave since the last call, for the answer to report."""
+        repairs, self.repairs = self.repairs, []
+        return repairs
 
     def _feed(self, model: Any, cache: list[Any], ids: list[int]) -> None:
         model(mx.array(ids, dtype=mx.uint32)[None], cache=cache)
@@ -234,9 +283,13 @@ class ChatSession:
                 c.trim(main_drop)
         base = len(self.tokens)
         self.tokens.extend(fed[:keep])
+        draft_drop = 0
         if self.draft_cache is not None and draft_end is not None:
             target = min(draft_end, base + keep)
-            if draft_end > target:
+            draft_drop = draft_end - target
+            if draft_drop:
                 for c in self.draft_cache:
-                    c.trim(draft_end - target)
+                    c.trim(draft_drop)
             self.draft_len = target
+        if main_drop or draft_drop:  # a round that trimmed nothing has nothing to check
+            self.check_caches()

@@ -24,6 +24,7 @@ from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import TemplateError, format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS, BenchPrompt
 from app.engine.features.timed_run import run_timed
+from app.engine.library.pairing import require_compatible
 from app.engine.library.paths import app_data_dir
 from app.engine.policy.adaptive import AdaptiveDraftLength
 from app.engine.policy.oracle import RoundRecord, best_fixed
@@ -191,6 +192,7 @@ def run_arena_job(
     drafts = {loaded.draft.source: loaded.draft} if loaded is not None and loaded.draft is not None else {}
 
     def load(path: str) -> LoadedModel:
+        require_compatible(main, path)  # the picker's rules hold here too; refused: the result's error
         return drafts[path] if path in drafts else load_model(path)
 
     try:
