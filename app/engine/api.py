@@ -14,6 +14,7 @@ from pathlib import Path
 from threading import Event
 from typing import Literal
 
+from app.engine.decoding.context import ContextTooLong, answer_room, context_length
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import (
     EngineError,
@@ -38,6 +39,7 @@ __all__ = [
     "Answer",
     "AnswerStream",
     "Compatibility",
+    "ContextTooLong",
     "GenerationStats",
     "IncompatiblePair",
     "LoadedPair",
@@ -199,8 +201,10 @@ class LoadedPair:
         `acceptance` is "exact" or "residual"; None: residual when sampling, exact when greedy.
         Greedy answers are the main model's own whatever the mode.
 
-        Raises ValueError for a bad setting and TemplateError for a chat template that fails,
-        here rather than mid-stream; nothing runs on the models until the stream is read."""
+        Raises ValueError for a bad setting, ContextTooLong (a ValueError) for a prompt that
+        leaves the main's context too little room for an answer, and TemplateError for a chat
+        template that fails, here rather than mid-stream; nothing runs on the models until the
+        stream is read. The answer never runs past the main's context: `max_tokens` is cut to it."""
         if max_tokens < 1:
             raise ValueError("max_tokens must be at least 1")
         chosen = policy if policy is not None else self._policy(mode, k)
@@ -208,6 +212,7 @@ class LoadedPair:
             [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
         )
         ids = format_chat(self.models.tokenizer, messages)
+        max_tokens = answer_room(len(ids), max_tokens, context_length(self.models.main.config))
         self._finish_streaming()
         cancel = Event()
         events = generate(
@@ -305,6 +310,9 @@ class AnswerStream:
             if isinstance(event, TokenEvent):
                 held.append(event)
             elif isinstance(event, RoundEvent):
+                stopped = event.policy.get("draft_stopped")
+                if isinstance(stopped, str) and Notice("notice", stopped) not in self._notices:
+                    self._notices.append(Notice("notice", stopped))
                 refused = event.proposed[event.accepted :]
                 for place, token in enumerate(held):
                     # the token after the accepted drafts is the main's own choice in their place

@@ -43,6 +43,7 @@ __all__ = [
     "BenchPrompt",
     "CheckLossless",
     "Command",
+    "ContextOverflow",
     "EngineError",
     "ErrorKind",
     "Event",
@@ -78,6 +79,14 @@ class SpeculationMode(enum.StrEnum):
     FIXED = "fixed"  # always k drafted tokens
     ADAPTIVE = "adaptive"  # k chosen each round (draft model or prompt lookup), bypassed when it does not pay
     LOOKUP = "lookup"  # adaptive over prompt lookup alone
+
+
+class ContextOverflow(enum.StrEnum):
+    """What a Generate does with a conversation longer than the main model reads; the values are
+    what settings store."""
+
+    REFUSE = "refuse"  # answer nothing and say so, with the numbers
+    DROP_OLDEST = "drop_oldest"  # leave out the oldest turns (never the system prompt nor the latest)
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -134,6 +143,10 @@ class Generate:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     speculation: SpeculationSettings = field(default_factory=SpeculationSettings)
     max_tokens: int = 512
+    overflow: ContextOverflow = ContextOverflow.REFUSE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "overflow", ContextOverflow(self.overflow))
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 import mlx.core as mx
 
+from app.engine.decoding.context import ContextTooLong, context_length, fit_conversation
 from app.engine.decoding.decode import generate
 from app.engine.decoding.loading import ModelLoadError, ModelPair
 from app.engine.decoding.policy import DraftPolicy
@@ -34,6 +35,7 @@ from app.engine.policy.warmup import compile_pass_shapes, compiles_per_shape
 from app.engine.protocol import (
     CheckLossless,
     Command,
+    ContextOverflow,
     EngineError,
     ErrorKind,
     Generate,
@@ -238,22 +240,36 @@ class EngineWorker:
         if self._session is None or self._pair is None:
             reply(EngineError("no model is loaded", kind=ErrorKind.STATE))
             return
+        tokenizer = self._pair.tokenizer
         try:
-            prompt = format_chat(self._pair.tokenizer, list(command.messages))
+            # the gate comes before prefill: a conversation past the main's context is refused
+            # (or shortened) in the time it takes to tokenize it, not after minutes of prefill
+            fitted = fit_conversation(
+                command.messages,
+                lambda messages: format_chat(tokenizer, [dict(m) for m in messages]),
+                context_length(self._pair.main.config),
+                command.max_tokens,
+                drop_oldest=command.overflow is ContextOverflow.DROP_OLDEST,
+            )
         except TemplateError as exc:
             reply(EngineError(str(exc), kind=ErrorKind.TEMPLATE))
             return
+        except ContextTooLong as exc:
+            reply(EngineError(str(exc), kind=ErrorKind.CONTEXT))
+            return
+        if fitted.dropped:
+            reply(EngineError(fitted.note, kind=ErrorKind.NOTICE))
+        prompt = fitted.ids
         reply(GenerationContext(self._pair.main.source, len(prompt)))
         events = generate(
             self._session,
             prompt,
             sampling=command.sampling,
             policy=self._policy_for(command.speculation),
-            max_tokens=command.max_tokens,
+            max_tokens=fitted.max_tokens,
             cancel=self._cancel,
             acceptance=command.speculation.acceptance,
         )
-        tokenizer = self._pair.tokenizer
         for event in events:
             if isinstance(event, RoundEvent) and event.accepted < len(event.proposed):
                 event = dataclasses.replace(event, refused_text=_refused_text(tokenizer, event))

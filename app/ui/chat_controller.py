@@ -28,6 +28,7 @@ from app.engine.decoding.text import clean_text
 from app.engine.features.baselines import BaselineCache
 from app.engine.features.prompt_kind import classify
 from app.engine.protocol import (
+    ContextOverflow,
     Generate,
     GenerationContext,
     LoadPair,
@@ -226,7 +227,8 @@ class ChatController(QObject):
         speculation = s.speculation_settings()
         if self.mode_override is not None:
             speculation = replace(speculation, mode=SpeculationMode(self.mode_override))
-        command = Generate(self.transcript.chat(s.system_prompt), s.sampling(), speculation, s.max_tokens)
+        chat = self.transcript.chat(s.system_prompt)
+        command = Generate(chat, s.sampling(), speculation, s.max_tokens, ContextOverflow(s.overflow))
         try:
             key = self.store.append(self.conversation, Role.ASSISTANT, "", state=MessageState.PARTIAL)
         except STORAGE_ERRORS as exc:

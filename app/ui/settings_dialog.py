@@ -18,10 +18,14 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.decoding.sampling import SamplingParams
-from app.engine.protocol import AcceptanceRule, SpeculationMode, SpeculationSettings
+from app.engine.protocol import AcceptanceRule, ContextOverflow, SpeculationMode, SpeculationSettings
 
 MODES = ("adaptive", "fixed", "off", "lookup")
 RULES = ("auto", "exact", "residual")
+OVERFLOW = {
+    ContextOverflow.REFUSE: "refuse",
+    ContextOverflow.DROP_OLDEST: "drop the oldest turns",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +39,7 @@ class ChatSettings:
     speculation: str = "adaptive"
     k: int = 4
     acceptance: str = "auto"
+    overflow: str = ContextOverflow.REFUSE.value  # a conversation longer than the main model reads
 
     def sampling(self) -> SamplingParams:
         return SamplingParams(
@@ -62,6 +67,7 @@ class ChatSettings:
             made = cls(system_prompt=system_prompt, **values)
             made.sampling()
             made.speculation_settings().policy()
+            ContextOverflow(made.overflow)
             return made
         except (TypeError, ValueError):
             return cls(system_prompt=system_prompt)
@@ -89,6 +95,10 @@ class SettingsDialog(QDialog):
         self.rule.addItems(RULES)
         self.rule.setCurrentText(settings.acceptance)
         self.k = QSpinBox(minimum=1, maximum=16, value=settings.k)
+        self.overflow = QComboBox()
+        for overflow, label in OVERFLOW.items():
+            self.overflow.addItem(label, overflow.value)
+        self.overflow.setCurrentIndex(max(self.overflow.findData(settings.overflow), 0))
         form = QFormLayout(self)
         form.addRow("System prompt", self.system)
         for label, widget in (
@@ -100,6 +110,7 @@ class SettingsDialog(QDialog):
             ("Speculation", self.mode),
             ("Draft length (fixed)", self.k),
             ("Acceptance rule", self.rule),
+            ("When a conversation is longer than the model can read", self.overflow),
         ):
             form.addRow(label, widget)
         buttons = QDialogButtonBox(
@@ -121,4 +132,5 @@ class SettingsDialog(QDialog):
             self.mode.currentText(),
             self.k.value(),
             self.rule.currentText(),
+            str(self.overflow.currentData()),
         )

@@ -35,6 +35,8 @@ def stats_line(stats: AnswerStats) -> str:
         parts.append(f"{stats.mean_accepted:.2f} accepted/round")
     if stats.speedup:
         parts.append(f"{stats.speedup:.2f}× vs plain")
+    if stats.draft_stopped:
+        parts.append(stats.draft_stopped)
     return " · ".join(parts)
 
 
@@ -66,6 +68,7 @@ class LiveStats:
     k: int = 0
     bypassed: bool = False
     rarely_right: tuple[int, int] | None = None  # (right, judged) when the draft is almost never right
+    draft_stopped: str | None = None  # why drafting stopped (the draft's context ended)
     plain_round_seconds: float = 0.0
     plain_rounds: int = 0
     finished: GenerationFinished | None = None
@@ -89,6 +92,8 @@ class LiveStats:
             if e.policy.get("draft_rarely_right") and isinstance(right, (tuple, list)) and len(right) == 2
             else None
         )
+        stopped = e.policy.get("draft_stopped")
+        self.draft_stopped = stopped if isinstance(stopped, str) else self.draft_stopped
         if e.k == 0 and e.verify_seconds > 0:
             self.plain_round_seconds += e.verify_seconds + e.draft_seconds
             self.plain_rounds += 1
@@ -133,6 +138,7 @@ class LiveStats:
             bypassed=self.bypassed,
             mode=self.mode,
             draft_rarely_right=self.rarely_right,
+            draft_stopped=self.draft_stopped,
             plain_tokens_per_second=round(plain, 2) if plain else None,
             speedup=round(rate / plain, 3) if plain and rate else None,
         )
@@ -187,6 +193,8 @@ class StatusStrip(QWidget):
             "paused",
             f"speculation paused: draft right on {rarely[0]}/{rarely[1]}; try another draft"
             if rarely
+            else s.draft_stopped
+            if s.draft_stopped
             else "speculation paused: not paying"
             if s.bypassed
             else "",

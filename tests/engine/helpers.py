@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from threading import Event
+from typing import Any
 
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import (
@@ -76,3 +80,28 @@ def drive(
             out.offsets_ok &= session.main_ahead == 0
             out.offsets_ok &= all(o == len(session.tokens) for o in session.cache_offsets()[0])
     return out
+
+
+def copy_with_context(folder: Path, dest: Path, positions: int) -> Path:
+    """A copy of a model folder whose config says it reads at most `positions` tokens."""
+    shutil.copytree(folder, dest)
+    config = json.loads((dest / "config.json").read_text(encoding="utf-8"))
+    config["max_position_embeddings"] = positions
+    (dest / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return dest
+
+
+class ForwardSpy:
+    """A model that records every forward pass (the cache's length before it, the tokens fed)
+    and then runs the real one; everything else is the real model's."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.passes: list[tuple[int, int]] = []
+
+    def __call__(self, inputs: Any, cache: Any = None) -> Any:
+        self.passes.append((int(getattr(cache[0], "offset", 0)) if cache else 0, int(inputs.shape[-1])))
+        return self.model(inputs, cache=cache)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)

@@ -27,6 +27,7 @@ from typing import TypeAlias, cast
 import mlx.core as mx
 
 from app.engine.decoding import acceptance as rules
+from app.engine.decoding.context import limit_draft
 from app.engine.decoding.detokenize import StreamingDetokenizer
 from app.engine.decoding.drafting import Proposal, propose, score, top_probability
 from app.engine.decoding.events import (
@@ -202,9 +203,8 @@ class _Answer:
         yield from session.prefill(self.prompt, self.cancel, with_draft=ready)
         prefill_done = self.last_read = time.perf_counter()
 
-        reason = (
-            FinishReason.LENGTH if session.pending is not None else FinishReason.CANCELLED
-        )  # cancelled in prefill
+        # no pending token after prefill: it was cancelled
+        reason = FinishReason.LENGTH if session.pending is not None else FinishReason.CANCELLED
         while session.pending is not None and len(self.ids) < self.max_tokens:
             if self.cancelled():
                 reason = FinishReason.CANCELLED
@@ -389,9 +389,9 @@ def generate(
         raise ValueError("max_tokens must be at least 1")
     sampler = Sampler(sampling or SamplingParams())
     rule = rules.RULES[rules.resolve(acceptance, sampler)]
-    tokenizer = session.pair.tokenizer
-    stops = set(stop_ids) if stop_ids is not None else set(tokenizer.eos_token_ids)
-    answer = _Answer(session, prompt, sampler, rule, policy or PlainDecoding(), max_tokens, cancel, stops)
+    stops = set(stop_ids) if stop_ids is not None else set(session.pair.tokenizer.eos_token_ids)
+    policy = limit_draft(policy or PlainDecoding(), session, len(prompt), max_tokens)
+    answer = _Answer(session, prompt, sampler, rule, policy, max_tokens, cancel, stops)
     try:
         yield from answer.run()
     finally:

@@ -22,6 +22,7 @@ class ErrorKind(enum.StrEnum):
     LOAD = "load"  # the model files could not be loaded
     STATE = "state"  # the command does not fit now (no model loaded, nothing to compare, ...)
     TEMPLATE = "template"  # the model's chat template failed on the conversation
+    CONTEXT = "context"  # the conversation is longer than the main model reads
     NOTICE = "notice"  # information only: the command goes on
 
 

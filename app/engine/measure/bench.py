@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from app.engine.decoding.context import answer_room, context_length
 from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
@@ -230,6 +231,9 @@ def run_benchmark(
         return run_timed(pair, prompt, policy, sampling, tokens, rule or None)
 
     encoded = [format_chat(pair.tokenizer, [{"role": "user", "content": p.text}]) for p in prompts]
+    limit = context_length(pair.main.config)
+    for p, ids in zip(prompts, encoded):  # refused before any run, as `generate` refuses it
+        answer_room(len(ids), max_tokens, limit, f"Shorten prompt {p.id}.")
     if any(m in ("adaptive", "lookup") for m in modes):
         # every size the controller may play, compiled before its first timed round (fixed k's
         # own warm-up compiles the one size it plays)

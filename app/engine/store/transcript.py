@@ -126,6 +126,7 @@ class AnswerStats:
     bypassed: bool = False  # the adaptive policy paused speculation
     mode: str = ""
     draft_rarely_right: tuple[int, int] | None = None  # (right, judged) when the draft almost never is
+    draft_stopped: str | None = None  # why drafting stopped mid-answer (the draft's context ended)
     plain_tokens_per_second: float | None = None
     speedup: float | None = None
     finish_reason: str | None = None
@@ -154,6 +155,7 @@ class AnswerStats:
         "bypassed": ("bypassed", _bool),
         "mode": ("mode", _str),
         "draft_rarely_right": ("draft_rarely_right", _pair),
+        "draft_stopped": ("draft_stopped", _str),
         "plain_tokens_per_second": ("plain_tok_s", _float),
         "speedup": ("speedup", _float),
         "finish_reason": ("reason", _str),
