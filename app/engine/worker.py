@@ -21,6 +21,7 @@ import mlx.core as mx
 from app.engine.decoding.decode import generate
 from app.engine.decoding.loading import ModelLoadError, ModelPair, load_pair
 from app.engine.decoding.policy import DraftPolicy
+from app.engine.decoding.renderer import close_renderers
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import TemplateError, format_chat
 from app.engine.features.arena import run_arena_job
@@ -118,6 +119,7 @@ class EngineWorker:
         while True:
             item = self._queue.get()
             if item is None:
+                close_renderers()  # the pair goes with the worker, and its template's child too
                 return
             request, command = item
             with self._lock:
@@ -217,6 +219,7 @@ class EngineWorker:
     def _load(self, reply: Callable[[Reply], None], command: LoadPair) -> None:
         self._pair = self._session = None
         self._policies = {}
+        close_renderers()  # the unloaded pair's template child; the next pair starts its own
         try:
             pair = load_pair(command.main, command.draft)
         except ModelLoadError as exc:
