@@ -22,6 +22,7 @@ from app.engine.decoding.context import ContextTooLong, context_length, fit_conv
 from app.engine.decoding.decode import generate
 from app.engine.decoding.loading import ModelLoadError, ModelPair
 from app.engine.decoding.policy import DraftPolicy
+from app.engine.decoding.renderer import close_renderers
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import TemplateError, format_chat
 from app.engine.features.arena import run_arena_job
@@ -121,6 +122,7 @@ class EngineWorker:
         while True:
             item = self._queue.get()
             if item is None:
+                close_renderers()  # the pair goes with the worker, and its template's child too
                 return
             request, command = item
             with self._lock:
@@ -220,6 +222,7 @@ class EngineWorker:
     def _load(self, reply: Callable[[Reply], None], command: LoadPair) -> None:
         self._pair = self._session = None
         self._policies = {}
+        close_renderers()  # the unloaded pair's template child; the next pair starts its own
         try:
             pair = load_checked_pair(command.main, command.draft, store=self._memory)
         except ModelLoadError as exc:

@@ -32,6 +32,14 @@ class TemplateError(Exception):
     """The chat template failed: it did not compile, raised, ran too long or grew too large."""
 
 
+class TemplateLimitError(TemplateError):
+    """The chat template ran into a limit on time or memory (not a bug in it, nor an escape)."""
+
+
+class TooLarge(jinja2.exceptions.SecurityError):
+    """A size guard refused a value; told apart from escapes so it reads as a memory limit."""
+
+
 class _GenerationTag(jinja2.ext.Extension):
     """Accept `{% generation %}...{% endgeneration %}` (used by some Hub templates) as a no-op."""
 
@@ -65,7 +73,7 @@ def _check_public(name: object) -> None:
 
 def _sized(value: Any) -> Any:
     if isinstance(value, (str, bytes, list, tuple)) and len(value) > MAX_TEXT:
-        raise jinja2.exceptions.SecurityError("the template built a value that is too large")
+        raise TooLarge("the template built a value that is too large")
     return value
 
 
@@ -74,24 +82,24 @@ def _guarded_mul(left: Any, right: Any) -> Any:
         left, right = right, left
     if isinstance(left, (str, bytes, list, tuple)) and isinstance(right, int):
         if len(left) * max(right, 0) > MAX_TEXT:
-            raise jinja2.exceptions.SecurityError("the template repeats a value too many times")
+            raise TooLarge("the template repeats a value too many times")
     elif isinstance(left, int) and isinstance(right, int):
         if abs(left).bit_length() + abs(right).bit_length() > MAX_INT_BITS:
-            raise jinja2.exceptions.SecurityError("the template multiplies numbers that are too large")
+            raise TooLarge("the template multiplies numbers that are too large")
     return operator.mul(left, right)
 
 
 def _guarded_pow(left: Any, right: Any) -> Any:
     if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
         if abs(left).bit_length() * right > MAX_INT_BITS:
-            raise jinja2.exceptions.SecurityError("the template computes a power that is too large")
+            raise TooLarge("the template computes a power that is too large")
     return operator.pow(left, right)
 
 
 def _guarded_add(left: Any, right: Any) -> Any:
     if isinstance(left, (str, bytes, list, tuple)) and isinstance(right, (str, bytes, list, tuple)):
         if len(left) + len(right) > MAX_TEXT:
-            raise jinja2.exceptions.SecurityError("the template built a value that is too large")
+            raise TooLarge("the template built a value that is too large")
     return operator.add(left, right)
 
 
@@ -99,7 +107,7 @@ def _guarded_mod(left: Any, right: Any) -> Any:
     if isinstance(left, (str, bytes)):
         args = right if isinstance(right, tuple) else (right,)
         if any(isinstance(a, int) and abs(a) > MAX_TEXT for a in args):
-            raise jinja2.exceptions.SecurityError("the template formats with a width that is too large")
+            raise TooLarge("the template formats with a width that is too large")
         _check_format(left)
     return _sized(operator.mod(left, right))
 
@@ -110,14 +118,14 @@ _HUGE_WIDTH = re.compile(r"\d{9,}")
 
 def _check_format(fmt: Any) -> None:
     if isinstance(fmt, str) and _HUGE_WIDTH.search(fmt):
-        raise jinja2.exceptions.SecurityError("the template formats with a width that is too large")
+        raise TooLarge("the template formats with a width that is too large")
 
 
 def _check_replace(text: Any, old: Any, new: Any) -> None:
     if isinstance(text, str) and isinstance(old, str) and isinstance(new, str) and len(new) > len(old):
         hits = len(text) + 1 if not old else text.count(old)
         if len(text) + hits * (len(new) - len(old)) > MAX_TEXT:
-            raise jinja2.exceptions.SecurityError("the template built a value that is too large")
+            raise TooLarge("the template built a value that is too large")
 
 
 def _check_join(items: Any, separator: Any = "") -> None:
@@ -126,7 +134,7 @@ def _check_join(items: Any, separator: Any = "") -> None:
         for item in items:  # stop at the first overflow: the list may be long
             total += len(item) if isinstance(item, str) else 0
             if total > MAX_TEXT:
-                raise jinja2.exceptions.SecurityError("the template built a value that is too large")
+                raise TooLarge("the template built a value that is too large")
 
 
 class _GuardedCodeGenerator(CodeGenerator):
@@ -170,7 +178,7 @@ class _GuardedEnvironment(ImmutableSandboxedEnvironment):
         owner = getattr(getattr(__obj, "__wrapped__", __obj), "__self__", None)
         if isinstance(owner, (str, bytes)) and name in _PADDING_METHODS:
             if any(isinstance(a, int) and a > MAX_TEXT for a in (*args, *kwargs.values())):
-                raise jinja2.exceptions.SecurityError(f"the template pads with {name}() too far")
+                raise TooLarge(f"the template pads with {name}() too far")
         if isinstance(owner, str) and name in ("format", "format_map"):
             _check_format(owner)
         if isinstance(owner, str) and name == "replace" and len(args) >= 2:
@@ -184,7 +192,7 @@ def _checked_format_filter(format_filter: Callable[..., Any]) -> Callable[..., A
     def guarded(value: Any, *args: Any, **kwargs: Any) -> Any:
         _check_format(value)
         if any(isinstance(a, int) and abs(a) > MAX_TEXT for a in (*args, *kwargs.values())):
-            raise jinja2.exceptions.SecurityError("the template formats with a width that is too large")
+            raise TooLarge("the template formats with a width that is too large")
         return _sized(format_filter(value, *args, **kwargs))
 
     return guarded
@@ -216,7 +224,7 @@ def _guard_filter(filter_fn: Callable[..., Any], width_arg: int) -> Callable[...
         lines = str(args[0]).count("\n") + 1 if args else 1
         for w in widths:
             if (isinstance(w, int) and w > MAX_TEXT) or (isinstance(w, str) and len(w) * lines > MAX_TEXT):
-                raise jinja2.exceptions.SecurityError("the template pads too far")
+                raise TooLarge("the template pads too far")
         return filter_fn(*args, **kwargs)
 
     return guarded

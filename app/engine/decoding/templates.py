@@ -5,6 +5,8 @@ bound what a template can cost: a wall-clock deadline enforced by a trace functi
 Python code the tracer sees), a size cap on `*`, `**`, `+` and `%` results (one C call such as
 `'x' * 10**10` never returns to the tracer), padding filters/methods, and the output length.
 The environment mirrors what transformers gives Hub templates, without calling transformers.
+`format_chat`, the one way a model file's template is rendered, runs this sandbox in a child
+process with real memory and time limits (renderer.py).
 """
 
 from __future__ import annotations
@@ -16,10 +18,17 @@ from typing import Any, cast
 
 import jinja2
 
-from app.engine.decoding.sandbox import MAX_TEXT, TemplateError, compile_template
+from app.engine.decoding.renderer import renderer_for
+from app.engine.decoding.sandbox import (
+    MAX_TEXT,
+    TemplateError,
+    TemplateLimitError,
+    TooLarge,
+    compile_template,
+)
 from app.engine.decoding.text import clean_text
 
-__all__ = ["TemplateError", "format_chat", "plain_format", "render_chat"]
+__all__ = ["TemplateError", "TemplateLimitError", "format_chat", "plain_format", "render_chat"]
 
 PLAIN_ROLES = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
 
@@ -74,19 +83,20 @@ def render_chat(
         for chunk in rendering:
             size += len(chunk)
             if size > MAX_TEXT:
-                raise jinja2.exceptions.SecurityError("the template output is too large")
+                raise TooLarge("the template output is too large")
             chunks.append(chunk)
             if time.monotonic() > deadline:
                 raise _Deadline
         return "".join(chunks)
     except _Deadline:
-        raise TemplateError(f"the chat template ran longer than {timeout:g} s and was stopped") from None
+        raise TemplateLimitError(f"the chat template ran longer than {timeout:g} s and was stopped") from None
     except jinja2.exceptions.SecurityError as error:
-        raise TemplateError(f"the chat template did something unsafe: {error}") from None
+        kind = TemplateLimitError if isinstance(error, TooLarge) else TemplateError
+        raise kind(f"the chat template did something unsafe: {error}") from None
     except jinja2.exceptions.TemplateError as error:
         raise TemplateError(f"the chat template raised an error: {error}") from None
     except (MemoryError, RecursionError, OverflowError) as error:
-        raise TemplateError(
+        raise TemplateLimitError(
             f"the chat template ran out of resources: {type(error).__name__}: {error}"
         ) from None
     except Exception as error:  # anything else a template can trigger: TypeError, KeyError...
@@ -157,8 +167,14 @@ def format_chat(
             messages, add_generation_prompt=add_generation_prompt, bos=special.get("bos_token")
         )
     else:
-        text = render_chat(
-            template, messages, add_generation_prompt=add_generation_prompt, special=special, timeout=timeout
+        # Model files are untrusted: their template renders in a child with real memory and time
+        # limits, since values Jinja turns into text in C code escape the sandbox's size checks.
+        text = renderer_for(template).render(
+            template,
+            _plain(messages),
+            add_generation_prompt=add_generation_prompt,
+            special=special,
+            timeout=timeout,
         )
     ids = list(hf.encode(clean_text(text), add_special_tokens=False))
     if not ids:
