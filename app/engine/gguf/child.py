@@ -2,7 +2,8 @@
 
 Dequantizing and MLX run native code on an untrusted file; in a child, a crash costs an error
 event instead of the app. The child writes one JSON event per line on stdout; the parent turns
-them back into dataclasses and adds the child's exit status and peak memory.
+them back into dataclasses and adds the child's exit status and peak memory. The parent also
+holds the child to a memory and a time limit (limits.py) and ends it when either is passed.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from app.engine.gguf.events import (
     to_json,
 )
 from app.engine.gguf.fixtures import cache_root
-from app.engine.gguf.header import GGUFError, read_header
+from app.engine.gguf.header import GGUFError, GGUFHeader, read_header
+from app.engine.gguf.limits import ChildWatch, Limits, cap_address_space
 
 __all__ = ["ImportEvent", "ImportFailed", "ImportFinished", "ImportProgress", "default_output", "run_import"]
 
@@ -34,6 +36,25 @@ __all__ = ["ImportEvent", "ImportFailed", "ImportFinished", "ImportProgress", "d
 def default_output(source: str | Path, bits: int) -> Path:
     """Where an import lands by default: <cache>/mlx/<file stem>-<bits>bit."""
     return cache_root() / "mlx" / f"{Path(source).stem}-{bits}bit"
+
+
+def import_limits(header: GGUFHeader, bits: int) -> Limits:
+    """Memory: the importer's own estimate with room for its error. Time: generous for the
+    slowest supported machine, in proportion to the file, so only a stuck import reaches it."""
+    from app.engine.gguf.convert import working_set
+
+    needed = working_set(header, bits)
+    return Limits(needed + max(1 << 30, needed // 2), 600 + 1200 * header.file_size / 2**30)
+
+
+def stopped_message(reason: str, limits: Limits) -> str:
+    if reason == "memory":
+        return (
+            "the import was stopped: it needed more memory than allowed"
+            f" ({limits.memory_bytes / 2**30:.1f} GiB)"
+        )
+    span = f"{limits.seconds / 60:.0f} minutes" if limits.seconds >= 120 else f"{limits.seconds:.0f} s"
+    return f"the import was stopped: it took too long (over {span})"
 
 
 def _peak_rss(rusage: object) -> int:
@@ -49,26 +70,30 @@ def run_import(
     overwrite: bool = False,
     cancel: threading.Event | None = None,
     memory_limit: int | None = None,
+    limits: Limits | None = None,
 ) -> Iterator[ImportEvent]:
     """Import in a child process, yielding progress and ending with ImportFinished or ImportFailed.
 
     The header is validated here first (pure Python), so a malformed file never starts a child.
-    Setting `cancel` stops the child; its temporary folder is removed with it.
+    Setting `cancel` stops the child; its temporary folder is removed with it, as it is when the
+    child passes `limits` (by default `import_limits`) and is ended.
     """
     source = Path(source)
     out = Path(out) if out is not None else default_output(source, bits)
     started = time.monotonic()
     try:
-        read_header(source)
+        header = read_header(source)
     except GGUFError as exc:
         yield ImportFailed(str(exc), "invalid")
         return
+    limits = limits or import_limits(header, bits)
     args = {
         "source": str(source),
         "out": str(out),
         "bits": bits,
         "overwrite": overwrite,
         "memory_limit": memory_limit,
+        "watched_bytes": limits.memory_bytes,
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.engine.gguf.child", json.dumps(args)],
@@ -77,17 +102,7 @@ def run_import(
         text=True,
         start_new_session=True,
     )
-    watcher = None
-    if cancel is not None:
-
-        def watch() -> None:
-            while proc.poll() is None:
-                if cancel.wait(0.2):
-                    proc.send_signal(signal.SIGTERM)
-                    return
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
+    watch = ChildWatch(proc.pid, limits, cancel=cancel).start()
     final: ImportEvent | None = None
     assert proc.stdout is not None and proc.stderr is not None
     stderr_tail: list[str] = []
@@ -102,14 +117,20 @@ def run_import(
             final = event
         else:
             yield event
+    watch.stop()  # the child has closed its output; stop before reaping so its id stays its own
     _, status, rusage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     drain.join(timeout=5)
     peak = _peak_rss(rusage)
-    if cancel is not None and cancel.is_set():
+    finished = isinstance(final, ImportFinished) and proc.returncode == 0
+    if watch.reason in ("memory", "time") and not finished:  # a limit met on the way out is moot
+        _remove_partials(out)
+        yield ImportFailed(stopped_message(watch.reason, limits), "limit")
+    elif cancel is not None and cancel.is_set():
         _remove_partials(out)
         yield ImportFailed("the import was cancelled", "cancelled")
-    elif isinstance(final, ImportFinished) and proc.returncode == 0:
+    elif finished:
+        assert isinstance(final, ImportFinished)
         yield ImportFinished(final.path, time.monotonic() - started, peak)
     elif isinstance(final, ImportFailed):
         yield final
@@ -139,6 +160,9 @@ def _child_main(raw: str) -> int:
         sys.stdout.flush()
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind so `finally` removes the temp folder
+    watched = args.get("watched_bytes")
+    if watched:  # a backstop well above the watched limit, for a surge between two samples
+        cap_address_space(2 * watched)
     started = time.monotonic()
     try:
         path = import_gguf(
@@ -155,6 +179,9 @@ def _child_main(raw: str) -> int:
     except GGUFError as exc:
         emit(ImportFailed(str(exc), "invalid"))
         return 2
+    except MemoryError:  # the address-space backstop refused an allocation
+        emit(ImportFailed(stopped_message("memory", Limits(int(watched or 0), 0.0)), "limit"))
+        return 1
     except Exception as exc:  # anything else still reaches the caller as an event
         emit(ImportFailed(f"{type(exc).__name__}: {exc}", "error"))
         return 1

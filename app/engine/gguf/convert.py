@@ -2,14 +2,14 @@
 
 Tensors are dequantized with numpy (`gguf.quants`) from bytes whose placement the pure-Python
 validator has already checked, then written as bfloat16 or MLX affine-quantized safetensors.
-Everything is written to a hidden temporary folder that is renamed into place only at the end.
+Everything is written to a hidden temporary folder that is renamed into place only at the end;
+shards are written there as they fill (shards.py), so memory holds one shard, not the model.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import mmap
 import os
 import shutil
 import time
@@ -20,11 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from app.engine.gguf.architectures import architecture_of, model_config
+from app.engine.gguf.architectures import Architecture, architecture_of, model_config
 from app.engine.gguf.direct import GROUP as DIRECT_GROUP
 from app.engine.gguf.direct import can_repack, repack
 from app.engine.gguf.events import ImportEvent, ImportProgress
 from app.engine.gguf.header import GGUFError, GGUFHeader, TensorInfo, read_header
+from app.engine.gguf.limits import this_machine
+from app.engine.gguf.shards import ShardWriter
 from app.engine.gguf.tokenizer import build_tokenizer, tokenizer_config
 from app.engine.library.memory import available_ram
 
@@ -35,6 +37,7 @@ GROUP_SIZE = 64
 WIDE_TYPES, WIDE_BITS = {"Q6_K"}, 8
 SHARD_BYTES = 1 << 30
 CHUNK_ELEMENTS = 1 << 24  # rows are dequantized this many values at a time
+RUNTIME_BYTES = 1 << 30  # the interpreter, numpy, MLX and the tokenizer
 PROVENANCE_FILE = "specchat_source.json"
 
 
@@ -47,11 +50,26 @@ def available_memory() -> int:
     return available_ram()
 
 
+def tensor_working_set(info: TensorInfo) -> int:
+    """Bytes converting one tensor holds at its peak: its bytes read from the file, the
+    dequantizer's per-chunk temporaries and two float32 copies at once (numpy's and MLX's, or
+    numpy's and a transform's). Its output comes after numpy's copy is freed, so it fits within."""
+    return info.nbytes + info.elements * (4 + 4) + CHUNK_ELEMENTS * 4 * 4
+
+
 def working_set(header: GGUFHeader, bits: int) -> int:
-    """Peak bytes the import needs: the largest tensor in float32 several times over, one
-    output shard, and a fixed allowance for the interpreter, MLX and the tokenizer."""
-    largest = max((t.elements for t in header.tensors), default=0)
-    return largest * (4 + 2 + 2) + CHUNK_ELEMENTS * 4 * 4 + SHARD_BYTES + (1 << 30)
+    """Peak bytes the import holds at once: a shard not yet written (under SHARD_BYTES), the
+    largest tensor being converted, and a fixed allowance for the runtime. `bits` does not change
+    it: the working copies are float32 whatever is written."""
+    largest = max((tensor_working_set(t) for t in header.tensors), default=0)
+    return SHARD_BYTES + largest + RUNTIME_BYTES
+
+
+def refusal(needed: int, have: int) -> str:
+    return (
+        f"Importing this model needs about {needed / 2**30:.1f} GiB of memory at once;"
+        f" {this_machine()} has {have / 2**30:.1f} GiB free"
+    )
 
 
 def check_supported(header: GGUFHeader) -> None:
@@ -128,15 +146,50 @@ def _hash(path: Path, emit: Callable[[ImportEvent], None]) -> str:
     return digest.hexdigest()
 
 
-def _write_shards(shards: list[dict[str, Any]], tmp: Path) -> dict[str, str]:
+def _tensor_bytes(f: Any, info: TensorInfo) -> tuple[bytearray, TensorInfo]:
+    """One tensor's bytes read from the file (at offset 0 of the result): read, not mapped, so
+    they are freed with the tensor instead of staying resident for the whole import."""
+    data = bytearray()
+    while len(data) < info.nbytes:  # a single read may return less (macOS stops at 2 GiB)
+        block = os.pread(f.fileno(), info.nbytes - len(data), info.offset + len(data))
+        if not block:
+            raise GGUFError(f"tensor {info.name!r} ends past the end of the file")
+        data += block
+    return data, TensorInfo(info.name, info.shape, info.type, 0, info.nbytes)
+
+
+def _convert(
+    f: Any, info: TensorInfo, name: str, bits: int, arch: Architecture, config: dict[str, Any]
+) -> tuple[dict[str, Any], bool, int, int]:
+    """(evaluated output arrays, whether kept quantized, bits, group) for one tensor; its working
+    copies are freed when this returns."""
     import mlx.core as mx
 
-    weight_map: dict[str, str] = {}
-    for i, shard in enumerate(shards):
-        name = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        mx.save_safetensors(str(tmp / name), shard, metadata={"format": "mlx"})
-        weight_map.update({k: name for k in shard})
-    return weight_map
+    buf, info = _tensor_bytes(f, info)
+    keep = bits < 16 and _quantizable(name, np.empty((1, info.shape[0])))
+    if keep and can_repack(info):
+        parts = _repacked(buf, info, name, arch.transform, config)
+        layer_bits, group = parts.pop("bits"), DIRECT_GROUP
+    else:
+        w = dequantize(buf, info)
+        del buf
+        if arch.transform is not None:
+            w = arch.transform(name, w, config)
+        layer_bits, group = (WIDE_BITS, DIRECT_GROUP) if info.type_name in WIDE_TYPES else (bits, GROUP_SIZE)
+        arr = mx.array(w)
+        del w  # one float32 copy of the tensor at a time
+        if keep:  # quantized from float32, scales stored like the model's bfloat16
+            q, scales, biases = mx.quantize(arr, group_size=group, bits=layer_bits)
+            base = name[: -len(".weight")]
+            parts = {
+                name: q,
+                f"{base}.scales": scales.astype(mx.bfloat16),
+                f"{base}.biases": biases.astype(mx.bfloat16),
+            }
+        else:
+            parts = {name: arr.astype(mx.bfloat16)}
+    mx.eval(*parts.values())
+    return parts, keep, layer_bits, group
 
 
 def import_gguf(
@@ -152,8 +205,6 @@ def import_gguf(
 
     Raises GGUFError (or ImportRefused) with a readable message for anything it will not import.
     """
-    import mlx.core as mx
-
     if bits not in (4, 8, 16):
         raise ImportRefused(f"bits must be 4, 8 or 16, not {bits}")
     source, out = Path(source).resolve(), Path(out).resolve()
@@ -165,9 +216,7 @@ def import_gguf(
     arch = architecture_of(header)
     needed, have = working_set(header, bits), memory_limit or available_memory()
     if needed > have:
-        raise ImportRefused(
-            f"importing needs about {needed / 2**30:.1f} GiB of memory, only {have / 2**30:.1f} GiB is available"
-        )
+        raise ImportRefused(refusal(needed, have))
     if out.exists() and not overwrite:
         raise ImportRefused(f"{out} already exists")
     emit(ImportProgress("validate", 1, 1, f"{arch.gguf_name}, {len(header.tensors)} tensors"))
@@ -178,60 +227,26 @@ def import_gguf(
     tmp.mkdir()
     try:
         sha = _hash(source, emit)
-        shards: list[dict[str, Any]] = [{}]
+        writer = ShardWriter(tmp, SHARD_BYTES)
         per_layer: dict[str, dict[str, int]] = {}  # layers quantized other than the default
         storage: Counter[str] = Counter()
-        shard_bytes = 0
         total = sum(t.nbytes for t in header.tensors)
         done = 0
-        with open(source, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        with open(source, "rb") as f:
             for info in header.tensors:
                 name = arch.hf_name(info.name)
                 assert name is not None
-                keep = bits < 16 and _quantizable(name, np.empty((1, info.shape[0])))
-                if keep and can_repack(info):
-                    parts = _repacked(buf, info, name, arch.transform, config)
-                    layer_bits, group = parts.pop("bits"), DIRECT_GROUP
-                else:
-                    w = dequantize(buf, info)
-                    if arch.transform is not None:
-                        w = arch.transform(name, w, config)
-                    layer_bits, group = (
-                        (WIDE_BITS, DIRECT_GROUP) if info.type_name in WIDE_TYPES else (bits, GROUP_SIZE)
-                    )
-                    arr = mx.array(w)
-                    del w  # one float32 copy of the tensor at a time
-                    if keep:  # quantized from float32, scales stored like the model's bfloat16
-                        q, scales, biases = mx.quantize(arr, group_size=group, bits=layer_bits)
-                        base = name[: -len(".weight")]
-                        parts = {
-                            name: q,
-                            f"{base}.scales": scales.astype(mx.bfloat16),
-                            f"{base}.biases": biases.astype(mx.bfloat16),
-                        }
-                    else:
-                        parts = {name: arr.astype(mx.bfloat16)}
+                parts, keep, layer_bits, group = _convert(f, info, name, bits, arch, config)
                 if keep and (layer_bits, group) != (bits, GROUP_SIZE):
                     per_layer[name[: -len(".weight")]] = {"group_size": group, "bits": layer_bits}
                 storage[_storage(info, keep, layer_bits, group)] += 1
-                mx.eval(*parts.values())
-                for k, v in parts.items():
-                    shards[-1][k] = v
-                    shard_bytes += v.nbytes
-                if shard_bytes >= SHARD_BYTES:
-                    shards.append({})
-                    shard_bytes = 0
+                writer.add(parts)
+                del parts
                 done += info.nbytes
                 emit(ImportProgress("tensors", done, total, name))
-        shards = [s for s in shards if s]
         emit(ImportProgress("write", 0, 1, "writing safetensors"))
-        weight_map = _write_shards(shards, tmp)
-        del shards
-        (tmp / "model.safetensors.index.json").write_text(
-            json.dumps(
-                {"metadata": {"format": "mlx"}, "weight_map": dict(sorted(weight_map.items()))}, indent=2
-            )
-        )
+        writer.finish()
+        del writer
         if bits < 16:
             config["quantization"] = {"group_size": GROUP_SIZE, "bits": bits, **per_layer}
             config["quantization_config"] = dict(config["quantization"])

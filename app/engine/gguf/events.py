@@ -27,8 +27,8 @@ class ImportFinished:
 
 @dataclass(frozen=True, slots=True)
 class ImportFailed:
-    """`kind`: invalid (malformed file), refused (valid, but not importable here), crashed,
-    cancelled or error. Nothing that looks like a model was left behind."""
+    """`kind`: invalid (malformed file), refused (valid, but not importable here), limit (ended
+    for passing its memory or time limit), crashed, cancelled or error. Nothing that looks like a model was left behind."""
 
     message: str
     kind: str = "error"

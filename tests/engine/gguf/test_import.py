@@ -66,7 +66,7 @@ def test_cli_reports_a_clear_error(tmp_path: Path) -> None:
 def test_memory_refusal_names_the_numbers(tmp_path: Path) -> None:
     events = events_of(need_gguf("smollm2"), tmp_path / "out", 4, memory_limit=1 << 20)
     assert isinstance(events[-1], ImportFailed) and events[-1].kind == "refused"
-    assert "GiB of memory" in events[-1].message and "0.0 GiB is available" in events[-1].message
+    assert "GiB of memory at once" in events[-1].message and "0.0 GiB free" in events[-1].message
     assert leftovers(tmp_path) == []
 
 
@@ -158,17 +158,17 @@ CRASHING_CHILD = """\
 import os, resource, signal, sys
 sys.path.insert(0, {root!r})
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-from app.engine.gguf import child, convert
+from app.engine.gguf import child, shards
 
-write = convert._write_shards
+finish = shards.ShardWriter.finish
 
-def write_then_crash(shards, tmp):
-    write(shards, tmp)  # the hidden folder now holds real safetensors
+def finish_then_crash(writer):
+    finish(writer)  # the hidden folder now holds real safetensors
     sys.stderr.write("simulated native crash\\n")
     sys.stderr.flush()
     os.kill(os.getpid(), signal.SIGSEGV)
 
-convert._write_shards = write_then_crash
+shards.ShardWriter.finish = finish_then_crash
 raise SystemExit(child._child_main(sys.argv[-1]))
 """
 
