@@ -145,10 +145,13 @@ class DownloadPanel(QGroupBox):
 
     def _on_progress(self, p: DownloadProgress) -> None:
         self.bar.setValue(int(1000 * p.done_bytes / p.total_bytes) if p.total_bytes else 0)
-        self.status.setText(
-            f"{p.repo_id}: {human_bytes(p.done_bytes)} of {human_bytes(p.total_bytes)}"
-            f" · {human_bytes(p.bytes_per_second)}/s"
-        )
+        sizes = f"{human_bytes(p.done_bytes)} of {human_bytes(p.total_bytes)}"
+        if p.phase == "waiting":
+            self.status.setText(f"{p.repo_id}: waiting for the download of it already under way…")
+        elif p.phase == "checking":
+            self.status.setText(f"{p.repo_id}: Checking files… {sizes}")
+        else:
+            self.status.setText(f"{p.repo_id}: {sizes} · {human_bytes(p.bytes_per_second)}/s")
 
     def _on_finished(self, folder: str) -> None:
         self.bar.setValue(1000)

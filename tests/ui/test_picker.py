@@ -126,6 +126,24 @@ def test_failed_download_is_reported(qtbot, tmp_path):
     assert not (root / "org" / "missing").exists()
 
 
+def test_a_damaged_download_is_checked_then_refused_with_the_file_named(qtbot, toy_models, tmp_path):
+    root = tmp_path / "empty"
+    root.mkdir()
+    files = {p.name: p.read_bytes() for p in Path(toy_models.draft).iterdir()}
+    seen: list[str] = []
+    with LocalHub(HubState({"org/toy": files}, faults={"model.safetensors": "flip"})) as hub:
+        dialog = PickerDialog(sources(root), endpoint=hub.endpoint, download_root=root, usable_memory=BIG)
+        qtbot.addWidget(dialog)
+        original = dialog.downloads._on_progress
+        dialog.downloads._on_progress = lambda p: (original(p), seen.append(dialog.downloads.status.text()))
+        dialog.downloads.repo.setText("org/toy")
+        dialog.downloads.start_button.click()
+        qtbot.waitUntil(lambda: "Failed" in dialog.downloads.status.text(), timeout=30_000)
+    assert any("Checking files…" in text for text in seen)
+    assert "model.safetensors is damaged" in dialog.downloads.status.text()
+    assert not (root / "org" / "toy").exists()
+
+
 def test_gguf_files_found_are_offered_for_import(qtbot, toy_models, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QInputDialog
 

@@ -1,9 +1,11 @@
-"""A local stand-in for the Hugging Face hub: the endpoints snapshot_download calls, over real HTTP.
+"""A local stand-in for the Hugging Face hub: the endpoints huggingface_hub calls, over real HTTP.
 
 Serves repo info, the recursive tree listing and `resolve` URLs (HEAD and GET, ETag,
 X-Repo-Commit, Content-Length, Range). Faults per file: "truncate_once" sends half the body on
 the first GET and closes the connection; "truncate_then_503" does that and then answers every
-later GET with 503. The server shuts itself down after `lifetime` seconds at the latest.
+later GET with 503; "flip" serves the body with its last byte changed. A GET of a file in `gates`
+waits for that event. The tree listing carries git blob ids and, for .safetensors, LFS SHA-256s
+as the hub's does. The server shuts itself down after `lifetime` seconds at the latest.
 """
 
 from __future__ import annotations
@@ -24,6 +26,21 @@ class HubState:
     faults: dict[str, str] = field(default_factory=dict)  # file name -> fault
     log: list[tuple[str, str, str | None]] = field(default_factory=list)  # method, path, Range
     gets: dict[str, int] = field(default_factory=dict)
+    sent: dict[str, int] = field(default_factory=dict)  # file name -> body bytes written
+    gates: dict[str, threading.Event] = field(default_factory=dict)  # a GET of the file waits for it
+
+
+def _entry(name: str, body: bytes) -> dict[str, object]:
+    """A tree entry as the hub lists it: the git blob id, and for weights the LFS SHA-256."""
+    entry: dict[str, object] = {"type": "file", "path": name, "size": len(body)}
+    if name.endswith(".safetensors"):
+        sha256 = hashlib.sha256(body).hexdigest()
+        pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\n"
+        entry["oid"] = hashlib.sha1(pointer.encode()).hexdigest()
+        entry["lfs"] = {"oid": sha256, "size": len(body), "pointerSize": len(pointer)}
+    else:
+        entry["oid"] = hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
+    return entry
 
 
 def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
@@ -44,22 +61,17 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             path = unquote(urlparse(self.path).path)
             state.log.append((self.command, path, self.headers.get("Range")))
             parts = path.strip("/").split("/")
-            if parts[:2] == ["api", "models"] and len(parts) >= 6:
+            if parts[:2] == ["api", "models"] and (len(parts) == 4 or len(parts) >= 6):
                 repo = "/".join(parts[2:4])
                 if repo not in state.repos:
                     return self.send_error(404)
                 files = state.repos[repo]
-                if parts[4] == "revision":
+                if len(parts) == 4 or parts[4] == "revision":
                     return self._json(
                         {"id": repo, "sha": COMMIT, "siblings": [{"rfilename": n} for n in files]}
                     )
                 if parts[4] == "tree":
-                    return self._json(
-                        [
-                            {"type": "file", "path": n, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
-                            for n, b in files.items()
-                        ]
-                    )
+                    return self._json([_entry(n, b) for n, b in files.items()])
             if len(parts) >= 5 and parts[2] == "resolve":
                 repo, name = "/".join(parts[:2]), "/".join(parts[4:])
                 body = state.repos.get(repo, {}).get(name)
@@ -75,6 +87,10 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             if self.command == "GET":
                 count = state.gets[name] = state.gets.get(name, 0) + 1
                 fault = state.faults.get(name)
+                if name in state.gates:
+                    state.gates[name].wait(timeout=30)
+                if fault == "flip":  # same size, one byte changed: only a checksum can tell
+                    body = body[:-1] + bytes([body[-1] ^ 1])
                 if fault == "truncate_then_503" and count > 1:
                     return self.send_error(503)
                 if fault in ("truncate_once", "truncate_then_503") and count == 1:
@@ -83,6 +99,7 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                     self.send_header("ETag", f'"{etag}"')
                     self.end_headers()
                     self.wfile.write(body[: len(body) // 2])
+                    state.sent[name] = state.sent.get(name, 0) + len(body) // 2
                     self.wfile.flush()
                     self.close_connection = True
                     return
@@ -99,6 +116,7 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if self.command == "GET":
                 self.wfile.write(body[start:])
+                state.sent[name] = state.sent.get(name, 0) + len(body) - start
 
         do_GET = do_HEAD = _route
 

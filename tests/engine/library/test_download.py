@@ -13,6 +13,7 @@ from app.engine.library.download import (
     DownloadProgress,
     destination,
     download,
+    lock_file,
     partial_folder,
 )
 from app.engine.library.facts import compute_facts
@@ -64,21 +65,27 @@ def test_truncated_file_is_resumed_with_a_range_request(repo_files, tmp_path):
     assert 0 < start <= half  # resumed from the bytes already written, not from zero
 
 
-def test_dropped_connection_fails_without_a_complete_looking_model_then_resumes(repo_files, tmp_path):
+def test_interrupted_download_resumes_where_it_stopped_on_the_next_run(repo_files, tmp_path):
     state = HubState({REPO: repo_files}, faults={"model.safetensors": "truncate_then_503"})
     with LocalHub(state) as hub, pytest.raises(DownloadError):
         run(hub, tmp_path)
     assert not destination(REPO, tmp_path).exists()
-    fetched = {p.name for p in partial_folder(REPO, tmp_path).iterdir()}
-    assert "config.json" in fetched and "model.safetensors" not in fetched
+    assert not (partial_folder(REPO, tmp_path) / "model.safetensors").exists()
+    (kept,) = partial_folder(REPO, tmp_path).rglob("model.safetensors*")
+    body = repo_files["model.safetensors"]
+    held = kept.stat().st_size
+    assert 0 < held <= len(body) // 2 and kept.read_bytes() == body[:held]
 
     state.faults.clear()
     state.log.clear()
+    state.sent.clear()
     with LocalHub(state) as hub:
         out, _ = run(hub, tmp_path)
-    assert (out / "model.safetensors").read_bytes() == repo_files["model.safetensors"]
-    refetched = {p.rsplit("/", 1)[-1] for m, p, _ in state.log if m == "GET" and "/resolve/" in p}
-    assert refetched == {"model.safetensors"}  # files finished in the first run were kept
+    assert (out / "model.safetensors").read_bytes() == body
+    gets = [(p.rsplit("/", 1)[-1], r) for m, p, r in state.log if m == "GET" and "/resolve/" in p]
+    assert gets == [("model.safetensors", f"bytes={held}-")]  # only what was missing
+    assert state.sent == {"model.safetensors": len(body) - held}
+    assert not (out / ".parts").exists()
 
 
 def test_cancel_leaves_nothing_that_looks_complete(repo_files, tmp_path):
@@ -116,3 +123,78 @@ def test_escaping_file_names_are_refused(tmp_path, bad):
 def test_invalid_repo_ids_are_refused(tmp_path, bad):
     with pytest.raises(UnsafeModel):
         download(bad, endpoint="http://127.0.0.1:9", root=tmp_path)
+
+
+def test_a_flipped_byte_is_refused_and_nothing_reaches_the_library(repo_files, tmp_path):
+    state = HubState({REPO: repo_files}, faults={"model.safetensors": "flip"})
+    with LocalHub(state) as hub, pytest.raises(DownloadError) as refused:
+        run(hub, tmp_path)
+    assert str(refused.value) == (
+        "model.safetensors is damaged (its checksum does not match the hub's);"
+        " nothing was added to the library — try again"
+    )
+    assert not destination(REPO, tmp_path).exists()
+    staged = [p.name for p in partial_folder(REPO, tmp_path).rglob("*")]
+    assert not any(n.startswith("model.safetensors") for n in staged)  # the bad bytes are gone
+    assert "config.json" in staged  # good files stay for the retry
+
+    state.faults.clear()
+    state.log.clear()
+    with LocalHub(state) as hub:
+        out, seen = run(hub, tmp_path)
+    assert (out / "model.safetensors").read_bytes() == repo_files["model.safetensors"]
+    refetched = {p.rsplit("/", 1)[-1] for m, p, _ in state.log if m == "GET" and "/resolve/" in p}
+    assert refetched == {"model.safetensors"}
+    checking = [p for p in seen if p.phase == "checking"]
+    assert checking and checking[0].total_bytes == seen[-1].total_bytes
+
+
+def test_a_small_file_is_checked_against_its_git_blob_id(repo_files, tmp_path):
+    state = HubState({REPO: repo_files}, faults={"config.json": "flip"})
+    with LocalHub(state) as hub, pytest.raises(DownloadError, match=r"^config\.json is damaged"):
+        run(hub, tmp_path)
+    assert not destination(REPO, tmp_path).exists()
+
+
+def test_two_downloads_of_one_model_at_once_both_get_the_model(repo_files, tmp_path):
+    gate = threading.Event()
+    state = HubState({REPO: repo_files}, gates={"model.safetensors": gate})
+    results: dict[str, object] = {}
+    second_waits = threading.Event()
+
+    def second_progress(p: DownloadProgress) -> None:
+        if p.phase == "waiting":
+            second_waits.set()
+
+    def call(name: str, progress) -> None:
+        try:
+            results[name] = download(REPO, endpoint=hub.endpoint, root=tmp_path, progress=progress)
+        except Exception as exc:  # recorded: the test fails on it below
+            results[name] = exc
+
+    with LocalHub(state) as hub:
+        first = threading.Thread(target=call, args=("first", lambda p: None))
+        first.start()
+        while not state.gets.get("model.safetensors") and first.is_alive():
+            threading.Event().wait(0.01)  # until the first download is under way
+        second = threading.Thread(target=call, args=("second", second_progress))
+        second.start()
+        second_waits.wait(timeout=5)
+        gate.set()
+        first.join(timeout=60)
+        second.join(timeout=60)
+    assert results == {"first": destination(REPO, tmp_path), "second": destination(REPO, tmp_path)}
+    assert state.gets["model.safetensors"] == 1  # the second waited instead of fetching again
+
+
+def test_a_download_held_by_another_process_is_refused_in_words(repo_files, tmp_path):
+    import fcntl
+
+    lock = lock_file(REPO, tmp_path)
+    lock.parent.mkdir(parents=True)
+    state = HubState({REPO: repo_files})
+    with lock.open("a") as other, LocalHub(state) as hub:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(DownloadError, match="already downloading"):
+            run(hub, tmp_path)
+    assert state.log == [] and not destination(REPO, tmp_path).exists()
