@@ -38,8 +38,12 @@ from app.engine.store.transcript import (
 from app.ui.render import P_MESSAGE, P_PROV, P_REJECTED, P_ROUND, P_TOKEN, Links, Options, Painter
 from app.ui.stats import DIVERGENCE, stats_line, verdict_line
 from app.ui.theme import Theme, current_theme
+from app.ui.wrapping import LONG_RUN, has_long_run, wrap_anywhere
 
 SAFE_SCHEMES = ("http", "https", "mailto")
+# A longer user message shows its start: laying out a megabyte paste holds the window for seconds
+# (Qt's work, on its thread), and the whole message was sent and saved anyway.
+SHOWN_CHARS = 50_000
 NOTES = {
     MessageState.PARTIAL: "  · interrupted",
     MessageState.CANCELLED: "  · stopped",
@@ -68,6 +72,7 @@ class ChatView(QTextBrowser):
         self.confirm_link = self._confirm  # replaced in tests
         self._live_start = self._live_header = 0
         self._painted = 0
+        self._run_tail = ""  # the live answer's last characters without a space, up to LONG_RUN + 1
         self._rejected_seen = 0
 
     # -- safety ---------------------------------------------------------------------------------
@@ -130,6 +135,7 @@ class ChatView(QTextBrowser):
     def rebuild(self) -> None:
         """Whole transcript: on load, option or theme changes, edits; never per token."""
         self.document().clear()
+        wrap_anywhere(self, False)
         self.links = Links()
         edit = QTextCursor(self.document())
         edit.beginEditBlock()  # one layout pass for the whole transcript
@@ -249,6 +255,9 @@ class ChatView(QTextBrowser):
             cursor.insertText(line[0], fmt)
 
     def _insert(self, m: Turn) -> None:
+        shown = m.text[:SHOWN_CHARS] if isinstance(m, UserTurn) else m.text
+        if has_long_run(shown):  # wrapping a long run at word boundaries is quadratic
+            wrap_anywhere(self, True)
         cursor = self._cursor()
         self._live_header = cursor.position()
         self._header(cursor, m)
@@ -258,11 +267,17 @@ class ChatView(QTextBrowser):
             cursor.setBlockFormat(block)
             fmt = self._base()
             fmt.setProperty(P_MESSAGE, m.key)
-            cursor.insertText(m.text, fmt)
+            cursor.insertText(shown, fmt)
+            if len(m.text) > len(shown):
+                muted = self._base()
+                muted.setForeground(QBrush(self.theme.muted))
+                more = len(m.text) - len(shown)
+                cursor.insertText(f" … and {more:,} more characters, sent in full (Edit shows them)", muted)
             self._actions(cursor, m)
         elif m.live:
             self._live_start = cursor.position()
             self._painted = self._rejected_seen = 0
+            self._run_tail = ""
             self.paint_live(m)
         else:
             Painter(cursor, self.theme, self.options, m.key).markdown(m.answer, self._base(), self.links)
@@ -275,6 +290,11 @@ class ChatView(QTextBrowser):
         if ready <= self._painted:
             return
         at_end = self._at_end()
+        text = self._run_tail + "".join(m.answer.parts[self._painted : ready])
+        if has_long_run(text):
+            wrap_anywhere(self, True)
+        tail = text[-LONG_RUN - 1 :]
+        self._run_tail = tail.split()[-1] if tail.strip() and not tail[-1].isspace() else ""
         rejected = {i: t for i, t in m.answer.rejected[self._rejected_seen :]}
         self._rejected_seen = len(m.answer.rejected)
         cursor = self._cursor()
