@@ -12,8 +12,10 @@ from app.devtools.fake_engine import ExactClock, FakeEngine
 from app.engine.library.discovery import Sources
 from app.engine.protocol import Generate
 from app.engine.store.conversations import ConversationStore
+from app.engine.store.transcript import Role
 from app.ui.chat_view import SHOWN_CHARS
 from app.ui.main_window import MainWindow
+from app.ui.sidebar import SEARCH_CHARS
 from app.ui.wrapping import LONG_RUN, has_long_run
 
 ANYWHERE = QTextOption.WrapMode.WrapAnywhere
@@ -93,3 +95,16 @@ def test_has_long_run():
     assert not has_long_run("z" * LONG_RUN)
     assert has_long_run("words " + "z" * (LONG_RUN + 1) + " words")
     assert has_long_run("\n" + "é" * (LONG_RUN + 1))
+
+
+@pytest.mark.timeout(20)
+def test_a_pasted_search_is_cut_to_what_stays_linear(qtbot, specchat_home):
+    """LIKE '%query%' over a long message costs its length times the query's: this 30 KB query
+    (the line edit's own limit is 32 KB) over 2 MB took over a minute per keystroke."""
+    w = make_window(qtbot, specchat_home)
+    cid = w.store.create("long", "", {})
+    w.store.append(cid, Role.USER, "a" * 2_000_000)
+    w.sidebar.search.setText("a" * 30_000 + "b")  # a paste
+    assert len(w.sidebar.search.text()) == SEARCH_CHARS
+    assert w.sidebar.ids() == [cid]  # the first hundred characters still find it
+    w.close()
