@@ -154,33 +154,35 @@ class ChatView(QTextBrowser):
 
     def token_range(self, key: int, index: int) -> tuple[int, int] | None:
         """Document span of token `index` of message `key` (first to last character it produced)."""
-        span: tuple[int, int] | None = None
-        block = self.document().begin()
+        return self.token_ranges({key: index}).get(key)
+
+    def token_ranges(self, wanted: dict[int, int]) -> dict[int, tuple[int, int]]:
+        """Spans of one token per message ({key: token index}) in one pass over the document: a
+        pass per message made a transcript of many checked answers quadratic to draw."""
+        spans: dict[int, tuple[int, int]] = {}
+        block = self.document().begin() if wanted else self.document().end()
         while block.isValid():
             it = block.begin()
             while not it.atEnd():
                 frag = it.fragment()
                 fmt = frag.charFormat()
-                if (
-                    fmt.property(P_MESSAGE) == key
-                    and fmt.property(P_TOKEN) == index
-                    and not fmt.property(P_REJECTED)
-                ):
+                key = fmt.property(P_MESSAGE)
+                if key in wanted and fmt.property(P_TOKEN) == wanted[key] and not fmt.property(P_REJECTED):
                     end = frag.position() + frag.length()
-                    span = (frag.position(), end) if span is None else (span[0], end)
+                    spans[key] = (spans[key][0], end) if key in spans else (frag.position(), end)
                 it += 1
             block = block.next()
-        return span
+        return spans
 
     def _mark_divergences(self) -> None:
         """Underline each answer's first divergence from plain decoding (an overlay, not the text)."""
         marks = []
-        for m in self.transcript:
-            check = m.stats.lossless if isinstance(m, AnswerTurn) else None
-            position = check.position if check is not None else None
-            span = self.token_range(m.key, position) if position is not None else None
-            if span is None:
-                continue
+        wanted = {
+            m.key: m.stats.lossless.position
+            for m in self.transcript
+            if isinstance(m, AnswerTurn) and m.stats.lossless and m.stats.lossless.position is not None
+        }
+        for span in self.token_ranges(wanted).values():
             selection = QTextEdit.ExtraSelection()
             selection.cursor = QTextCursor(self.document())
             selection.cursor.setPosition(span[0])
