@@ -5,7 +5,7 @@ losslessness check holding it turns a request away with the reason instead of qu
 from __future__ import annotations
 
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QMainWindow, QMessageBox
+from PySide6.QtWidgets import QMainWindow
 
 from app.ui.arena import ArenaDialog
 from app.ui.chat_controller import ChatController
@@ -22,7 +22,6 @@ class ChatActions(QMainWindow):
     composer: Composer
     drafts: DraftKeeper
     arena: ArenaDialog | None
-    failure_box: QMessageBox | None = None
 
     def engine_taken(self) -> str | None:
         """Why the worker cannot start an answer now (it runs one command at a time)."""
@@ -40,18 +39,6 @@ class ChatActions(QMainWindow):
         if self.controller.send(text):  # committed: only now may the text leave the box
             self.drafts.sent()
             self.composer.set_note("")
-
-    def show_failure(self, text: str) -> None:
-        """A failed action stays on screen until dismissed; non-blocking, like the recovery notice."""
-        box = self.failure_box
-        if box is None or not box.isVisible():
-            box = QMessageBox(
-                QMessageBox.Icon.Warning, "Could not save", text, QMessageBox.StandardButton.Ok, self
-            )
-            self.failure_box = box
-            box.open()
-        else:
-            box.setText(text)
 
     def _regenerate(self, key: int | None) -> None:
         taken = self.engine_taken()

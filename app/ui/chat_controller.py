@@ -64,8 +64,8 @@ class ChatController(QObject):
     busy_changed = Signal(bool)
     conversations_changed = Signal()
     pair_changed = Signal(str)  # a sentence describing the loaded pair, or the load error
-    notice = Signal(str)
-    failed = Signal(str)  # a failed action the user must read: shown until dismissed
+    notice = Signal(str)  # news the status bar may show for a while
+    failed = Signal(str)  # a failure the window keeps on screen until the user dismisses it
     switched = Signal()  # another conversation (or the new chat) is now the current one
     baseline_status = Signal(object)  # BaselineStatus: the plain speed the dashboard compares with
     history_changed = Signal()
@@ -100,6 +100,7 @@ class ChatController(QObject):
         self.pair: tuple[str, str | None] | None = None
         self.mode_override: str | None = None  # "off"/"lookup" when the picker chose no draft model
         self.load_request: int | None = None
+        self.loading: tuple[str, str | None] = ("", None)  # the pair being loaded, to name on failure
         self.editing: int | None = None  # key of the user message being edited
         bridge.batch.connect(self.on_batch)
 
@@ -114,8 +115,10 @@ class ChatController(QObject):
             self.stop()
         self.pair = None
         self.mode_override = {"plain": "off", "lookup": "lookup"}.get(mode)
+        self.loading = (main, draft)
         self.load_request = self.bridge.submit(LoadPair(main, draft))
         self.strip.set_state("Loading models…")
+        self.strip.clear_stats()  # the last answer's numbers belong to the pair being replaced
 
     # -- conversations --------------------------------------------------------------------------
     def open(self, conversation_id: int) -> bool:
@@ -124,7 +127,7 @@ class ChatController(QObject):
         try:
             c = self.store.load(conversation_id)
         except ConversationError as exc:
-            self.notice.emit(str(exc))
+            self.failed.emit(f"Could not open the conversation: {exc}")
             return False
         self.conversation = c.id
         self.editing = None
@@ -299,11 +302,12 @@ class ChatController(QObject):
                     cancelled = event.reason == "cancelled"
                     self._finish(live, MessageState.CANCELLED if cancelled else MessageState.COMPLETE)
                     live = None
-                elif isinstance(event, EngineError):
+                elif isinstance(event, EngineError) and event.kind == "notice":
                     self.notice.emit(event.message)
-                    if event.kind != "notice":
-                        self._finish(live, MessageState.ERROR)
-                        live = None
+                elif isinstance(event, EngineError):
+                    self.failed.emit(f"The answer failed: {event.message}")
+                    self._finish(live, MessageState.ERROR)
+                    live = None
         if live is not None and self.live is live:
             self.transcript.extend_answer(live.message, live.assembler.ready)
             self.strip.show_stats(live.stats.snapshot())
@@ -330,8 +334,11 @@ class ChatController(QObject):
         elif isinstance(event, EngineError):
             self.load_request = None
             self.strip.set_state("No model loaded")
+            self.strip.clear_stats()
             self.pair_changed.emit(f"Could not load: {event.message}")
-            self.notice.emit(event.message)
+            main, helper = self.loading
+            pair = f"{main} with the draft {helper}" if helper else main
+            self.failed.emit(f"Could not load {pair}: {event.message}")
 
     def _record(self, live: Live, state: MessageState) -> None:
         """Keep the answer's speed in the history; plain answers are baseline evidence, and a

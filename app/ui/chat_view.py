@@ -38,8 +38,12 @@ from app.engine.store.transcript import (
 from app.ui.render import P_MESSAGE, P_PROV, P_REJECTED, P_ROUND, P_TOKEN, Links, Options, Painter
 from app.ui.stats import DIVERGENCE, stats_line, verdict_line
 from app.ui.theme import Theme, current_theme
+from app.ui.wrapping import LONG_RUN, has_long_run, wrap_anywhere
 
 SAFE_SCHEMES = ("http", "https", "mailto")
+# A longer user message shows its start: laying out a megabyte paste holds the window for seconds
+# (Qt's work, on its thread), and the whole message was sent and saved anyway.
+SHOWN_CHARS = 50_000
 NOTES = {
     MessageState.PARTIAL: "  · interrupted",
     MessageState.CANCELLED: "  · stopped",
@@ -68,6 +72,7 @@ class ChatView(QTextBrowser):
         self.confirm_link = self._confirm  # replaced in tests
         self._live_start = self._live_header = 0
         self._painted = 0
+        self._run_tail = ""  # the live answer's last characters without a space, up to LONG_RUN + 1
         self._rejected_seen = 0
 
     # -- safety ---------------------------------------------------------------------------------
@@ -130,6 +135,7 @@ class ChatView(QTextBrowser):
     def rebuild(self) -> None:
         """Whole transcript: on load, option or theme changes, edits; never per token."""
         self.document().clear()
+        wrap_anywhere(self, False)
         self.links = Links()
         edit = QTextCursor(self.document())
         edit.beginEditBlock()  # one layout pass for the whole transcript
@@ -148,33 +154,35 @@ class ChatView(QTextBrowser):
 
     def token_range(self, key: int, index: int) -> tuple[int, int] | None:
         """Document span of token `index` of message `key` (first to last character it produced)."""
-        span: tuple[int, int] | None = None
-        block = self.document().begin()
+        return self.token_ranges({key: index}).get(key)
+
+    def token_ranges(self, wanted: dict[int, int]) -> dict[int, tuple[int, int]]:
+        """Spans of one token per message ({key: token index}) in one pass over the document: a
+        pass per message made a transcript of many checked answers quadratic to draw."""
+        spans: dict[int, tuple[int, int]] = {}
+        block = self.document().begin() if wanted else self.document().end()
         while block.isValid():
             it = block.begin()
             while not it.atEnd():
                 frag = it.fragment()
                 fmt = frag.charFormat()
-                if (
-                    fmt.property(P_MESSAGE) == key
-                    and fmt.property(P_TOKEN) == index
-                    and not fmt.property(P_REJECTED)
-                ):
+                key = fmt.property(P_MESSAGE)
+                if key in wanted and fmt.property(P_TOKEN) == wanted[key] and not fmt.property(P_REJECTED):
                     end = frag.position() + frag.length()
-                    span = (frag.position(), end) if span is None else (span[0], end)
+                    spans[key] = (spans[key][0], end) if key in spans else (frag.position(), end)
                 it += 1
             block = block.next()
-        return span
+        return spans
 
     def _mark_divergences(self) -> None:
         """Underline each answer's first divergence from plain decoding (an overlay, not the text)."""
         marks = []
-        for m in self.transcript:
-            check = m.stats.lossless if isinstance(m, AnswerTurn) else None
-            position = check.position if check is not None else None
-            span = self.token_range(m.key, position) if position is not None else None
-            if span is None:
-                continue
+        wanted = {
+            m.key: m.stats.lossless.position
+            for m in self.transcript
+            if isinstance(m, AnswerTurn) and m.stats.lossless and m.stats.lossless.position is not None
+        }
+        for span in self.token_ranges(wanted).values():
             selection = QTextEdit.ExtraSelection()
             selection.cursor = QTextCursor(self.document())
             selection.cursor.setPosition(span[0])
@@ -249,6 +257,9 @@ class ChatView(QTextBrowser):
             cursor.insertText(line[0], fmt)
 
     def _insert(self, m: Turn) -> None:
+        shown = m.text[:SHOWN_CHARS] if isinstance(m, UserTurn) else m.text
+        if has_long_run(shown):  # wrapping a long run at word boundaries is quadratic
+            wrap_anywhere(self, True)
         cursor = self._cursor()
         self._live_header = cursor.position()
         self._header(cursor, m)
@@ -258,11 +269,17 @@ class ChatView(QTextBrowser):
             cursor.setBlockFormat(block)
             fmt = self._base()
             fmt.setProperty(P_MESSAGE, m.key)
-            cursor.insertText(m.text, fmt)
+            cursor.insertText(shown, fmt)
+            if len(m.text) > len(shown):
+                muted = self._base()
+                muted.setForeground(QBrush(self.theme.muted))
+                more = len(m.text) - len(shown)
+                cursor.insertText(f" … and {more:,} more characters, sent in full (Edit shows them)", muted)
             self._actions(cursor, m)
         elif m.live:
             self._live_start = cursor.position()
             self._painted = self._rejected_seen = 0
+            self._run_tail = ""
             self.paint_live(m)
         else:
             Painter(cursor, self.theme, self.options, m.key).markdown(m.answer, self._base(), self.links)
@@ -275,6 +292,11 @@ class ChatView(QTextBrowser):
         if ready <= self._painted:
             return
         at_end = self._at_end()
+        text = self._run_tail + "".join(m.answer.parts[self._painted : ready])
+        if has_long_run(text):
+            wrap_anywhere(self, True)
+        tail = text[-LONG_RUN - 1 :]
+        self._run_tail = tail.split()[-1] if tail.strip() and not tail[-1].isspace() else ""
         rejected = {i: t for i, t in m.answer.rejected[self._rejected_seen :]}
         self._rejected_seen = len(m.answer.rejected)
         cursor = self._cursor()

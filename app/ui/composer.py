@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+from app.ui.wrapping import has_long_run, wrap_anywhere
 
 
 class _Editor(QPlainTextEdit):
@@ -22,6 +24,20 @@ class _Editor(QPlainTextEdit):
             self.escape.emit()
             return
         super().keyPressEvent(e)
+
+    # A paste or restored text with a long run of no spaces wraps anywhere (app.ui.wrapping).
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        if source.hasText() and has_long_run(source.text()):
+            wrap_anywhere(self, True)
+        super().insertFromMimeData(source)
+
+    def setPlainText(self, text: str) -> None:
+        wrap_anywhere(self, has_long_run(text))
+        super().setPlainText(text)
+
+    def clear(self) -> None:
+        super().clear()
+        wrap_anywhere(self, False)
 
 
 class Composer(QWidget):

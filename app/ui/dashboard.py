@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QGridLayout,
     QLabel,
+    QMessageBox,
     QPushButton,
     QTabWidget,
     QVBoxLayout,
@@ -31,6 +32,7 @@ from app.engine.features.telemetry import Telemetry, export_report
 from app.engine.protocol import WorkerMessage
 from app.engine.store.history import RunHistory
 from app.ui.chart import Chart
+from app.ui.error_banner import reason, show_error_dialog
 from app.ui.history_view import HistoryView
 from app.ui.plain_speed import BaselineStatus
 
@@ -44,6 +46,7 @@ class Dashboard(QDockWidget):
         super().__init__("Speedup dashboard", parent)
         self.setObjectName("dashboard")
         self.request: int | None = None
+        self.error_box: QMessageBox | None = None  # the last failed export's message
         self.telemetry = Telemetry()
         self.baseline: BaselineStatus | None = None  # the followed generation's context and plain speed
         self.rate = Chart("Tokens per second", "line", "s")
@@ -90,6 +93,13 @@ class Dashboard(QDockWidget):
         self.request = request
         self.baseline = None
         self.telemetry = Telemetry(plain_tok_s=plain_tok_s)
+        self.refresh()
+
+    def clear(self) -> None:
+        """Forget the followed generation: its charts described a pair that is being replaced."""
+        self.request = None
+        self.baseline = None
+        self.telemetry = Telemetry()
         self.refresh()
 
     def set_baseline(self, status: BaselineStatus) -> None:
@@ -184,4 +194,14 @@ class Dashboard(QDockWidget):
     def _ask_export(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Export report to folder")
         if folder:
-            self.export(Path(folder))
+            self.export_to(Path(folder))
+
+    def export_to(self, folder: Path) -> Path | None:
+        """Export, or tell the user why the folder could not take the report."""
+        try:
+            return self.export(folder)
+        except OSError as exc:
+            self.error_box = show_error_dialog(
+                self, "Report not exported", f"Could not export the report to {folder}: {reason(exc)}."
+            )
+            return None

@@ -1,5 +1,6 @@
 """Importing a GGUF file from the window: the child-process import runs as a background job, and
-each of its events becomes a line of status text."""
+each of its events becomes a line of status text; a failure is also handed to `failed`, which
+keeps it on screen until the user dismisses it."""
 
 from __future__ import annotations
 
@@ -23,19 +24,29 @@ def describe(name: str, event: object) -> str:
 
 
 def start_import(
-    background: BackgroundTasks, path: str, show: Callable[[str], None], done: Callable[[], None]
+    background: BackgroundTasks,
+    path: str,
+    show: Callable[[str], None],
+    done: Callable[[], None],
+    failed: Callable[[str], None],
 ) -> None:
     """Run the import off the GUI thread; closing the window cancels it with the other jobs."""
-    from app.engine.gguf.child import run_import
+    from app.engine.gguf.child import ImportFailed, run_import
 
     name = Path(path).name
 
-    def consume(job: Job[str]) -> None:
+    def consume(job: Job[object]) -> None:
         for event in run_import(path, cancel=job.cancelled):
-            job.report(describe(name, event))
+            job.report(event)
 
-    def failed(exc: Exception) -> None:
+    def progress(event: object) -> None:
+        show(describe(name, event))
+        if isinstance(event, ImportFailed) and event.kind != "cancelled":
+            failed(f"Could not import {path}: {event.message}")
+
+    def crashed(exc: Exception) -> None:
         show(f"Could not import {name}: {exc}")
+        failed(f"Could not import {path}: {exc}")
         done()
 
-    background.start(consume, lambda _: done(), progress=show, failed=failed)
+    background.start(consume, lambda _: done(), progress=progress, failed=crashed)

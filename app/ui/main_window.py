@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMenu,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -23,7 +24,7 @@ from PySide6.QtWidgets import (
 from app import PRODUCT_NAME
 from app.engine.library.discovery import Sources, default_sources, scan_library
 from app.engine.library.recommended import RecommendedPair
-from app.engine.store.conversations import ConversationStore
+from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.worker import remembering_worker
 from app.ui.arena import ArenaDialog
 from app.ui.background import BackgroundTasks
@@ -34,6 +35,7 @@ from app.ui.composer import Composer
 from app.ui.composer_drafts import DraftKeeper
 from app.ui.dashboard import Dashboard
 from app.ui.engine_bridge import EngineBridge, EngineFactory
+from app.ui.error_banner import ErrorBanner, reason, show_error_dialog
 from app.ui.gguf_import import start_import
 from app.ui.lossless_view import LosslessChecker
 from app.ui.picker import PickerDialog
@@ -61,9 +63,9 @@ class MainWindow(ChatActions):
         self.settings = settings or QSettings()
         self.sources = sources or default_sources(tuple(Path(p) for p in self._folders()))
         self.store = store or ConversationStore()
-        self.background = BackgroundTasks(
-            self, lambda exc: self.statusBar().showMessage(f"Background task failed: {exc}", 8000)
-        )
+        self.banner = ErrorBanner()  # failures stay here until dismissed; the status bar forgets
+        self.error_box: QMessageBox | None = None  # the last failed export's message
+        self.background = BackgroundTasks(self, lambda exc: self.report_error(f"A task failed: {exc}"))
         self.bridge = EngineBridge(engine_factory, parent=self)
         self.composer, self.strip = Composer(), StatusStrip()
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
@@ -111,7 +113,13 @@ class MainWindow(ChatActions):
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
-        for widget, stretch in ((bar, 0), (self.stack, 1), (self.composer, 0), (self.strip, 0)):
+        for widget, stretch in (
+            (bar, 0),
+            (self.banner, 0),
+            (self.stack, 1),
+            (self.composer, 0),
+            (self.strip, 0),
+        ):
             column.addWidget(widget, stretch)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.sidebar)
@@ -186,8 +194,8 @@ class MainWindow(ChatActions):
         c.conversations_changed.connect(self.refresh_sidebar)
         c.pair_changed.connect(self.pair_label.setText)
         c.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
-        c.failed.connect(self.show_failure)
-        self.drafts.failed.connect(self.show_failure)
+        c.failed.connect(self.report_error)
+        self.drafts.failed.connect(self.report_error)
         self.pair_button.clicked.connect(self.choose_models)
         self.sidebar.new_requested.connect(c.new_conversation)
         self.sidebar.selected.connect(c.open)
@@ -201,6 +209,10 @@ class MainWindow(ChatActions):
         self.welcome.download.connect(self._download_pair)
 
     # -- actions --------------------------------------------------------------------------------
+    def report_error(self, text: str) -> None:
+        """A failed action, kept on screen until the user dismisses it."""
+        self.banner.show_error(text)
+
     def _follow_generation(self, busy: bool) -> None:
         """Point the dashboard at the generation that just started."""
         live = self.controller.live
@@ -242,9 +254,17 @@ class MainWindow(ChatActions):
             self.statusBar().showMessage("Nothing to export yet", 4000)
             return
         path, _ = QFileDialog.getSaveFileName(self, "Export conversation", f"conversation.{kind}")
-        if path:
+        if not path:
+            return
+        try:
             text = self.store.export_markdown(cid) if kind == "md" else self.store.export_json(cid)
             Path(path).write_text(text, encoding="utf-8")
+        except (OSError, ConversationError) as exc:
+            self.error_box = show_error_dialog(
+                self,
+                "Conversation not exported",
+                f"Could not export the conversation to {path}: {reason(exc)}.",
+            )
 
     # -- models ---------------------------------------------------------------------------------
     def run_task(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
@@ -257,7 +277,7 @@ class MainWindow(ChatActions):
 
     def _on_scanned(self, result: Any) -> None:
         if isinstance(result, Exception):
-            self.statusBar().showMessage(f"Model scan failed: {result}", 8000)
+            self.report_error(f"Could not scan the model folders: {result}")
             return
         usable = [f for f in result[0] if f.usable]
         self.stack.setCurrentWidget(
@@ -267,6 +287,7 @@ class MainWindow(ChatActions):
     def picker(self) -> PickerDialog:
         dialog = PickerDialog(self.sources, parent=self)
         dialog.import_requested.connect(self.start_import)
+        dialog.downloads.failed.connect(self.report_error)
         return dialog
 
     def choose_models(self) -> None:
@@ -309,6 +330,7 @@ class MainWindow(ChatActions):
         self.settings.setValue("pair/draft", draft or "")
         self.settings.setValue("pair/mode", mode)
         self.pair_label.setText("Loading…")
+        self.dashboard.clear()  # its charts were the replaced pair's
         self.controller.load_pair(main, draft, mode)
         self.stack.setCurrentWidget(self.view)
 
@@ -329,7 +351,7 @@ class MainWindow(ChatActions):
             self.start_import(path)
 
     def start_import(self, path: str) -> None:
-        start_import(self.background, path, self._show_import, self.scan)
+        start_import(self.background, path, self._show_import, self.scan, self.report_error)
 
     def _show_import(self, text: str) -> None:
         self.welcome.status.setText(text)

@@ -7,14 +7,18 @@ interpreted as HTML: raw tags stay text, images become links, and no URL is fetc
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)[^\n]*$")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
+# Only the opening: its text is the rest of the line less trailing blanks and #s, cut in Python;
+# a lazy group before `[ \t#]*$` backtracks quadratically on a long line of " #".
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+")
 _RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _ITEM = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])[ \t]+")
 _QUOTE = re.compile(r"^ {0,3}>[ \t]?")
+_TICKS = re.compile("`+")
 _PUNCT = set("\\`*_{}[]()#+-.!<>|~\"'")
 
 
@@ -87,10 +91,9 @@ def parse(text: str) -> list[Block]:
             blocks.append(Block("hr"))
         elif heading:
             flush()
-            a = start + heading.start(2)
-            blocks.append(
-                Block("h", tuple(inline(text, a, a + len(heading.group(2)))), len(heading.group(1)))
-            )
+            a = start + heading.end()
+            title = line[heading.end() :].rstrip(" \t#")
+            blocks.append(Block("h", tuple(inline(text, a, a + len(title))), len(heading.group(1))))
         elif item:
             flush()
             kind, level, marker = "li", len(item.group(1).expandtabs(4)) // 2, item.group(2)
@@ -117,12 +120,55 @@ def _find(text: str, needle: str, start: int, end: int) -> int:
     return at
 
 
+class _Finder:
+    """Searches one range, remembering the last answer per needle. The parser asks from ever later
+    positions, so a run of unmatched openers (`[[[[`, `![`, escaped `*`) reuses one search instead
+    of scanning to the end once per opener, which made a long line quadratic."""
+
+    def __init__(self, text: str, begin: int, end: int) -> None:
+        self.text, self.begin, self.end = text, begin, end
+        self.last: dict[tuple[str, bool], tuple[int, int]] = {}
+        self.runs: list[tuple[int, int]] | None = None  # backtick runs (start, end), for `ticks`
+        self.longest: list[int] = []  # the longest run from each run on
+
+    def ticks(self, count: int, start: int) -> int:
+        """First `count` backticks at or after `start`. Openers of ever shorter runs would each
+        search to the end in vain; the longest run still ahead answers those at once."""
+        if self.runs is None:
+            self.runs = [m.span() for m in _TICKS.finditer(self.text, self.begin, self.end)]
+            self.longest = [0] * (len(self.runs) + 1)
+            for j in range(len(self.runs) - 1, -1, -1):
+                a, b = self.runs[j]
+                self.longest[j] = max(b - a, self.longest[j + 1])
+        j = bisect.bisect_right(self.runs, start, key=lambda run: run[1])  # the first ending after
+        if j == len(self.runs):
+            return -1
+        a, b = self.runs[j]
+        if max(b - max(a, start), self.longest[j + 1]) < count:
+            return -1
+        return self.find("`" * count, start)
+
+    def find(self, needle: str, start: int, unescaped: bool = False) -> int:
+        """First `needle` at or after `start`; with `unescaped`, the first not after a backslash."""
+        key = (needle, unescaped)
+        if key in self.last:
+            since, at = self.last[key]
+            if since <= start and (at < 0 or start <= at):  # nothing in [since, at) matched
+                return at
+        at = _find(self.text, needle, start, self.end)
+        while unescaped and at > 0 and self.text[at - 1] == "\\":
+            at = _find(self.text, needle, at + 1, self.end)
+        self.last[key] = (start, at)
+        return at
+
+
 def inline(
     text: str, a: int, b: int, style: frozenset[str] = frozenset(), href: str | None = None
 ) -> list[Span]:
     """Spans of text[a:b] with emphasis, code and links resolved; markers are dropped."""
     spans: list[Span] = []
     plain, i = a, a
+    finder = _Finder(text, a, b)
 
     def emit(s: int, e: int) -> None:
         if e > s:
@@ -139,7 +185,7 @@ def inline(
             while n < b and text[n] == "`":
                 n += 1
             ticks = text[i:n]
-            close = _find(text, ticks, n, b)
+            close = finder.ticks(n - i, n)
             if close > n:
                 emit(plain, i)
                 spans.append(Span(n, close, style | {"code"}, href))
@@ -149,7 +195,7 @@ def inline(
             continue
         if text.startswith(("**", "__"), i):
             mark = text[i : i + 2]
-            close = _find(text, mark, i + 2, b)
+            close = finder.find(mark, i + 2)
             if close > i + 2 and not text[i + 2].isspace():
                 emit(plain, i)
                 spans += inline(text, i + 2, close, style | {"bold"}, href)
@@ -157,11 +203,7 @@ def inline(
                 continue
         if c in "*_" and i + 1 < b and not text[i + 1].isspace() and text[i + 1] != c:
             if c == "*" or i == a or not text[i - 1].isalnum():
-                close = i + 1
-                while True:
-                    close = _find(text, c, close + 1, b)
-                    if close < 0 or text[close - 1] != "\\":
-                        break
+                close = finder.find(c, i + 2, unescaped=True)
                 if (
                     close > i + 1
                     and not text[close - 1].isspace()
@@ -173,8 +215,8 @@ def inline(
                     continue
         if c == "[" or (c == "!" and i + 1 < b and text[i + 1] == "["):
             label = i + (2 if c == "!" else 1)
-            close = _find(text, "](", label, b)
-            end = _find(text, ")", close + 2, b) if close >= 0 else -1
+            close = finder.find("](", label)
+            end = finder.find(")", close + 2) if close >= 0 else -1
             if close >= 0 and end > 0 and "\n" not in text[close:end]:
                 url = text[close + 2 : end].strip().split(" ")[0].strip("<>")
                 emit(plain, i)

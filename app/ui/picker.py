@@ -78,11 +78,13 @@ class DownloadPanel(QGroupBox):
     """Repo id, progress bar with size and speed, cancel; downloads queue one after another."""
 
     downloaded = Signal(str)
+    failed = Signal(str)  # why a download stopped, for a message that outlives this dialog
 
     def __init__(self, endpoint: str | None, root: Path | None, parent: QWidget | None = None):
         super().__init__("Download from Hugging Face", parent)
         self.endpoint, self.root = endpoint, root
-        self.background = BackgroundTasks(self, lambda exc: self._stop(f"Failed: {exc}"))
+        self.background = BackgroundTasks(self, self._failed)
+        self.current = ""
         self.task: Job[DownloadProgress] | None = None
         self.queue: list[str] = []
         self.repo = QLineEdit(placeholderText="owner/name, e.g. mlx-community/Qwen2.5-0.5B-Instruct-4bit")
@@ -111,6 +113,7 @@ class DownloadPanel(QGroupBox):
             self.cancel_button.setEnabled(False)
             return
         repo_id, endpoint, root = self.queue.pop(0), self.endpoint, self.root
+        self.current = repo_id
 
         def fetch(job: Job[DownloadProgress]) -> str | None:
             """The folder, or None when cancelled; hub and safety refusals raise for `_stop`."""
@@ -158,6 +161,11 @@ class DownloadPanel(QGroupBox):
         self.status.setText(f"Downloaded to {folder}")
         self.downloaded.emit(folder)
         self._next()
+
+    def _failed(self, exc: Exception) -> None:
+        text = str(exc) if self.current in str(exc) else f"{self.current}: {exc}"
+        self._stop(f"Failed: {text}")
+        self.failed.emit(f"Download failed: {text}")
 
     def _stop(self, message: str) -> None:
         self.status.setText(message)

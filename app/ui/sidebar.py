@@ -18,6 +18,9 @@ from PySide6.QtWidgets import (
 from app.engine.store.conversations import Summary
 
 ID = Qt.ItemDataRole.UserRole
+# SQLite's LIKE '%…%' costs the searched text's length times the query's, on every keystroke:
+# a pasted query is cut here, where the user sees it, so a search stays linear in the history.
+SEARCH_CHARS = 100
 
 
 class Sidebar(QWidget):
@@ -32,6 +35,7 @@ class Sidebar(QWidget):
         self.new_button = QPushButton("New chat")
         self.search = QLineEdit(placeholderText="Search conversations")
         self.search.setClearButtonEnabled(True)
+        self.search.setMaxLength(SEARCH_CHARS)
         self.view, self.model = QListView(), QStandardItemModel(self)
         self.view.setModel(self.model)
         self.view.setEditTriggers(QListView.EditTrigger.NoEditTriggers)

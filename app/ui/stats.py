@@ -175,6 +175,12 @@ class StatusStrip(QWidget):
     def set_state(self, text: str) -> None:
         self.labels["state"].setText(text)
 
+    def clear_stats(self) -> None:
+        """Blank every number, leaving the state: they described an answer no longer current."""
+        for name in self.FIELDS[1:]:
+            self._set(name, "")
+        self.labels["paused"].setToolTip("")
+
     def _set(self, name: str, text: str) -> None:
         self.labels[name].setText(text)
 

@@ -181,6 +181,64 @@ def test_adversarial_runs_take_at_most_quadratic_work(piece: str, monkeypatch) -
         assert "".join(visible(text, b) for b in blocks if b.kind != "code") or blocks
 
 
+def _ever_shorter_ticks(total: int) -> str:
+    out, k = [], 1
+    while sum(map(len, out)) < total:
+        out.append("`" * k + " ")
+        k += 1
+    return "x " + "".join(reversed(out))  # not at the line start, where three open a fence
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 20_000,
+        "![" * 10_000,
+        "[a](" * 5_000,
+        "\\\\*x" * 5_000,  # each `*` looks for an unescaped close past every escaped one
+        "\\\\_x " * 5_000,
+        "** a" * 5_000,
+        "*a " * 5_000 + "*",
+        _ever_shorter_ticks(20_000),
+        "`` `" * 5_000,
+    ],
+    ids=[
+        "brackets",
+        "images",
+        "open-links",
+        "escaped-stars",
+        "escaped-unders",
+        "bold",
+        "stars",
+        "ticks",
+        "mixed-ticks",
+    ],
+)
+def test_unmatched_markers_on_one_line_take_linear_work(text: str, monkeypatch) -> None:
+    """A long line of openers that never close (a model stuck repeating them, a paste) is searched
+    once, not once per opener: characters actually scanned stay within a few times its length."""
+    scanned = [0]
+    find = markdown._find
+
+    def counting(text: str, needle: str, start: int, end: int) -> int:
+        at = find(text, needle, start, end)
+        scanned[0] += (at + len(needle) if at >= 0 else end) - start
+        return at
+
+    monkeypatch.setattr(markdown, "_find", counting)
+    parse(text)
+    assert scanned[0] <= 4 * len(text)
+
+
+@pytest.mark.timeout(20)
+def test_a_heading_line_of_hashes_and_blanks_is_linear() -> None:
+    """The heading's trailing `#`s are cut without backtracking: this line took minutes before."""
+    text = "# a" + " #" * 200_000 + "x"
+    [block] = parse(text)
+    assert block.kind == "h" and (block.spans[0].start, block.spans[-1].end) == (2, len(text))
+    assert [(b.kind, visible(t, b)) for t in ["## Title ##  "] for b in parse(t)] == [("h", "Title")]
+
+
 def test_nested_list_keeps_its_levels_and_markers() -> None:
     text = "- fruit\n  - apple\n    1. green\n  - pear\n- veg"
     items = parse(text)

@@ -7,7 +7,6 @@ import sqlite3
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
 
 from tests.engine.store.test_write_failures import DISK_FULL, FailingConnection, count, fill_disk
 from tests.ui.test_main_window import make_window, type_and_send
@@ -25,9 +24,9 @@ def window(qtbot, specchat_home):
 
 
 def shown_failure(w) -> str:
-    box = w.failure_box
-    assert isinstance(box, QMessageBox) and box.isVisible()  # stays until the user dismisses it
-    return box.text()
+    banner = w.banner
+    assert not banner.isHidden() and banner.messages  # stays until the user dismisses it
+    return banner.messages[-1]
 
 
 def test_a_full_disk_keeps_the_message_in_the_box_and_says_so(qtbot, window):

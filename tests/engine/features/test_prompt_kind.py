@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.features.prompt_kind import KINDS, classify
+from app.engine.features.prompt_kind import _CODE_PUNCT, KINDS, classify
 from app.engine.features.prompts import BUILTIN_PROMPTS
 
 
@@ -55,3 +55,11 @@ def test_a_megabyte_paste_is_classified_in_linear_time(paste: str) -> None:
     # Quadratic scanning of a 1 MB paste takes hours; linear takes well under a second, so the
     # timeout separates them by orders of magnitude on any machine.
     assert classify(paste) in KINDS
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("word", ["x" * 300_000, "_" * 300_000, "x" * 300_000 + "()"])
+def test_code_punctuation_is_linear_in_a_long_word(word: str) -> None:
+    """A paste with no spaces (base64, minified code): the call pattern used to retry the word from
+    each letter, minutes at this size, and half a second on every send within the prompt's head."""
+    assert bool(_CODE_PUNCT.search(word)) == word.endswith("()")
