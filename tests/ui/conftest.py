@@ -29,6 +29,18 @@ def specchat_home(tmp_path, monkeypatch):
     return home
 
 
+@pytest.fixture
+def window(qtbot, specchat_home):
+    """The window over the synthetic engine with a pair loaded; files may define their own."""
+    from tests.ui.test_main_window import make_window
+
+    w = make_window(qtbot, specchat_home)
+    w.load_pair("/models/main", "/models/draft")
+    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
+    yield w
+    w.close()
+
+
 def open_window(qtbot, home, library, main: str, draft: str | None):
     """A main window over its own store, settings and model folder, shown, with `main` + `draft`
     loaded through the real worker (the toy pair loads in seconds)."""

@@ -5,36 +5,23 @@ transcript shows the start of a huge user message while the whole of it is sent 
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QMimeData, QSettings, Qt
+from PySide6.QtCore import QMimeData, Qt
 from PySide6.QtGui import QTextOption
 
-from app.devtools.fake_engine import ExactClock, FakeEngine
-from app.engine.library.discovery import Sources
 from app.engine.protocol import Generate
-from app.engine.store.conversations import ConversationStore
 from app.engine.store.transcript import Role
 from app.ui.chat_view import SHOWN_CHARS
 from app.ui.main_window import MainWindow
 from app.ui.sidebar import SEARCH_CHARS
 from app.ui.wrapping import LONG_RUN, has_long_run
+from tests.ui.test_main_window import make_window as make_fake_window
 
 ANYWHERE = QTextOption.WrapMode.WrapAnywhere
 AT_WORDS = QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere
 
 
 def make_window(qtbot, home, script=None) -> MainWindow:
-    models = home / "models"
-    models.mkdir(parents=True, exist_ok=True)
-    w = MainWindow(
-        engine_factory=lambda emit: FakeEngine(emit, rate=2000.0, script=script, clock=ExactClock()),
-        store=ConversationStore(home / "c.sqlite3"),
-        settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
-        sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
-        restore_pair=False,
-    )
-    qtbot.addWidget(w)
-    w.resize(1000, 700)
-    w.show()
+    w = make_fake_window(qtbot, home, rate=2000.0, script=script)
     w.load_pair("/models/main", "/models/draft")
     qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
     w.controller.chat_settings = w.controller.chat_settings.__class__(max_tokens=10)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from app.devtools.fake_engine import ExactClock, FakeEngine
@@ -14,11 +13,11 @@ from app.ui.main_window import MainWindow
 from tests.engine.store.schema_v3 import write_v3_database
 
 
-def make_window(qtbot, home, rate=300.0, models=None) -> MainWindow:
+def make_window(qtbot, home, rate=300.0, models=None, script=None) -> MainWindow:
     models = models or home / "models"
     models.mkdir(parents=True, exist_ok=True)
     window = MainWindow(
-        engine_factory=lambda emit: FakeEngine(emit, rate=rate, clock=ExactClock()),
+        engine_factory=lambda emit: FakeEngine(emit, rate=rate, script=script, clock=ExactClock()),
         store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
         sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
@@ -28,15 +27,6 @@ def make_window(qtbot, home, rate=300.0, models=None) -> MainWindow:
     window.resize(1000, 700)
     window.show()
     return window
-
-
-@pytest.fixture
-def window(qtbot, specchat_home):
-    w = make_window(qtbot, specchat_home)
-    w.load_pair("/models/main", "/models/draft")
-    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
-    yield w
-    w.close()
 
 
 def engine(w: MainWindow) -> FakeEngine:

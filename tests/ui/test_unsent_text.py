@@ -5,22 +5,12 @@ from __future__ import annotations
 
 import sqlite3
 
-import pytest
 from PySide6.QtCore import Qt
 
 from tests.engine.store.test_write_failures import DISK_FULL, FailingConnection, count, fill_disk
 from tests.ui.test_main_window import make_window, type_and_send
 
 FULL_SENTENCE = "The disk is full — your message was not sent and is still in the box."
-
-
-@pytest.fixture
-def window(qtbot, specchat_home):
-    w = make_window(qtbot, specchat_home)
-    w.load_pair("/models/main", "/models/draft")
-    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
-    yield w
-    w.close()
 
 
 def shown_failure(w) -> str:
