@@ -111,11 +111,15 @@ class FakeEngine(EngineWorker):
         prefill_seconds: float = 0.0,
         plain_rate: float | None = None,
         clock: Clock | None = None,
+        prefill_chunks: int = 1,
+        prompt_tokens: int | None = None,
     ) -> None:
         super().__init__(emit, name="specchat-fake-engine")
         self.plain_rate = plain_rate or rate / 1.8  # what a baseline measurement finds
         self.rate, self.k, self.load_seconds = rate, k, load_seconds
         self.prefill_seconds = prefill_seconds
+        # a slow prompt read in chunks, each reported and each a point where a Stop is taken
+        self.prefill_chunks, self.prompt_tokens = prefill_chunks, prompt_tokens
         self.clock = clock or WallClock()
         self.script = script or VOCAB
         self.commands: list[Command] = []
@@ -175,10 +179,15 @@ class FakeEngine(EngineWorker):
             self._emit(WorkerMessage(request, event))
 
         start = self.clock.now()
-        prompt = sum(len(m["content"]) for m in command.messages) // 4 + 8
+        prompt = self.prompt_tokens or sum(len(m["content"]) for m in command.messages) // 4 + 8
         emit(GenerationContext(self.loaded or "", prompt))
-        self.clock.sleep(self.prefill_seconds)
-        emit(PrefillProgress(prompt, prompt, 0.001))
+        if self.prefill_chunks > 1:
+            emit(PrefillProgress(0, prompt, 0.0))
+        for chunk in range(1, self.prefill_chunks + 1):
+            if self._cancel.is_set():
+                break
+            self.clock.sleep(self.prefill_seconds / self.prefill_chunks)
+            emit(PrefillProgress(prompt * chunk // self.prefill_chunks, prompt, self.clock.now() - start))
         prefill = self.clock.now() - start
         n = rnd = proposed_total = accepted_total = 0
         ids: list[int] = []

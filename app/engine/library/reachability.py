@@ -50,16 +50,18 @@ def unreachable(endpoint: str | None, connect: Connect = _connect) -> str | None
 
 def is_connection_failure(exc: BaseException) -> bool:
     """Whether `exc`, or what caused it, is a failure to reach the server (not an answer from it)."""
-    try:
+    kinds: tuple[type[BaseException], ...] = (ConnectionError, socket.gaierror)
+    try:  # huggingface_hub's HTTP client; its connection errors are not the built-in one
         from requests.exceptions import ConnectionError as RequestsConnectionError
-        from requests.exceptions import ConnectTimeout
-    except ImportError:  # the HTTP client is huggingface_hub's choice; without requests, none of its
-        RequestsConnectionError = ConnectTimeout = ConnectionError  # noqa: N806
+
+        kinds += (RequestsConnectionError,)  # ConnectTimeout is one of these
+    except ImportError:
+        pass
     seen: BaseException | None = exc
     for _ in range(8):  # a cause chain is short; a loop in it must not hang
         if seen is None:
             return False
-        if isinstance(seen, (ConnectionError, socket.gaierror, RequestsConnectionError, ConnectTimeout)):
+        if isinstance(seen, kinds):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
