@@ -154,3 +154,51 @@ def test_an_import_shows_progress_and_cancel_stops_it(qtbot, specchat_home, tmp_
     qtbot.waitUntil(stopped.is_set, timeout=5000)
     assert window.waits.isHidden()
     window.close()
+
+
+def test_a_download_shows_its_time_and_estimate_and_cancel_stops_it(qtbot, tmp_path, monkeypatch):
+    from app.engine.library.download import DownloadCancelled, DownloadProgress
+    from app.ui import picker
+
+    def slow_download(repo_id, *, progress, cancel, endpoint, root):
+        progress(DownloadProgress(repo_id, 10_000_000, 40_000_000, 1e6))
+        while not cancel.wait(0.02):
+            pass
+        raise DownloadCancelled()
+
+    monkeypatch.setattr(picker, "download", slow_download)
+    panel = picker.DownloadPanel(None, tmp_path)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.enqueue(["org/toy"])
+    qtbot.waitUntil(lambda: not panel.waits.isHidden(), timeout=5000)
+    assert panel.waits.text("org/toy").startswith("Downloading org/toy · 25% · 0 s so far · about")
+    panel.cancel_button.click()
+    qtbot.waitUntil(lambda: panel.status.text() == "Cancelled org/toy; nothing was installed", timeout=5000)
+    assert panel.waits.isHidden()
+
+
+def test_an_offline_download_says_so_in_words_at_once(qtbot, tmp_path, monkeypatch):
+    import socket
+
+    from app.engine.library import download as download_module
+    from app.ui import picker
+
+    tries: list[object] = []
+
+    def no_network(address, *args, **kwargs):
+        tries.append(address)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(download_module, "_list_files", lambda *a: tries.append("the hub's client"))
+    panel = picker.DownloadPanel(None, tmp_path)
+    qtbot.addWidget(panel)
+    panel.enqueue(["mlx-community/Qwen2.5-0.5B-Instruct-4bit"])
+    qtbot.waitUntil(lambda: panel.status.text().startswith("Failed"), timeout=5000)
+    assert panel.status.text() == (
+        "Failed: mlx-community/Qwen2.5-0.5B-Instruct-4bit: "
+        "You appear to be offline: SpecChat could not reach huggingface.co."
+    )
+    assert tries == [("huggingface.co", 443)]  # one quick connection attempt, no retries
+    assert panel.waits.isHidden()
