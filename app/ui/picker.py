@@ -98,8 +98,8 @@ class DownloadPanel(QGroupBox):
             row.addWidget(w)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
-        for w in (self.bar, self.status, self.waits):  # waits: time so far and left
-            layout.addWidget(w)
+        for part in (self.bar, self.status, self.waits):  # waits: time so far and left
+            layout.addWidget(part)
         self.start_button.clicked.connect(lambda: self.enqueue([self.repo.text().strip()]))
         self.cancel_button.clicked.connect(self.cancel)
 
