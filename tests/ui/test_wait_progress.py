@@ -128,6 +128,21 @@ def test_a_slow_load_shows_its_time_and_can_be_cancelled(qtbot, specchat_home):
     w.close()
 
 
+def test_the_warm_up_after_a_load_shows_its_shapes_and_can_be_skipped(qtbot, specchat_home):
+    w, engine = open_window(qtbot, specchat_home, warm_up_shapes=8, warm_up_seconds=40.0)
+    w.load_pair("/models/main", "/models/draft")
+    key = ("warm-up", w.controller.load_request)
+    qtbot.waitUntil(lambda: "1 of 8 shapes" in w.waits.text(key), timeout=15_000)
+    assert w.waits.text(key).startswith("Preparing the draft: compiling its pass shapes · 1 of 8 shapes · ")
+    assert "left" in w.waits.text(key)
+    row = w.waits.rows[key]
+    assert row.button.text() == "Skip"
+    row.button.click()
+    qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=10_000)  # loaded, warm-up skipped
+    assert w.waits.isHidden()
+    w.close()
+
+
 def test_an_import_shows_progress_and_cancel_stops_it(qtbot, specchat_home, tmp_path, monkeypatch):
     from app.engine.gguf import child
 
