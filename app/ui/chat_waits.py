@@ -34,8 +34,10 @@ class ChatWaits(QObject):
         self.timer.start()
 
     def on_batch(self, batch: tuple[WorkerMessage, ...]) -> None:
-        for message in batch:
-            if isinstance(message.event, (PrefillProgress, WarmUpProgress)):
+        c = self.controller
+        current = {c.load_request, c.live.request if c.live is not None else None}
+        for message in batch:  # a stopped request's late reports are not kept
+            if isinstance(message.event, (PrefillProgress, WarmUpProgress)) and message.request in current:
                 self.counts[message.request] = message.event
         self.sync()
 
@@ -50,7 +52,7 @@ class ChatWaits(QObject):
             key = ("prompt", c.live.request)
         if key != self.key:
             if self.key is not None:
-                self.panel.end(self.key, finished=key is None or key[1] != self.key[1] or key[0] == "warm-up")
+                self.panel.end(self.key)  # a row its button cancelled has already gone
                 if key is None or key[1] != self.key[1]:
                     self.counts.pop(self.key[1], None)
             self.key = key
