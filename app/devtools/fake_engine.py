@@ -34,6 +34,7 @@ from app.engine.protocol import (
     RunArena,
     SpeculationMode,
     TokenEvent,
+    WarmUpProgress,
     WorkerMessage,
 )
 from app.engine.worker import EngineWorker
@@ -111,11 +112,18 @@ class FakeEngine(EngineWorker):
         prefill_seconds: float = 0.0,
         plain_rate: float | None = None,
         clock: Clock | None = None,
+        prefill_chunks: int = 1,
+        prompt_tokens: int | None = None,
+        warm_up_shapes: int = 0,
+        warm_up_seconds: float = 0.0,
     ) -> None:
         super().__init__(emit, name="specchat-fake-engine")
         self.plain_rate = plain_rate or rate / 1.8  # what a baseline measurement finds
         self.rate, self.k, self.load_seconds = rate, k, load_seconds
         self.prefill_seconds = prefill_seconds
+        # a slow prompt read in chunks, each reported and each a point where a Stop is taken
+        self.prefill_chunks, self.prompt_tokens = prefill_chunks, prompt_tokens
+        self.warm_up_shapes, self.warm_up_seconds = warm_up_shapes, warm_up_seconds
         self.clock = clock or WallClock()
         self.script = script or VOCAB
         self.commands: list[Command] = []
@@ -130,6 +138,7 @@ class FakeEngine(EngineWorker):
             case LoadPair():
                 self.clock.sleep(self.load_seconds)
                 self.loaded = command.main
+                self._warm_up_shapes(request)
                 self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
             case Generate():
                 self._scripted_answer(request, command)
@@ -144,6 +153,15 @@ class FakeEngine(EngineWorker):
                 )
             case ResetSession():
                 pass  # no caches to forget
+
+    def _warm_up_shapes(self, request: int) -> None:
+        """A GPU's warm-up after a load: shapes compiled one by one, stopped by a cancel."""
+        for done in range(self.warm_up_shapes + 1):
+            if self._cancel.is_set():
+                return
+            self._emit(WorkerMessage(request, WarmUpProgress(done, self.warm_up_shapes)))
+            if done < self.warm_up_shapes:
+                self.clock.sleep(self.warm_up_seconds / self.warm_up_shapes)
 
     def _measure(self, request: int, command: MeasureBaseline) -> None:
         """Plain tokens at `plain_rate`, giving way to queued work as the real worker does."""
@@ -175,10 +193,15 @@ class FakeEngine(EngineWorker):
             self._emit(WorkerMessage(request, event))
 
         start = self.clock.now()
-        prompt = sum(len(m["content"]) for m in command.messages) // 4 + 8
+        prompt = self.prompt_tokens or sum(len(m["content"]) for m in command.messages) // 4 + 8
         emit(GenerationContext(self.loaded or "", prompt))
-        self.clock.sleep(self.prefill_seconds)
-        emit(PrefillProgress(prompt, prompt, 0.001))
+        if self.prefill_chunks > 1:
+            emit(PrefillProgress(0, prompt, 0.0))
+        for chunk in range(1, self.prefill_chunks + 1):
+            if self._cancel.is_set():
+                break
+            self.clock.sleep(self.prefill_seconds / self.prefill_chunks)
+            emit(PrefillProgress(prompt * chunk // self.prefill_chunks, prompt, self.clock.now() - start))
         prefill = self.clock.now() - start
         n = rnd = proposed_total = accepted_total = 0
         ids: list[int] = []

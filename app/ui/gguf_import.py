@@ -1,6 +1,7 @@
 """Importing a GGUF file from the window: the child-process import runs as a background job, and
 each of its events becomes a line of status text; a failure is also handed to `failed`, which
-keeps it on screen until the user dismisses it."""
+keeps it on screen until the user dismisses it. On a wait panel the import shows its progress,
+time and estimate with a Cancel button."""
 
 from __future__ import annotations
 
@@ -8,6 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.ui.background import BackgroundTasks, Job
+from app.ui.wait_progress import WaitPanel
+
+STAGES = {
+    "validate": "checking the file",
+    "hash": "reading the file",
+    "tensors": "converting the weights",
+    "write": "writing the model",
+    "tokenizer": "building the tokenizer",
+}
 
 
 def describe(name: str, event: object) -> str:
@@ -29,9 +39,10 @@ def start_import(
     show: Callable[[str], None],
     done: Callable[[], None],
     failed: Callable[[str], None],
+    waits: WaitPanel | None = None,
 ) -> None:
     """Run the import off the GUI thread; closing the window cancels it with the other jobs."""
-    from app.engine.gguf.child import ImportFailed, run_import
+    from app.engine.gguf.child import ImportFailed, ImportFinished, ImportProgress, run_import
 
     name = Path(path).name
 
@@ -39,14 +50,25 @@ def start_import(
         for event in run_import(path, cancel=job.cancelled):
             job.report(event)
 
+    key = ("import", path)
+
     def progress(event: object) -> None:
+        if waits is not None and isinstance(event, ImportProgress):
+            stage = STAGES.get(event.stage, event.stage)
+            waits.progress(key, event.done, event.total, f"Importing {name}: {stage}")
+        elif waits is not None:
+            waits.end(key, finished=isinstance(event, ImportFinished))
         show(describe(name, event))
         if isinstance(event, ImportFailed) and event.kind != "cancelled":
             failed(f"Could not import {path}: {event.message}")
 
     def crashed(exc: Exception) -> None:
+        if waits is not None:
+            waits.end(key, finished=False)
         show(f"Could not import {name}: {exc}")
         failed(f"Could not import {path}: {exc}")
         done()
 
-    background.start(consume, lambda _: done(), progress=progress, failed=crashed)
+    job = background.start(consume, lambda _: done(), progress=progress, failed=crashed)
+    if waits is not None:  # per stage: each stage counts in its own units
+        waits.begin(key, f"Importing {name}", memory="", cancel=job.cancel)

@@ -31,6 +31,7 @@ from app.ui.background import BackgroundTasks
 from app.ui.chat_actions import ChatActions
 from app.ui.chat_controller import ChatController
 from app.ui.chat_view import ChatView
+from app.ui.chat_waits import ChatWaits
 from app.ui.composer import Composer
 from app.ui.composer_drafts import DraftKeeper
 from app.ui.dashboard import Dashboard
@@ -45,6 +46,7 @@ from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar
 from app.ui.stats import StatusStrip
 from app.ui.theme import current_theme
+from app.ui.wait_progress import WaitPanel
 from app.ui.welcome import WelcomePanel
 
 
@@ -71,6 +73,8 @@ class MainWindow(ChatActions):
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
         self.controller = ChatController(self.store, self.bridge, self.strip, self.settings, self)
         self.view = ChatView(self.controller.transcript)
+        self.waits = WaitPanel(self.settings)  # long waits, with time, estimate and Cancel
+        self.chat_waits = ChatWaits(self.controller, self.waits, self)
         self.drafts = DraftKeeper(self.composer.editor, self.controller, self)
         self.pair_label, self.pair_button = QLabel("No models loaded"), QPushButton("Choose models…")
         self.dashboard = Dashboard(self, history=self.controller.history)
@@ -118,6 +122,7 @@ class MainWindow(ChatActions):
             (self.banner, 0),
             (self.stack, 1),
             (self.composer, 0),
+            (self.waits, 0),
             (self.strip, 0),
         ):
             column.addWidget(widget, stretch)
@@ -351,7 +356,7 @@ class MainWindow(ChatActions):
             self.start_import(path)
 
     def start_import(self, path: str) -> None:
-        start_import(self.background, path, self._show_import, self.scan, self.report_error)
+        start_import(self.background, path, self._show_import, self.scan, self.report_error, self.waits)
 
     def _show_import(self, text: str) -> None:
         self.welcome.status.setText(text)

@@ -39,6 +39,7 @@ from app.engine.library.safety import UnsafeModel
 from app.engine.library.store import Store
 from app.ui.arena import arena_note
 from app.ui.background import BackgroundTasks, Job
+from app.ui.wait_progress import WaitPanel
 
 PLAIN, LOOKUP = "plain", "lookup"
 KEY = Qt.ItemDataRole.UserRole
@@ -90,15 +91,15 @@ class DownloadPanel(QGroupBox):
         self.repo = QLineEdit(placeholderText="owner/name, e.g. mlx-community/Qwen2.5-0.5B-Instruct-4bit")
         self.start_button, self.cancel_button = QPushButton("Download"), QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
-        self.bar, self.status = QProgressBar(), QLabel("")
+        self.bar, self.status, self.waits = QProgressBar(), QLabel(""), WaitPanel()
         self.bar.setRange(0, 1000)
         row = QHBoxLayout()
         for w in (self.repo, self.start_button, self.cancel_button):
             row.addWidget(w)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
-        layout.addWidget(self.bar)
-        layout.addWidget(self.status)
+        for part in (self.bar, self.status, self.waits):  # waits: time so far and left
+            layout.addWidget(part)
         self.start_button.clicked.connect(lambda: self.enqueue([self.repo.text().strip()]))
         self.cancel_button.clicked.connect(self.cancel)
 
@@ -108,6 +109,7 @@ class DownloadPanel(QGroupBox):
             self._next()
 
     def _next(self) -> None:
+        self.waits.end(self.current)
         if not self.queue:
             self.task = None
             self.cancel_button.setEnabled(False)
@@ -129,6 +131,7 @@ class DownloadPanel(QGroupBox):
                 raise DownloadError(f"downloading {repo_id} failed: {exc}") from exc
 
         self.status.setText(f"Starting {repo_id}…")
+        self.waits.begin(repo_id, f"Downloading {repo_id}", memory="")
         self.bar.setValue(0)
         self.cancel_button.setEnabled(True)
         self.task = self.background.start(
@@ -148,6 +151,7 @@ class DownloadPanel(QGroupBox):
 
     def _on_progress(self, p: DownloadProgress) -> None:
         self.bar.setValue(int(1000 * p.done_bytes / p.total_bytes) if p.total_bytes else 0)
+        self.waits.progress(p.repo_id, p.done_bytes, p.total_bytes, f"{p.phase.title()} {p.repo_id}")
         sizes = f"{human_bytes(p.done_bytes)} of {human_bytes(p.total_bytes)}"
         if p.phase == "waiting":
             self.status.setText(f"{p.repo_id}: waiting for the download of it already under way…")

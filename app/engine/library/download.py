@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 
 from app.engine.library.checksum import RemoteFile, matches
 from app.engine.library.paths import models_dir
+from app.engine.library.reachability import hub_host, is_connection_failure, offline_message, unreachable
 from app.engine.library.safety import UnsafeModel, check_relative_name, check_repo_id, weight_problem
 
 # Only metadata, tokenizers and safetensors are fetched: pickle weights are never downloaded.
@@ -307,6 +308,9 @@ def download(
         return final
     if offline():
         raise DownloadError(f"offline mode is on (HF_HUB_OFFLINE) and {repo_id} has not been downloaded")
+    problem = unreachable(endpoint)  # seconds, not the HTTP client's retries, to say "offline"
+    if problem is not None:
+        raise DownloadError(problem)
     waiting = DownloadProgress(repo_id, 0, 0, 0.0, phase="waiting")
     with one_at_a_time(repo_id, root, cancel, lambda: progress(waiting)):
         if not (final / "config.json").is_file():  # else the download this call waited for made it
@@ -341,6 +345,8 @@ def _download(
     except Exception as exc:
         if cancel.is_set():
             raise DownloadCancelled() from exc
+        if is_connection_failure(exc):
+            raise DownloadError(offline_message(hub_host(endpoint)[0])) from exc
         raise DownloadError(f"downloading {repo_id} failed: {exc}") from exc
     missing = [f.name for f in files if not (partial / f.name).is_file()]
     if missing or not (partial / "config.json").is_file() or weight_problem(partial):
