@@ -39,6 +39,7 @@ from app.ui.error_banner import ErrorBanner, reason, show_error_dialog
 from app.ui.gguf_import import start_import
 from app.ui.lossless_view import LosslessChecker
 from app.ui.picker import PickerDialog
+from app.ui.preset_link import PresetLink
 from app.ui.recovery_notice import show_recovery
 from app.ui.render import Options
 from app.ui.settings_dialog import SettingsDialog
@@ -72,6 +73,7 @@ class MainWindow(ChatActions):
         self.controller = ChatController(self.store, self.bridge, self.strip, self.settings, self)
         self.view = ChatView(self.controller.transcript)
         self.drafts = DraftKeeper(self.composer.editor, self.controller, self)
+        self.presets = PresetLink(self.composer, self.controller, self.settings)
         self.pair_label, self.pair_button = QLabel("No models loaded"), QPushButton("Choose models…")
         self.dashboard = Dashboard(self, history=self.controller.history)
         self.checker = LosslessChecker(self.controller, self)
@@ -247,6 +249,7 @@ class MainWindow(ChatActions):
         if dialog.exec():
             self.controller.save_settings(dialog.value())
             self.settings.setValue("defaults", dialog.value().to_dict())
+            self.presets.show()
 
     def export(self, kind: str) -> None:
         cid = self.controller.conversation
