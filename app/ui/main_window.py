@@ -175,7 +175,9 @@ class MainWindow(ChatActions):
         self.highlight_action = self._action(
             view, "Highlight draft tokens", self._set_highlight, checkable=True
         )
-        self.rejected_action = self._action(view, "Show rejected drafts", self._set_rejected, checkable=True)
+        self.rejected_action = self._action(
+            view, "Show refused drafts on hover", self._set_rejected, checkable=True
+        )
         self.sidebar_action = self._action(
             view, "Show conversations", self.sidebar.setVisible, "Ctrl+Shift+S", True
         )
