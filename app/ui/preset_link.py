@@ -14,6 +14,7 @@ class PresetLink(QObject):
         self.composer, self.controller, self.settings = composer, controller, settings
         composer.preset_chosen.connect(self.choose)
         controller.switched.connect(self.show)
+        controller.busy_changed.connect(lambda _busy: self.show())  # settings a script set directly
         self.show()
 
     def choose(self, name: str) -> None:

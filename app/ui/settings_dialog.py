@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
+    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QSpinBox,
@@ -111,10 +112,12 @@ class SettingsDialog(QDialog):
             self.overflow.addItem(label, overflow.value)
         self.overflow.setCurrentIndex(max(self.overflow.findData(settings.overflow), 0))
         self.preset = preset_combo()
+        self.preset_note = QLabel(wordWrap=True)
         form = QFormLayout(self)
         form.addRow("System prompt", self.system)
         for label, widget in (
             ("Preset", self.preset),
+            ("", self.preset_note),
             ("Temperature", self.temperature),
             ("Top-p", self.top_p),
             ("Min-p", self.min_p),
@@ -153,7 +156,10 @@ class SettingsDialog(QDialog):
         self._show_preset()
 
     def _show_preset(self) -> None:
-        show_preset(self.preset, self.value().preset)
+        name = self.value().preset
+        show_preset(self.preset, name)
+        chosen = preset_named(name)
+        self.preset_note.setText(chosen.summary if chosen else "Values set by hand.")
 
     def value(self) -> ChatSettings:
         seed = self.seed.text().strip()

@@ -54,7 +54,7 @@ PRESETS: tuple[Preset, ...] = (
     ),
     Preset(
         "Creative",
-        "More varied, surprising wording; the draft's guesses are judged by probability.",
+        "More varied, surprising wording; a draft's guess is kept whenever the main model could have written it.",
         temperature=1.0,
         top_p=0.95,
         min_p=0.0,
