@@ -35,7 +35,8 @@ from app.engine.store.transcript import (
     Turn,
     UserTurn,
 )
-from app.ui.render import P_MESSAGE, P_PROV, P_REJECTED, P_ROUND, P_TOKEN, Links, Options, Painter
+from app.ui.ghosts import ghost_lines
+from app.ui.render import P_MESSAGE, P_PROV, P_ROUND, P_TOKEN, Links, Options, Painter
 from app.ui.stats import DIVERGENCE, stats_line, verdict_line
 from app.ui.theme import Theme, current_theme
 from app.ui.wrapping import LONG_RUN, has_long_run, wrap_anywhere
@@ -167,7 +168,7 @@ class ChatView(QTextBrowser):
                 frag = it.fragment()
                 fmt = frag.charFormat()
                 key = fmt.property(P_MESSAGE)
-                if key in wanted and fmt.property(P_TOKEN) == wanted[key] and not fmt.property(P_REJECTED):
+                if key in wanted and fmt.property(P_TOKEN) == wanted[key]:
                     end = frag.position() + frag.length()
                     spans[key] = (spans[key][0], end) if key in spans else (frag.position(), end)
                 it += 1
@@ -340,8 +341,6 @@ class ChatView(QTextBrowser):
         if key is None:
             return None
         info: dict[str, Any] = {"message": int(key)}
-        if fmt.property(P_REJECTED):
-            info["rejected"] = True
         if fmt.property(P_TOKEN) is not None:
             info.update(
                 token=int(fmt.property(P_TOKEN)),
@@ -352,14 +351,14 @@ class ChatView(QTextBrowser):
 
     def tooltip_for(self, info: dict[str, Any]) -> str:
         lines = []
-        if info.get("rejected"):
-            lines.append("Proposed by the draft, refused by the main model")
-        elif "token" in info:
+        if "token" in info:
             who = {"main": "main model", "draft": "draft (accepted)", "lookup": "prompt lookup (accepted)"}
             lines.append(
                 f"Token {info['token']} · {who.get(info['provenance'], info['provenance'])} · round {info['round']}"
             )
         message = self.transcript.answer(info["message"])
+        if message is not None and "token" in info and self.options.show_rejected:
+            lines += ghost_lines(message.answer, info["round"])  # after the first line: never rich text
         if message is not None and message.stats != AnswerStats():
             lines.append(stats_line(message.stats))
         return "\n".join(lines)

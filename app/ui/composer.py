@@ -6,6 +6,7 @@ from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from app.ui.settings_dialog import preset_combo, show_preset
 from app.ui.wrapping import has_long_run, wrap_anywhere
 
 
@@ -43,6 +44,7 @@ class _Editor(QPlainTextEdit):
 class Composer(QWidget):
     send = Signal(str)
     stop = Signal()
+    preset_chosen = Signal(str)  # a preset's name, picked from the combo next to Send
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -53,11 +55,22 @@ class Composer(QWidget):
         self.editor.setFixedHeight(76)
         self.button = QPushButton("Send")
         self.button.setMinimumWidth(80)
+        self.preset = preset_combo()
+        self.preset.setToolTip(
+            "How this conversation's answers are sampled (Conversation settings shows the values)"
+        )
+        self.preset.setAccessibleName("Sampling preset")
         self.note = QLabel("")
         self.note.setVisible(False)
+        chooser = QHBoxLayout()
+        chooser.addWidget(QLabel("Preset"))
+        chooser.addWidget(self.preset)
+        side = QVBoxLayout()
+        side.addWidget(self.button)
+        side.addLayout(chooser)
         row = QHBoxLayout()
         row.addWidget(self.editor, 1)
-        row.addWidget(self.button)
+        row.addLayout(side)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         layout.addWidget(self.note)
@@ -66,6 +79,11 @@ class Composer(QWidget):
         self.editor.submit.connect(self._submit)
         self.editor.escape.connect(self._escape)
         self.button.clicked.connect(lambda: self.stop.emit() if self.busy else self._submit())
+        self.preset.activated.connect(lambda _i: self.preset_chosen.emit(self.preset.currentText()))
+
+    def show_preset(self, name: str) -> None:
+        """Show the active conversation's preset ("Custom" when its values were set by hand)."""
+        show_preset(self.preset, name)
 
     def set_busy(self, busy: bool) -> None:
         self.busy = busy

@@ -40,6 +40,7 @@ from app.ui.error_banner import ErrorBanner, reason, show_error_dialog
 from app.ui.gguf_import import start_import
 from app.ui.lossless_view import LosslessChecker
 from app.ui.picker import PickerDialog
+from app.ui.preset_link import PresetLink
 from app.ui.recovery_notice import show_recovery
 from app.ui.render import Options
 from app.ui.settings_dialog import SettingsDialog
@@ -76,6 +77,7 @@ class MainWindow(ChatActions):
         self.waits = WaitPanel(self.settings)  # long waits, with time, estimate and Cancel
         self.chat_waits = ChatWaits(self.controller, self.waits, self)
         self.drafts = DraftKeeper(self.composer.editor, self.controller, self)
+        self.presets = PresetLink(self.composer, self.controller, self.settings)
         self.pair_label, self.pair_button = QLabel("No models loaded"), QPushButton("Choose models…")
         self.dashboard = Dashboard(self, history=self.controller.history)
         self.checker = LosslessChecker(self.controller, self)
@@ -178,7 +180,9 @@ class MainWindow(ChatActions):
         self.highlight_action = self._action(
             view, "Highlight draft tokens", self._set_highlight, checkable=True
         )
-        self.rejected_action = self._action(view, "Show rejected drafts", self._set_rejected, checkable=True)
+        self.rejected_action = self._action(
+            view, "Show refused drafts on hover", self._set_rejected, checkable=True
+        )
         self.sidebar_action = self._action(
             view, "Show conversations", self.sidebar.setVisible, "Ctrl+Shift+S", True
         )
@@ -252,6 +256,7 @@ class MainWindow(ChatActions):
         if dialog.exec():
             self.controller.save_settings(dialog.value())
             self.settings.setValue("defaults", dialog.value().to_dict())
+            self.presets.show()
 
     def export(self, kind: str) -> None:
         cid = self.controller.conversation

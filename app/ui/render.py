@@ -23,7 +23,7 @@ P_TOKEN = QTextFormat.Property.UserProperty + 1  # token index in its answer
 P_PROV = QTextFormat.Property.UserProperty + 2  # "main", "draft" or "lookup"
 P_ROUND = QTextFormat.Property.UserProperty + 3
 P_MESSAGE = QTextFormat.Property.UserProperty + 4  # the message's key in the view
-P_REJECTED = QTextFormat.Property.UserProperty + 5  # refused draft text, not part of the answer
+P_REJECTED = QTextFormat.Property.UserProperty + 5  # the main model refused the draft's guess here
 
 try:  # Pygments arrives with rich; without it code is still shown, just uncoloured
     from pygments.lexers import get_lexer_by_name
@@ -79,6 +79,7 @@ class Painter:
             Provenance.DRAFT: QBrush(theme.draft_bg),
             Provenance.LOOKUP: QBrush(theme.lookup_bg),
         }
+        self.marked: set[int] = set()  # tokens where the main model refused a draft (ghosts on)
 
     def token_format(self, base: QTextCharFormat, answer: Answer, index: int) -> QTextCharFormat:
         fmt = QTextCharFormat(base)
@@ -89,15 +90,18 @@ class Painter:
         fmt.setProperty(P_PROV, prov.value)
         fmt.setProperty(P_ROUND, answer.rounds[index])
         fmt.setProperty(P_MESSAGE, self.key)
+        if index in self.marked:
+            # A dotted underline marks the spot; the refused text is in the tooltip (app.ui.ghosts),
+            # never inline, so the answer reads as it was written.
+            fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.DotLine)
+            fmt.setUnderlineColor(self.theme.rejected)
+            fmt.setProperty(P_REJECTED, True)
         return fmt
 
-    def rejected(self, base: QTextCharFormat, text: str) -> None:
-        fmt = QTextCharFormat(base)
-        fmt.setForeground(QBrush(self.theme.rejected))
-        fmt.setFontStrikeOut(True)
-        fmt.setProperty(P_REJECTED, True)
-        fmt.setProperty(P_MESSAGE, self.key)
-        self.cursor.insertText(text.replace("\n", "⏎"), fmt)
+    def mark(self, answer: Answer, rejected: dict[int, str] | None) -> None:
+        """A refusal after the answer's last token marks that last token."""
+        if self.options.show_rejected and rejected and answer.parts:
+            self.marked = {min(i, len(answer.parts) - 1) for i in rejected}
 
     def tokens(
         self,
@@ -108,9 +112,8 @@ class Painter:
         rejected: dict[int, str] | None = None,
     ) -> None:
         """Stream tokens first..last-1 as plain text (the live view)."""
+        self.mark(answer, rejected)
         for i in range(first, last):
-            if rejected and i in rejected and self.options.show_rejected:
-                self.rejected(base, rejected[i])
             if answer.parts[i]:
                 self.cursor.insertText(answer.parts[i], self.token_format(base, answer, i))
 
@@ -118,6 +121,7 @@ class Painter:
     def markdown(self, answer: Answer, base: QTextCharFormat, links: Links) -> None:
         text = answer.text
         rejected = {i: t for i, t in answer.rejected} if self.options.show_rejected else {}
+        self.mark(answer, rejected)
         after_code = False
         for n, block in enumerate(parse(text)):
             if n:
@@ -128,20 +132,15 @@ class Painter:
                 self.cursor.insertBlock(spaced, base)
             after_code = block.kind == "code"
             if block.kind == "code":
-                self._code(answer, block, base, links, rejected)
+                self._code(answer, block, base, links)
             elif block.kind == "hr":
                 fmt = QTextBlockFormat()
                 fmt.setProperty(QTextFormat.Property.BlockTrailingHorizontalRulerWidth, 1)
                 self.cursor.setBlockFormat(fmt)
             else:
-                self._prose(answer, block, base, links, rejected)
-        trailing = [t for i, t in rejected.items() if i >= len(answer.parts)]
-        for t in trailing:
-            self.rejected(base, t)
+                self._prose(answer, block, base, links)
 
-    def _prose(
-        self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict[int, str]
-    ) -> None:
+    def _prose(self, answer: Answer, block: Block, base: QTextCharFormat, links: Links) -> None:
         fmt = QTextBlockFormat(self.cursor.blockFormat())
         fmt.setBottomMargin(4)
         char = QTextCharFormat(base)
@@ -163,7 +162,7 @@ class Painter:
         anchors: dict[str, str] = {}
         for span in block.spans:
             fmt_span = self._span_format(char, span, links, anchors)
-            self._slice(answer, span.start, span.end, fmt_span, rejected, soft_breaks=True)
+            self._slice(answer, span.start, span.end, fmt_span, soft_breaks=True)
 
     def _span_format(
         self, char: QTextCharFormat, span: Span, links: Links, anchors: dict[str, str]
@@ -192,7 +191,6 @@ class Painter:
         start: int,
         end: int,
         fmt: QTextCharFormat,
-        rejected: dict[int, str],
         soft_breaks: bool = False,
     ) -> None:
         """Insert answer.text[start:end] cut at token boundaries, each piece in its token's format."""
@@ -201,8 +199,6 @@ class Painter:
             i = answer.token_at(pos)
             token_end = answer.starts[i] + len(answer.parts[i])
             stop = min(end, token_end)
-            if pos == answer.starts[i] and i in rejected:
-                self.rejected(fmt, rejected[i])
             piece = answer.parts[i][pos - answer.starts[i] : stop - answer.starts[i]]
             if soft_breaks:
                 piece = piece.replace("\n", "\u2028")
@@ -212,9 +208,7 @@ class Painter:
                 stop = pos + 1
             pos = stop
 
-    def _code(
-        self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict[int, str]
-    ) -> None:
+    def _code(self, answer: Answer, block: Block, base: QTextCharFormat, links: Links) -> None:
         span = block.spans[0]
         code = answer.text[span.start : span.end]
         header = QTextBlockFormat()
@@ -243,7 +237,7 @@ class Painter:
             colour = self._syntax_colour(kind)
             if colour is not None:
                 fmt.setForeground(QBrush(colour))
-            self._slice(answer, span.start + a, span.start + b, fmt, rejected)
+            self._slice(answer, span.start + a, span.start + b, fmt)
 
     def _lexed(self, code: str, lang: str) -> list[tuple[int, int, str]]:
         if get_lexer_by_name is None or not lang:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
+    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QSpinBox,
@@ -18,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.decoding.sampling import SamplingParams
+from app.engine.features.presets import CUSTOM, PRESETS, matching, preset_named
 from app.engine.protocol import AcceptanceRule, ContextOverflow, SpeculationMode, SpeculationSettings
 
 MODES = ("adaptive", "fixed", "off", "lookup")
@@ -52,6 +55,15 @@ class ChatSettings:
             self.k,
             None if self.acceptance == "auto" else AcceptanceRule(self.acceptance),
         )
+
+    @property
+    def preset(self) -> str:
+        """The preset these values match (app.engine.features.presets), or "Custom"."""
+        return matching(self.to_dict())
+
+    def with_preset(self, name: str) -> ChatSettings:
+        chosen = preset_named(name)
+        return self if chosen is None else replace(self, **chosen.values())  # type: ignore[arg-type]
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -99,9 +111,13 @@ class SettingsDialog(QDialog):
         for overflow, label in OVERFLOW.items():
             self.overflow.addItem(label, overflow.value)
         self.overflow.setCurrentIndex(max(self.overflow.findData(settings.overflow), 0))
+        self.preset = preset_combo()
+        self.preset_note = QLabel(wordWrap=True)
         form = QFormLayout(self)
         form.addRow("System prompt", self.system)
         for label, widget in (
+            ("Preset", self.preset),
+            ("", self.preset_note),
             ("Temperature", self.temperature),
             ("Top-p", self.top_p),
             ("Min-p", self.min_p),
@@ -119,6 +135,31 @@ class SettingsDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+        self._show_preset()
+        self.preset.activated.connect(lambda _i: self._fill(self.preset.currentText()))
+        for spin in (self.temperature, self.top_p, self.min_p, self.k):
+            spin.valueChanged.connect(self._show_preset)
+        for combo in (self.mode, self.rule):
+            combo.currentTextChanged.connect(self._show_preset)
+
+    def _fill(self, name: str) -> None:
+        """Choosing a preset writes its values into the fields, where they stay editable."""
+        chosen = preset_named(name)
+        if chosen is None:
+            return
+        self.temperature.setValue(chosen.temperature)
+        self.top_p.setValue(chosen.top_p)
+        self.min_p.setValue(chosen.min_p)
+        self.mode.setCurrentText(chosen.speculation)
+        self.k.setValue(chosen.k)
+        self.rule.setCurrentText(chosen.acceptance)
+        self._show_preset()
+
+    def _show_preset(self) -> None:
+        name = self.value().preset
+        show_preset(self.preset, name)
+        chosen = preset_named(name)
+        self.preset_note.setText(chosen.summary if chosen else "Values set by hand.")
 
     def value(self) -> ChatSettings:
         seed = self.seed.text().strip()
@@ -134,3 +175,23 @@ class SettingsDialog(QDialog):
             self.rule.currentText(),
             str(self.overflow.currentData()),
         )
+
+
+def preset_combo() -> QComboBox:
+    """The presets by name, each explained in its tooltip; "Custom" is shown, never chosen."""
+    combo = QComboBox()
+    for i, preset in enumerate(PRESETS):
+        combo.addItem(preset.name)
+        values = ", ".join(f"{k} {v}" for k, v in preset.values().items())
+        combo.setItemData(i, f"{preset.summary}\n{values}", Qt.ItemDataRole.ToolTipRole)
+    combo.addItem(CUSTOM)
+    combo.setItemData(len(PRESETS), "Values set by hand (Conversation settings)", Qt.ItemDataRole.ToolTipRole)
+    item = combo.model().item(len(PRESETS))  # type: ignore[attr-defined]
+    item.setEnabled(False)
+    return combo
+
+
+def show_preset(combo: QComboBox, name: str) -> None:
+    combo.blockSignals(True)  # showing the active preset is not choosing one
+    combo.setCurrentText(name)
+    combo.blockSignals(False)

@@ -149,7 +149,7 @@ def test_untrusted_output_loads_nothing_and_links_need_confirmation(qtbot, monke
     assert opened == ["https://example.com"]
 
 
-def test_rejected_drafts_shown_faintly_and_excluded_from_text(qtbot):
+def test_refused_drafts_are_marked_and_told_on_hover_never_inline(qtbot):
     view = make_view(qtbot)
     view.options = Options(show_rejected=True)
     m = view.transcript.start_answer(1)
@@ -161,14 +161,17 @@ def test_rejected_drafts_shown_faintly_and_excluded_from_text(qtbot):
     asm.round(1, "<[7, 8]>")  # the round's refused drafts, as the engine decoded them
     assert a.rejected == [(1, "<[7, 8]>")]
     view.transcript.extend_answer(m, asm.ready)
-    assert "The<[7, 8]> cat" in view.toPlainText()
+    assert "The cat" in view.toPlainText() and "<[7" not in view.toPlainText()  # the line reads as written
     view.transcript.finish_answer(m, MessageState.COMPLETE, AnswerStats(tokens=2))
-    assert "The<[7, 8]> cat" in view.toPlainText() and a.text == "The cat"
+    assert "The cat" in view.toPlainText() and "<[7" not in view.toPlainText()
     cursor = QTextCursor(view.document())
-    cursor.setPosition(view.toPlainText().index("<[7") + 1)
-    assert cursor.charFormat().property(P_REJECTED)
+    cursor.setPosition(view.toPlainText().index(" cat") + 1)
+    assert cursor.charFormat().property(P_REJECTED)  # the token written instead is underlined
+    tip = view.tooltip_for(view.info_at(view.toPlainText().index("The")))
+    assert tip.startswith("Token 0") and "The draft proposed “<[7, 8]>”" in tip  # same round, same note
     view.set_options(Options(show_rejected=False))
-    assert "<[7" not in view.toPlainText()
+    tip = view.tooltip_for(view.info_at(view.toPlainText().index("The")))
+    assert "<[7" not in tip
 
 
 def test_surrogates_and_codec_round_trip():
