@@ -23,6 +23,7 @@ from PySide6.QtGui import (
     QTextCharFormat,
     QTextCursor,
     QTextFormat,
+    QTextFrameFormat,
 )
 from PySide6.QtWidgets import QMessageBox, QTextBrowser, QTextEdit, QToolTip, QWidget
 
@@ -129,8 +130,9 @@ class ChatView(QTextBrowser):
         self.rebuild()
 
     def set_theme(self, theme: Theme) -> None:
-        self.theme = theme
-        self.rebuild()
+        if theme != self.theme:  # the palette change and the Appearance menu report one switch
+            self.theme = theme
+            self.rebuild()
 
     def rebuild(self) -> None:
         """Whole transcript: on load, option or theme changes, edits; never per token."""
@@ -208,7 +210,7 @@ class ChatView(QTextBrowser):
 
     def _header(self, cursor: QTextCursor, m: Turn) -> None:
         block = QTextBlockFormat()
-        block.setTopMargin(12)
+        block.setTopMargin(18)
         block.setBottomMargin(2)
         if not cursor.atStart():
             cursor.insertBlock(block)
@@ -256,6 +258,18 @@ class ChatView(QTextBrowser):
             cursor.insertBlock(QTextBlockFormat())
             cursor.insertText(line[0], fmt)
 
+    def _bubble(self, cursor: QTextCursor) -> QTextCursor:
+        """The user's words in a padded, tinted box, so turns read apart at a glance."""
+        frame = QTextFrameFormat()
+        frame.setBackground(QBrush(self.theme.user_bg))
+        frame.setPadding(10)
+        frame.setBorder(1)
+        frame.setBorderBrush(QBrush(self.theme.user_bg.darker(110 if not self.theme.dark else 80)))
+        frame.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
+        frame.setTopMargin(4)
+        cursor.deletePreviousChar()  # the frame starts its own line: no empty one before it
+        return cursor.insertFrame(frame).firstCursorPosition()
+
     def _insert(self, m: Turn) -> None:
         shown = m.text[:SHOWN_CHARS] if isinstance(m, UserTurn) else m.text
         if has_long_run(shown):  # wrapping a long run at word boundaries is quadratic
@@ -264,9 +278,7 @@ class ChatView(QTextBrowser):
         self._live_header = cursor.position()
         self._header(cursor, m)
         if isinstance(m, UserTurn):
-            block = QTextBlockFormat()
-            block.setBackground(QBrush(self.theme.user_bg))
-            cursor.setBlockFormat(block)
+            cursor = self._bubble(cursor)
             fmt = self._base()
             fmt.setProperty(P_MESSAGE, m.key)
             cursor.insertText(shown, fmt)
@@ -275,6 +287,10 @@ class ChatView(QTextBrowser):
                 muted.setForeground(QBrush(self.theme.muted))
                 more = len(m.text) - len(shown)
                 cursor.insertText(f" … and {more:,} more characters, sent in full (Edit shows them)", muted)
+            cursor = self._cursor()  # out of the bubble, on the line Qt keeps after a frame: kept thin
+            thin = QTextCharFormat()
+            thin.setFontPointSize(1)
+            cursor.setBlockCharFormat(thin)
             self._actions(cursor, m)
         elif m.live:
             self._live_start = cursor.position()
