@@ -18,6 +18,7 @@ from app.ui.theme import Theme, current_theme
 if TYPE_CHECKING:
     from app.ui.chat_controller import ChatController
 
+CARD_WIDTH, PADDING = 520, 28
 WELCOME = "welcome"
 NO_PAIR = "no_pair"
 LOADING = "loading"
@@ -62,7 +63,7 @@ class EmptyChat(QWidget):
         self.state = NO_PAIR
         self.card = QFrame()
         self.card.setObjectName("emptyCard")
-        self.card.setFixedWidth(520)
+        self.card.setFixedWidth(CARD_WIDTH)
         self.title = QLabel()
         self.title.setObjectName("emptyTitle")
         self.body = QLabel()
@@ -79,7 +80,7 @@ class EmptyChat(QWidget):
         self.button.setDefault(True)
         self.button.clicked.connect(self.choose)
         inner = QVBoxLayout(self.card)
-        inner.setContentsMargins(28, 24, 28, 24)
+        inner.setContentsMargins(PADDING, 24, PADDING, 24)
         inner.setSpacing(12)
         inner.addWidget(self.title)
         inner.addWidget(self.body)
@@ -104,6 +105,13 @@ class EmptyChat(QWidget):
         title, body = TEXTS[state]
         self.title.setText(title)
         self.body.setText(body)
+        # The card has a fixed width, so the wrapped text's height is known now; waiting for the
+        # layout's height-for-width pass left the text cut when the state changed while hidden.
+        width = CARD_WIDTH - 2 * PADDING
+        flags = int(Qt.AlignmentFlag.AlignLeft) | int(Qt.TextFlag.TextWordWrap)
+        self.body.setMinimumHeight(
+            self.body.fontMetrics().boundingRect(0, 0, width, 10_000, flags, body).height()
+        )
         self.button.setVisible(state == NO_PAIR)
 
     def set_theme(self, theme: Theme) -> None:

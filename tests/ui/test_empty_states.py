@@ -88,6 +88,9 @@ def test_a_loaded_pair_with_no_conversation_shows_a_hint_until_the_first_message
     qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
     assert w.stack.currentWidget() is w.empty and w.empty.state == NEW_CHAT
     assert "Type a message" in w.empty.body.text() and not w.empty.button.isVisible()
+    qtbot.waitUntil(lambda: w.empty.body.width() > 100)
+    body = w.empty.body  # the whole hint is shown, none of it cut by the card
+    assert body.height() >= body.heightForWidth(body.width())
     w.composer.editor.setPlainText("Hello")
     qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: w.stack.currentWidget() is w.view, timeout=5000)
