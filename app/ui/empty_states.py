@@ -13,12 +13,12 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.ui.theme import Theme, current_theme
+from app.ui.theme import SPACE, Theme, current_theme, scaled
 
 if TYPE_CHECKING:
     from app.ui.chat_controller import ChatController
 
-CARD_WIDTH, PADDING = 520, 28
+CARD_WIDTH, PADDING = 65 * SPACE, 3 * SPACE
 WELCOME = "welcome"
 NO_PAIR = "no_pair"
 LOADING = "loading"
@@ -68,20 +68,15 @@ class EmptyChat(QWidget):
         self.title.setObjectName("emptyTitle")
         self.body = QLabel()
         # Sizes set as fonts, not in the style sheet, so a wrapped label measures its height right.
-        font = self.title.font()
-        font.setPointSizeF(font.pointSizeF() * 1.6)
-        font.setWeight(QFont.Weight.DemiBold)
-        self.title.setFont(font)
-        font = self.body.font()
-        font.setPointSizeF(font.pointSizeF() * 1.1)
-        self.body.setFont(font)
+        self.title.setFont(scaled(self.title.font(), "title", QFont.Weight.DemiBold))
+        self.body.setFont(scaled(self.body.font(), "lead"))
         self.body.setWordWrap(True)
         self.button = QPushButton("Choose models…")
         self.button.setDefault(True)
         self.button.clicked.connect(self.choose)
         inner = QVBoxLayout(self.card)
-        inner.setContentsMargins(PADDING, 24, PADDING, 24)
-        inner.setSpacing(12)
+        inner.setContentsMargins(PADDING, 3 * SPACE, PADDING, 3 * SPACE)
+        inner.setSpacing(int(1.5 * SPACE))
         inner.addWidget(self.title)
         inner.addWidget(self.body)
         inner.addWidget(self.button, 0, Qt.AlignmentFlag.AlignLeft)
@@ -139,7 +134,7 @@ class NeedModelsBar(QFrame):
         self.button = QPushButton("Choose models…")
         self.button.clicked.connect(self.choose)
         row = QHBoxLayout(self)
-        row.setContentsMargins(12, 8, 12, 8)
+        row.setContentsMargins(int(1.5 * SPACE), SPACE, int(1.5 * SPACE), SPACE)
         row.addWidget(self.label, 1)
         row.addWidget(self.button)
         self.set_theme(current_theme())

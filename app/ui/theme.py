@@ -9,9 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
 
 CHOICES = ("system", "light", "dark")
+# One type scale (times the system font) and one spacing step for every panel, so sizes read as
+# one family instead of each widget picking its own.
+TYPE_SCALE = {"title": 1.6, "heading": 1.2, "lead": 1.1, "body": 1.0, "small": 0.9}
+SPACE = 8  # pixels; margins and gaps are multiples of it
 _choice = "system"
 
 
@@ -166,3 +170,12 @@ def palette(theme: Theme) -> QPalette:
     for role in (roles.Text, roles.WindowText, roles.ButtonText):
         p.setColor(QPalette.ColorGroup.Disabled, role, theme.muted)
     return p
+
+
+def scaled(font: QFont, step: str, weight: QFont.Weight | None = None) -> QFont:
+    """`font` at a step of the type scale."""
+    out = QFont(font)
+    out.setPointSizeF(font.pointSizeF() * TYPE_SCALE[step])
+    if weight is not None:
+        out.setWeight(weight)
+    return out

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app import PRODUCT_NAME
 from app.engine.library.recommended import RECOMMENDED, RecommendedPair
 from app.ui.picker import human_bytes
 from app.ui.platform_words import this_machine
-from app.ui.theme import Theme, current_theme
+from app.ui.theme import SPACE, Theme, current_theme, scaled
 
 
 class WelcomePanel(QWidget):
@@ -20,17 +21,19 @@ class WelcomePanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        title = QLabel(f"<h1>Welcome to {PRODUCT_NAME}</h1>")
+        title = QLabel(f"Welcome to {PRODUCT_NAME}")
+        title.setFont(scaled(title.font(), "title", QFont.Weight.DemiBold))
         intro = QLabel(
             f"No models were found on {this_machine()}. SpecChat pairs a large <b>main</b> model with a small "
             "<b>draft</b> model that guesses ahead; the main checks the guesses, so answers are identical "
             "and arrive faster. Start with one of these pairs:"
         )
         intro.setWordWrap(True)
+        intro.setFont(scaled(intro.font(), "lead"))
         self.intro = intro
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(48, 36, 48, 36)
-        layout.setSpacing(12)
+        layout.setContentsMargins(6 * SPACE, 4 * SPACE, 6 * SPACE, 4 * SPACE)
+        layout.setSpacing(int(1.5 * SPACE))
         layout.addWidget(title)
         layout.addWidget(intro)
         self.buttons: list[QPushButton] = []
@@ -70,7 +73,7 @@ class WelcomePanel(QWidget):
         card = QFrame()
         card.setObjectName("pairCard")
         row = QHBoxLayout(card)
-        row.setContentsMargins(16, 12, 16, 12)
+        row.setContentsMargins(2 * SPACE, int(1.5 * SPACE), 2 * SPACE, int(1.5 * SPACE))
         text = QLabel()
         self.cards.append((text, pair))
         text.setTextFormat(Qt.TextFormat.RichText)
