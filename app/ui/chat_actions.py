@@ -38,6 +38,9 @@ class ChatActions(QMainWindow):
         if taken is not None:
             self.statusBar().showMessage(taken, 8000)
             return
+        if self.controller.pair is None and self.controller.load_request is not None:
+            self.statusBar().showMessage("The models are still loading: send once they are ready.", 8000)
+            return
         if self.controller.send(text):  # committed: only now may the text leave the box
             self.drafts.sent()
             self.composer.set_note("")

@@ -29,7 +29,10 @@ TEXTS = {
         "Your models are ready. Pick a main model, and a smaller draft model that guesses ahead "
         "so answers arrive faster.",
     ),
-    LOADING: ("Loading the models…", "This takes a few seconds; type your first message meanwhile."),
+    LOADING: (
+        "Loading the models…",
+        "This takes a few seconds. Type your message meanwhile and send it once they are loaded.",
+    ),
     NEW_CHAT: (
         "Start a conversation",
         "Type a message below and press Enter. Words tinted green came from the draft model, "

@@ -7,7 +7,7 @@ import sys
 
 from PySide6.QtCore import Qt
 
-from app.ui.empty_states import NEW_CHAT, NO_PAIR
+from app.ui.empty_states import LOADING, NEW_CHAT, NO_PAIR
 from app.ui.platform_words import this_machine
 from app.ui.welcome import WelcomePanel
 from tests.ui.test_main_window import make_window
@@ -107,3 +107,15 @@ class _Closed:
 
     def exec(self) -> int:
         return 0
+
+
+def test_sending_while_the_models_load_says_so_and_keeps_the_text(qtbot, specchat_home):
+    w = make_window(qtbot, specchat_home)
+    w.controller.load_request = 999  # a load under way that has not answered yet
+    w.show_pane()
+    assert w.stack.currentWidget() is w.empty and w.empty.state == LOADING
+    w.composer.editor.setPlainText("Hi")
+    qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)
+    assert w.composer.editor.toPlainText() == "Hi" and w.need_models.isHidden()
+    assert "still loading" in w.statusBar().currentMessage()
+    w.close()
