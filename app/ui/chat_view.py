@@ -23,7 +23,6 @@ from PySide6.QtGui import (
     QTextCharFormat,
     QTextCursor,
     QTextFormat,
-    QTextFrameFormat,
 )
 from PySide6.QtWidgets import QMessageBox, QTextBrowser, QTextEdit, QToolTip, QWidget
 
@@ -36,6 +35,7 @@ from app.engine.store.transcript import (
     Turn,
     UserTurn,
 )
+from app.ui.bubble import close_bubble, open_bubble
 from app.ui.render import P_MESSAGE, P_PROV, P_REJECTED, P_ROUND, P_TOKEN, Links, Options, Painter
 from app.ui.stats import DIVERGENCE, stats_line, verdict_line
 from app.ui.theme import Theme, current_theme
@@ -258,18 +258,6 @@ class ChatView(QTextBrowser):
             cursor.insertBlock(QTextBlockFormat())
             cursor.insertText(line[0], fmt)
 
-    def _bubble(self, cursor: QTextCursor) -> QTextCursor:
-        """The user's words in a padded, tinted box, so turns read apart at a glance."""
-        frame = QTextFrameFormat()
-        frame.setBackground(QBrush(self.theme.user_bg))
-        frame.setPadding(10)
-        frame.setBorder(1)
-        frame.setBorderBrush(QBrush(self.theme.user_bg.darker(110 if not self.theme.dark else 80)))
-        frame.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
-        frame.setTopMargin(4)
-        cursor.deletePreviousChar()  # the frame starts its own line: no empty one before it
-        return cursor.insertFrame(frame).firstCursorPosition()
-
     def _insert(self, m: Turn) -> None:
         shown = m.text[:SHOWN_CHARS] if isinstance(m, UserTurn) else m.text
         if has_long_run(shown):  # wrapping a long run at word boundaries is quadratic
@@ -278,7 +266,7 @@ class ChatView(QTextBrowser):
         self._live_header = cursor.position()
         self._header(cursor, m)
         if isinstance(m, UserTurn):
-            cursor = self._bubble(cursor)
+            cursor = open_bubble(cursor, self.theme)
             fmt = self._base()
             fmt.setProperty(P_MESSAGE, m.key)
             cursor.insertText(shown, fmt)
@@ -287,10 +275,8 @@ class ChatView(QTextBrowser):
                 muted.setForeground(QBrush(self.theme.muted))
                 more = len(m.text) - len(shown)
                 cursor.insertText(f" … and {more:,} more characters, sent in full (Edit shows them)", muted)
-            cursor = self._cursor()  # out of the bubble, on the line Qt keeps after a frame: kept thin
-            thin = QTextCharFormat()
-            thin.setFontPointSize(1)
-            cursor.setBlockCharFormat(thin)
+            cursor = self._cursor()  # out of the bubble
+            close_bubble(cursor)
             self._actions(cursor, m)
         elif m.live:
             self._live_start = cursor.position()
