@@ -175,5 +175,9 @@ def render_all(out_dir: str) -> int:
     from app.devtools.screenshots_presets import render_presets
 
     render_presets(app, home, out, _wait, _save)
+
+    from app.devtools.screenshots_look import render_look
+
+    render_look(app, home, out, _wait, _save)
     shutil.rmtree(home, ignore_errors=True)
     return 0

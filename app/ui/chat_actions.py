@@ -11,6 +11,7 @@ from app.ui.arena import ArenaDialog
 from app.ui.chat_controller import ChatController
 from app.ui.composer import Composer
 from app.ui.composer_drafts import DraftKeeper
+from app.ui.empty_states import NeedModelsBar
 from app.ui.lossless_view import LosslessChecker
 
 
@@ -20,6 +21,7 @@ class ChatActions(QMainWindow):
     controller: ChatController
     checker: LosslessChecker
     composer: Composer
+    need_models: NeedModelsBar
     drafts: DraftKeeper
     arena: ArenaDialog | None
 
@@ -36,9 +38,15 @@ class ChatActions(QMainWindow):
         if taken is not None:
             self.statusBar().showMessage(taken, 8000)
             return
+        if self.controller.pair is None and self.controller.load_request is not None:
+            self.statusBar().showMessage("The models are still loading: send once they are ready.", 8000)
+            return
         if self.controller.send(text):  # committed: only now may the text leave the box
             self.drafts.sent()
             self.composer.set_note("")
+        elif self.controller.pair is None and self.controller.load_request is None:
+            self.need_models.show()  # the text stays in the box for when the models are loaded
+            self.statusBar().clearMessage()  # the bar says it, with its button
 
     def _regenerate(self, key: int | None) -> None:
         taken = self.engine_taken()

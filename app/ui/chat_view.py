@@ -35,6 +35,7 @@ from app.engine.store.transcript import (
     Turn,
     UserTurn,
 )
+from app.ui.bubble import close_bubble, open_bubble
 from app.ui.ghosts import ghost_lines
 from app.ui.render import P_MESSAGE, P_PROV, P_ROUND, P_TOKEN, Links, Options, Painter
 from app.ui.stats import DIVERGENCE, stats_line, verdict_line
@@ -130,8 +131,9 @@ class ChatView(QTextBrowser):
         self.rebuild()
 
     def set_theme(self, theme: Theme) -> None:
-        self.theme = theme
-        self.rebuild()
+        if theme != self.theme:  # the palette change and the Appearance menu report one switch
+            self.theme = theme
+            self.rebuild()
 
     def rebuild(self) -> None:
         """Whole transcript: on load, option or theme changes, edits; never per token."""
@@ -209,7 +211,7 @@ class ChatView(QTextBrowser):
 
     def _header(self, cursor: QTextCursor, m: Turn) -> None:
         block = QTextBlockFormat()
-        block.setTopMargin(12)
+        block.setTopMargin(18)
         block.setBottomMargin(2)
         if not cursor.atStart():
             cursor.insertBlock(block)
@@ -265,9 +267,7 @@ class ChatView(QTextBrowser):
         self._live_header = cursor.position()
         self._header(cursor, m)
         if isinstance(m, UserTurn):
-            block = QTextBlockFormat()
-            block.setBackground(QBrush(self.theme.user_bg))
-            cursor.setBlockFormat(block)
+            cursor = open_bubble(cursor, self.theme)
             fmt = self._base()
             fmt.setProperty(P_MESSAGE, m.key)
             cursor.insertText(shown, fmt)
@@ -276,6 +276,8 @@ class ChatView(QTextBrowser):
                 muted.setForeground(QBrush(self.theme.muted))
                 more = len(m.text) - len(shown)
                 cursor.insertText(f" … and {more:,} more characters, sent in full (Edit shows them)", muted)
+            cursor = self._cursor()  # out of the bubble
+            close_bubble(cursor)
             self._actions(cursor, m)
         elif m.live:
             self._live_start = cursor.position()

@@ -49,10 +49,16 @@ class Dashboard(QDockWidget):
         self.error_box: QMessageBox | None = None  # the last failed export's message
         self.telemetry = Telemetry()
         self.baseline: BaselineStatus | None = None  # the followed generation's context and plain speed
-        self.rate = Chart("Tokens per second", "line", "s")
-        self.acceptance = Chart("Acceptance by draft position", "bar")
-        self.histogram = Chart("Accepted drafts per round", "bar")
-        self.k_chart = Chart("Draft length k per round", "line", "rounds")
+        self.rate = Chart("Tokens per second", "line", "s", x_axis="time (s)", y_axis="tokens/s")
+        self.acceptance = Chart(
+            "Acceptance by draft position", "bar", x_axis="position in the draft", y_axis="accepted (0–1)"
+        )
+        self.histogram = Chart(
+            "Accepted drafts per round", "bar", x_axis="draft tokens accepted", y_axis="rounds"
+        )
+        self.k_chart = Chart(
+            "Draft length k per round", "line", "rounds", x_axis="round", y_axis="draft length (tokens)"
+        )
         self.summary = QLabel("No generation yet.")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)

@@ -9,6 +9,8 @@ import errno
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
 
+from app.ui.theme import Theme, current_theme
+
 # The newest few are kept: a burst of failures must not grow the banner past the window.
 MAX_MESSAGES = 4
 
@@ -49,10 +51,7 @@ class ErrorBanner(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("errorBanner")
-        self.setStyleSheet(
-            "#errorBanner { background: #fdecea; border-bottom: 1px solid #c0392b; }"
-            " #errorBanner QLabel { color: #7a1f17; }"
-        )
+        self.set_theme(current_theme())
         self.messages: list[str] = []
         self.label = QLabel("")
         self.label.setWordWrap(True)
@@ -65,6 +64,13 @@ class ErrorBanner(QFrame):
         row.addWidget(self.label, 1)
         row.addWidget(self.dismiss_button, 0, Qt.AlignmentFlag.AlignTop)
         self.hide()
+
+    def set_theme(self, theme: Theme) -> None:
+        self.setStyleSheet(
+            f"#errorBanner {{ background: {theme.error_bg.name()};"
+            f" border-bottom: 1px solid {theme.error_border.name()}; }}"
+            f" #errorBanner QLabel {{ color: {theme.error_text.name()}; }}"
+        )
 
     def show_error(self, text: str) -> None:
         if text in self.messages:

@@ -50,7 +50,13 @@ class HistoryView(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.chart = Chart("Speedup per answer, oldest first (dashed: plain = 1×)", "line", "answers")
+        self.chart = Chart(
+            "Speedup per answer, oldest first (dashed: plain = 1×)",
+            "line",
+            "answers",
+            x_axis="answer",
+            y_axis="speedup (×)",
+        )
         top = QHBoxLayout()
         top.addWidget(QLabel("Pair:"))
         top.addWidget(self.pair, 1)

@@ -26,6 +26,7 @@ from app.engine.library.discovery import Sources, default_sources, scan_library
 from app.engine.library.recommended import RecommendedPair
 from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.worker import remembering_worker
+from app.ui.appearance import Appearance
 from app.ui.arena import ArenaDialog
 from app.ui.background import BackgroundTasks
 from app.ui.chat_actions import ChatActions
@@ -35,6 +36,7 @@ from app.ui.chat_waits import ChatWaits
 from app.ui.composer import Composer
 from app.ui.composer_drafts import DraftKeeper
 from app.ui.dashboard import Dashboard
+from app.ui.empty_states import WELCOME, EmptyChat, NeedModelsBar, pane_state
 from app.ui.engine_bridge import EngineBridge, EngineFactory
 from app.ui.error_banner import ErrorBanner, reason, show_error_dialog
 from app.ui.gguf_import import start_import
@@ -72,6 +74,8 @@ class MainWindow(ChatActions):
         self.bridge = EngineBridge(engine_factory, parent=self)
         self.composer, self.strip = Composer(), StatusStrip()
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
+        self.empty, self.need_models = EmptyChat(), NeedModelsBar()
+        self.appearance, self.has_models = Appearance(self.settings, self), False
         self.controller = ChatController(self.store, self.bridge, self.strip, self.settings, self)
         self.view = ChatView(self.controller.transcript)
         self.waits = WaitPanel(self.settings)  # long waits, with time, estimate and Cancel
@@ -115,6 +119,7 @@ class MainWindow(ChatActions):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.view)
         self.stack.addWidget(self.welcome)
+        self.stack.addWidget(self.empty)
         right = QWidget()
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
@@ -123,6 +128,7 @@ class MainWindow(ChatActions):
             (bar, 0),
             (self.banner, 0),
             (self.stack, 1),
+            (self.need_models, 0),
             (self.composer, 0),
             (self.waits, 0),
             (self.strip, 0),
@@ -190,6 +196,7 @@ class MainWindow(ChatActions):
         self.dashboard_action = self.dashboard.toggleViewAction()
         self.dashboard_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
         view.addAction(self.dashboard_action)
+        self.appearance.add_menu(view)
 
     def _wire(self) -> None:
         c = self.controller
@@ -212,7 +219,12 @@ class MainWindow(ChatActions):
         self.sidebar.rename_requested.connect(self.rename_conversation)
         self.sidebar.delete_requested.connect(self.delete_conversation)
         self.view.action.connect(self._on_message_action)
-        self.welcome.choose.connect(self.choose_models)
+        for source in (self.welcome, self.empty, self.need_models):  # every "Choose models…" button
+            source.choose.connect(self.choose_models)
+        c.pair_changed.connect(lambda _text: self.show_pane())
+        c.transcript.observers.append(lambda *_: self.show_pane())
+        for part in (self.view, self.empty, self.need_models, self.welcome, self.banner):
+            self.appearance.changed.connect(part.set_theme)
         self.welcome.import_gguf.connect(self.import_gguf)
         self.welcome.add_folder.connect(self.add_folder)
         self.welcome.download.connect(self._download_pair)
@@ -289,10 +301,14 @@ class MainWindow(ChatActions):
         if isinstance(result, Exception):
             self.report_error(f"Could not scan the model folders: {result}")
             return
-        usable = [f for f in result[0] if f.usable]
-        self.stack.setCurrentWidget(
-            self.welcome if not usable and self.controller.pair is None else self.view
-        )
+        self.has_models = any(f.usable for f in result[0])
+        self.show_pane()
+
+    def show_pane(self) -> None:  # the welcome, an empty state with its next step, or the chat
+        pane = pane_state(self.has_models, self.controller)
+        self.need_models.setVisible(not self.need_models.isHidden() and self.controller.pair is None)
+        self.empty.show_state(pane)
+        self.stack.setCurrentWidget({None: self.view, WELCOME: self.welcome}.get(pane, self.empty))
 
     def picker(self) -> PickerDialog:
         dialog = PickerDialog(self.sources, parent=self)
@@ -342,7 +358,7 @@ class MainWindow(ChatActions):
         self.pair_label.setText("Loading…")
         self.dashboard.clear()  # its charts were the replaced pair's
         self.controller.load_pair(main, draft, mode)
-        self.stack.setCurrentWidget(self.view)
+        self.show_pane()
 
     def add_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Add a folder of models")
