@@ -167,5 +167,8 @@ def render_all(out_dir: str) -> int:
     from app.devtools.screenshots_checks import render_checks
 
     render_checks(app, home, out, _wait, _save)
+    from app.devtools.screenshots_markdown import render_markdown
+
+    render_markdown(app, home, out, _wait, _save)
     shutil.rmtree(home, ignore_errors=True)
     return 0
