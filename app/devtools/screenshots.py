@@ -179,5 +179,9 @@ def render_all(out_dir: str) -> int:
     from app.devtools.screenshots_look import render_look
 
     render_look(app, home, out, _wait, _save)
+
+    from app.devtools.screenshots_markdown import render_markdown
+
+    render_markdown(app, home, out, _wait, _save)
     shutil.rmtree(home, ignore_errors=True)
     return 0

@@ -2,7 +2,7 @@
 
 It draws a `Transcript` (app.engine.store.transcript) that the chat controller owns, following
 its change notifications; it keeps no copy of the conversation. Only the last message changes
-while streaming; a finished answer is re-rendered once, as markdown. The browser loads nothing:
+while streaming, drawn as markdown as it grows (app.ui.live_markdown). The browser loads nothing:
 `loadResource` answers every URL with nothing and links go through a confirmation before the
 system browser sees them.
 """
@@ -37,6 +37,7 @@ from app.engine.store.transcript import (
 )
 from app.ui.bubble import close_bubble, open_bubble
 from app.ui.ghosts import ghost_lines
+from app.ui.live_markdown import LiveAnswer
 from app.ui.render import P_MESSAGE, P_PROV, P_ROUND, P_TOKEN, Links, Options, Painter
 from app.ui.stats import DIVERGENCE, stats_line, verdict_line
 from app.ui.theme import Theme, current_theme
@@ -72,10 +73,10 @@ class ChatView(QTextBrowser):
         self.links = Links()
         self.resource_requests: list[str] = []  # what output asked to load (never loaded)
         self.confirm_link = self._confirm  # replaced in tests
-        self._live_start = self._live_header = 0
-        self._painted = 0
+        self._live_header = self._painted = 0
         self._run_tail = ""  # the live answer's last characters without a space, up to LONG_RUN + 1
-        self._rejected_seen = 0
+        self._live: LiveAnswer | None = None
+        self._note_at = 0  # where the live answer's header takes its note once it stops
 
     # -- safety ---------------------------------------------------------------------------------
     def loadResource(self, kind: int, url: QUrl | str) -> Any:
@@ -221,12 +222,13 @@ class ChatView(QTextBrowser):
         fmt.setFontWeight(QFont.Weight.Bold)
         fmt.setProperty(P_MESSAGE, m.key)
         cursor.insertText("You" if isinstance(m, UserTurn) else "Assistant", fmt)
+        self._note_at = cursor.position()
         note = "" if isinstance(m, AnswerTurn) and m.live else NOTES.get(m.state, "")
         if note:
             muted = self._base()
             muted.setForeground(QBrush(self.theme.muted))
             cursor.insertText(note, muted)
-        cursor.insertBlock(QTextBlockFormat())
+        cursor.insertBlock(QTextBlockFormat(), self._base())  # a note added later changes nothing
 
     def _actions(self, cursor: QTextCursor, m: Turn) -> None:
         names = (
@@ -280,9 +282,9 @@ class ChatView(QTextBrowser):
             close_bubble(cursor)
             self._actions(cursor, m)
         elif m.live:
-            self._live_start = cursor.position()
-            self._painted = self._rejected_seen = 0
-            self._run_tail = ""
+            self._painted, self._run_tail = 0, ""
+            painter = Painter(cursor, self.theme, self.options, m.key)
+            self._live = LiveAnswer(painter, self._base(), self.links)
             self.paint_live(m)
         else:
             Painter(cursor, self.theme, self.options, m.key).markdown(m.answer, self._base(), self.links)
@@ -300,27 +302,33 @@ class ChatView(QTextBrowser):
             wrap_anywhere(self, True)
         tail = text[-LONG_RUN - 1 :]
         self._run_tail = tail.split()[-1] if tail.strip() and not tail[-1].isspace() else ""
-        rejected = {i: t for i, t in m.answer.rejected[self._rejected_seen :]}
-        self._rejected_seen = len(m.answer.rejected)
         cursor = self._cursor()
         cursor.beginEditBlock()  # the batch is laid out once, not once per token
-        Painter(cursor, self.theme, self.options, m.key).tokens(
-            m.answer, self._painted, ready, self._base(), rejected
-        )
+        if self._live is not None:
+            self._live.grow(m.answer, ready)
         cursor.endEditBlock()
         self._painted = ready
         if at_end:
             self.scroll_to_end()
 
     def finish_live(self, m: AnswerTurn) -> None:
-        """Replace the live plain text with the rendered markdown, once."""
+        """Draw the open part as final blocks; what was final already stays as it is."""
         at_end = self._at_end()
         cursor = QTextCursor(self.document())
-        cursor.setPosition(self._live_header)
-        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.beginEditBlock()
-        cursor.removeSelectedText()
-        self._insert(m)
+        self.paint_live(m)  # the last tokens, and the wrapping check over them
+        live, self._live = self._live, None
+        if live is not None and live.finish(m.answer):
+            muted = self._base()
+            muted.setForeground(QBrush(self.theme.muted))
+            cursor.setPosition(self._note_at)
+            cursor.insertText(NOTES.get(m.state, ""), muted)  # "· stopped" and the like
+            self._actions(self._cursor(), m)
+        else:  # redraw the whole answer
+            cursor.setPosition(self._live_header)
+            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+            self._insert(m)
         cursor.endEditBlock()
         if at_end:
             self.scroll_to_end()

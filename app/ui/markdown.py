@@ -37,6 +37,7 @@ class Block:
     level: int = 0  # heading level, or list nesting depth
     marker: str = ""  # list bullet or number, as written
     lang: str = ""  # code fence language
+    unclosed: bool = False  # a fence that runs to the end of the text
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
@@ -48,7 +49,26 @@ def _lines(text: str) -> list[tuple[int, str]]:
 
 
 def parse(text: str) -> list[Block]:
+    return parse_open(text)[0]
+
+
+def fence_closes(line: str, closing: str) -> bool:
+    return line.strip().startswith(closing)
+
+
+def fence_marker(line: str) -> str:
+    """The backticks or tildes that open a fence on this line ("" if it opens none)."""
+    fence = _FENCE.match(line)
+    return fence.group(1) if fence else ""
+
+
+def parse_open(text: str) -> tuple[list[Block], int, int]:
+    """Blocks, and how many of them more text cannot change with the offset where the rest starts.
+
+    That offset is a line start where nothing is pending (after a blank line, a list item, a heading
+    or a closed fence) or where a fence opens: parsing from there on gives the same blocks."""
     blocks: list[Block] = []
+    settled = (0, 0)
     lines = _lines(text)
     para: list[tuple[int, str]] = []
     kind, level, marker = "p", 0, ""
@@ -67,20 +87,29 @@ def parse(text: str) -> list[Block]:
     i = 0
     while i < len(lines):
         start, line = lines[i]
+        if not para:
+            settled = (len(blocks), start)
         fence = _FENCE.match(line)
         if fence:
             flush()
+            settled = (len(blocks), start)
             closing, j = fence.group(1), i + 1
-            while j < len(lines) and not lines[j][1].strip().startswith(closing):
+            while j < len(lines) and not fence_closes(lines[j][1], closing):
                 j += 1
-            body = lines[i + 1 : j]
+            body, unclosed = lines[i + 1 : j], j >= len(lines)
             if body:
                 end = body[-1][0] + len(body[-1][1])
                 blocks.append(
-                    Block("code", (Span(body[0][0], end, frozenset({"code"})),), lang=fence.group(2))
+                    Block(
+                        "code",
+                        (Span(body[0][0], end, frozenset({"code"})),),
+                        lang=fence.group(2),
+                        unclosed=unclosed,
+                    )
                 )
             else:
-                blocks.append(Block("code", (Span(start, start, frozenset({"code"})),), lang=fence.group(2)))
+                span = Span(start, start, frozenset({"code"}))
+                blocks.append(Block("code", (span,), lang=fence.group(2), unclosed=unclosed))
             i = j + 1
             continue
         heading, item, quote = _HEADING.match(line), _ITEM.match(line), _QUOTE.match(line)
@@ -112,7 +141,7 @@ def parse(text: str) -> list[Block]:
             para.append((start, line))
         i += 1
     flush()
-    return blocks
+    return blocks, settled[0], settled[1]
 
 
 def _find(text: str, needle: str, start: int, end: int) -> int:

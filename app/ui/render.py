@@ -44,10 +44,13 @@ class Links:
 
     urls: list[str] = field(default_factory=list)
     code: list[str] = field(default_factory=list)
+    _known: dict[str, int] = field(default_factory=dict)  # the live answer links again each tick
 
     def link(self, url: str) -> str:
-        self.urls.append(url)
-        return f"specchat:link/{len(self.urls) - 1}"
+        if url not in self._known:
+            self._known[url] = len(self.urls)
+            self.urls.append(url)
+        return f"specchat:link/{self._known[url]}"
 
     def copy(self, code: str) -> str:
         self.code.append(code)
@@ -75,13 +78,17 @@ class Painter:
 
     def __init__(self, cursor: QTextCursor, theme: Theme, options: Options, key: int) -> None:
         self.cursor, self.theme, self.options, self.key = cursor, theme, options, key
+        # the answer's text from `origin` on: the live view keeps only its open part, so that a
+        # tick never joins the whole answer
+        self.source, self.origin = "", 0
         self.backgrounds = {
             Provenance.DRAFT: QBrush(theme.draft_bg),
             Provenance.LOOKUP: QBrush(theme.lookup_bg),
         }
-        self.marked: set[int] = set()  # tokens where the main model refused a draft (ghosts on)
 
-    def token_format(self, base: QTextCharFormat, answer: Answer, index: int) -> QTextCharFormat:
+    def token_format(
+        self, base: QTextCharFormat, answer: Answer, index: int, refused: bool = False
+    ) -> QTextCharFormat:
         fmt = QTextCharFormat(base)
         prov = answer.provenance[index]
         if self.options.highlight and prov in self.backgrounds:
@@ -90,7 +97,7 @@ class Painter:
         fmt.setProperty(P_PROV, prov.value)
         fmt.setProperty(P_ROUND, answer.rounds[index])
         fmt.setProperty(P_MESSAGE, self.key)
-        if index in self.marked:
+        if refused:
             # A dotted underline marks the spot; the refused text is in the tooltip (app.ui.ghosts),
             # never inline, so the answer reads as it was written.
             fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.DotLine)
@@ -98,49 +105,44 @@ class Painter:
             fmt.setProperty(P_REJECTED, True)
         return fmt
 
-    def mark(self, answer: Answer, rejected: dict[int, str] | None) -> None:
-        """A refusal after the answer's last token marks that last token."""
-        if self.options.show_rejected and rejected and answer.parts:
-            self.marked = {min(i, len(answer.parts) - 1) for i in rejected}
-
-    def tokens(
-        self,
-        answer: Answer,
-        first: int,
-        last: int,
-        base: QTextCharFormat,
-        rejected: dict[int, str] | None = None,
-    ) -> None:
-        """Stream tokens first..last-1 as plain text (the live view)."""
-        self.mark(answer, rejected)
-        for i in range(first, last):
-            if answer.parts[i]:
-                self.cursor.insertText(answer.parts[i], self.token_format(base, answer, i))
-
     # -- markdown -------------------------------------------------------------------------------
     def markdown(self, answer: Answer, base: QTextCharFormat, links: Links) -> None:
-        text = answer.text
+        self.source, self.origin = answer.text, 0
         rejected = {i: t for i, t in answer.rejected} if self.options.show_rejected else {}
-        self.mark(answer, rejected)
-        after_code = False
-        for n, block in enumerate(parse(text)):
-            if n:
-                spaced = QTextBlockFormat()
-                spaced.setTopMargin(
-                    8 if after_code else 0
-                )  # every code line shares one format: space goes here
-                self.cursor.insertBlock(spaced, base)
-            after_code = block.kind == "code"
-            if block.kind == "code":
-                self._code(answer, block, base, links)
-            elif block.kind == "hr":
-                fmt = QTextBlockFormat()
-                fmt.setProperty(QTextFormat.Property.BlockTrailingHorizontalRulerWidth, 1)
-                self.cursor.setBlockFormat(fmt)
-            else:
-                self._prose(answer, block, base, links)
+        after: bool | None = None
+        for block in parse(self.source):
+            after = self.block(answer, block, base, links, rejected, after)
 
-    def _prose(self, answer: Answer, block: Block, base: QTextCharFormat, links: Links) -> None:
+    def block(
+        self,
+        answer: Answer,
+        block: Block,
+        base: QTextCharFormat,
+        links: Links,
+        rejected: dict[int, str],
+        after: bool | None,
+        live: bool = False,
+    ) -> bool:
+        """One block; `after`: None for the answer's first, else whether the one before was code.
+        A `live` code block may still grow: no colours and no copy button until it is whole.
+        Returns whether this block is code, for the next one's spacing."""
+        if after is not None:
+            spaced = QTextBlockFormat()
+            spaced.setTopMargin(8 if after else 0)  # every code line shares one format: space goes here
+            self.cursor.insertBlock(spaced, base)
+        if block.kind == "code":
+            self._code(answer, block, base, links, rejected, live)
+        elif block.kind == "hr":
+            fmt = QTextBlockFormat()
+            fmt.setProperty(QTextFormat.Property.BlockTrailingHorizontalRulerWidth, 1)
+            self.cursor.setBlockFormat(fmt)
+        else:
+            self._prose(answer, block, base, links, rejected)
+        return block.kind == "code"
+
+    def _prose(
+        self, answer: Answer, block: Block, base: QTextCharFormat, links: Links, rejected: dict[int, str]
+    ) -> None:
         fmt = QTextBlockFormat(self.cursor.blockFormat())
         fmt.setBottomMargin(4)
         char = QTextCharFormat(base)
@@ -162,7 +164,7 @@ class Painter:
         anchors: dict[str, str] = {}
         for span in block.spans:
             fmt_span = self._span_format(char, span, links, anchors)
-            self._slice(answer, span.start, span.end, fmt_span, soft_breaks=True)
+            self._slice(answer, span.start, span.end, fmt_span, rejected, soft_breaks=True)
 
     def _span_format(
         self, char: QTextCharFormat, span: Span, links: Links, anchors: dict[str, str]
@@ -191,6 +193,7 @@ class Painter:
         start: int,
         end: int,
         fmt: QTextCharFormat,
+        rejected: dict[int, str],
         soft_breaks: bool = False,
     ) -> None:
         """Insert answer.text[start:end] cut at token boundaries, each piece in its token's format."""
@@ -203,14 +206,28 @@ class Painter:
             if soft_breaks:
                 piece = piece.replace("\n", "\u2028")
             if piece:
-                self.cursor.insertText(piece, self.token_format(fmt, answer, i))
+                self.cursor.insertText(piece, self.token_format(fmt, answer, i, i in rejected))
             if stop <= pos:  # an empty token at this offset: step past it
                 stop = pos + 1
             pos = stop
 
-    def _code(self, answer: Answer, block: Block, base: QTextCharFormat, links: Links) -> None:
+    def code_format(self, base: QTextCharFormat) -> QTextCharFormat:
+        code_fmt = QTextCharFormat(base)
+        code_fmt.setFontFamilies(mono().families())
+        code_fmt.setFontFixedPitch(True)
+        return code_fmt
+
+    def _code(
+        self,
+        answer: Answer,
+        block: Block,
+        base: QTextCharFormat,
+        links: Links,
+        rejected: dict[int, str],
+        live: bool = False,
+    ) -> None:
         span = block.spans[0]
-        code = answer.text[span.start : span.end]
+        code = self.source[span.start - self.origin : span.end - self.origin]
         header = QTextBlockFormat()
         header.setTopMargin(6)
         header.setBackground(QBrush(self.theme.code_bg))
@@ -218,26 +235,25 @@ class Painter:
         muted = QTextCharFormat(base)
         muted.setForeground(QBrush(self.theme.muted))
         self.cursor.insertText(f"{block.lang or 'code'}   ", muted)
-        button = QTextCharFormat(muted)
-        button.setAnchor(True)
-        button.setAnchorHref(links.copy(code))
-        button.setForeground(QBrush(self.theme.link))
-        button.setToolTip("Copy this code")
-        self.cursor.insertText("Copy code", button)
+        if not live:
+            button = QTextCharFormat(muted)
+            button.setAnchor(True)
+            button.setAnchorHref(links.copy(code))
+            button.setForeground(QBrush(self.theme.link))
+            button.setToolTip("Copy this code")
+            self.cursor.insertText("Copy code", button)
         body = QTextBlockFormat()
         body.setBackground(QBrush(self.theme.code_bg))
         body.setLeftMargin(8)
         body.setNonBreakableLines(True)
-        code_fmt = QTextCharFormat(base)
-        code_fmt.setFontFamilies(mono().families())
-        code_fmt.setFontFixedPitch(True)
+        code_fmt = self.code_format(base)
         self.cursor.insertBlock(body, code_fmt)
-        for a, b, kind in self._lexed(code, block.lang):
+        for a, b, kind in self._lexed(code, "" if live else block.lang):
             fmt = QTextCharFormat(code_fmt)
             colour = self._syntax_colour(kind)
             if colour is not None:
                 fmt.setForeground(QBrush(colour))
-            self._slice(answer, span.start + a, span.start + b, fmt)
+            self._slice(answer, span.start + a, span.start + b, fmt, rejected)
 
     def _lexed(self, code: str, lang: str) -> list[tuple[int, int, str]]:
         if get_lexer_by_name is None or not lang:

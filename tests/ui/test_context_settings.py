@@ -8,7 +8,7 @@ from app.engine.protocol import ContextOverflow, Generate
 from app.engine.store.transcript import AnswerStats
 from app.ui.settings_dialog import ChatSettings, SettingsDialog
 from app.ui.stats import LiveStats, StatusStrip, stats_line
-from tests.ui.test_main_window import engine, type_and_send, window  # noqa: F401  (a fixture)
+from tests.ui.test_main_window import engine, type_and_send
 
 STOPPED = (
     "drafting stopped at 2,048 tokens, the draft model's context; the rest of the answer is plain decoding"
@@ -26,7 +26,7 @@ def test_the_dialog_offers_refuse_by_default_and_drop_oldest(qtbot):
     assert ChatSettings.from_dict({"overflow": "truncate"}).overflow == "refuse"  # a damaged row still opens
 
 
-def test_the_choice_travels_with_the_generate_command(qtbot, window):  # noqa: F811
+def test_the_choice_travels_with_the_generate_command(qtbot, window):
     window.controller.chat_settings = ChatSettings(max_tokens=5, overflow="drop_oldest")
     type_and_send(qtbot, window, "hello")
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)

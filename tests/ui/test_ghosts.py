@@ -8,7 +8,7 @@ from PySide6.QtGui import QHelpEvent, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from app.ui.ghosts import SHOWN, ghost_lines
-from tests.ui.test_main_window import engine, type_and_send, window  # noqa: F401  (a fixture)
+from tests.ui.test_main_window import engine, type_and_send
 
 WORDS = ["Otters", " hold", " hands", " while", " they", " sleep", " so", " they", " stay", " together."]
 
@@ -26,7 +26,7 @@ def hover(monkeypatch, view, position: int) -> str:
     return shown[-1] if shown else ""
 
 
-def test_ghosts_are_off_by_default_then_shown_on_hover_not_inline(qtbot, window, monkeypatch):  # noqa: F811
+def test_ghosts_are_off_by_default_then_shown_on_hover_not_inline(qtbot, window, monkeypatch):
     assert not window.view.options.show_rejected and not window.rejected_action.isChecked()
     window.rejected_action.trigger()  # View ▸ Show refused drafts
     assert window.view.options.show_rejected

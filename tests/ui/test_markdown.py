@@ -279,3 +279,24 @@ def test_escaped_markers_and_html_stay_literal() -> None:
     spans = parse(text)[0].spans
     assert "".join(text[s.start : s.end] for s in spans) == "2 * 3 is <b>six</b>, a **b**"
     assert [text[s.start : s.end] for s in spans if "code" in s.style] == ["a **b**"]
+
+
+def shifted(
+    blocks: list[Block], by: int
+) -> list[tuple[str, tuple[tuple[int, int, frozenset[str], str | None], ...]]]:
+    return [(b.kind, tuple((s.start + by, s.end + by, s.style, s.href) for s in b.spans)) for b in blocks]
+
+
+MARKDOWNISH = st.text(alphabet="*_`[]()!\\<>#-+> \n~|ab1.", max_size=300)
+
+
+@settings(max_examples=400)
+@given(st.one_of(MARKDOWNISH, documents().map(lambda d: d.text)), st.data())
+def test_a_cut_found_while_streaming_holds_for_the_whole_text(text: str, data: st.DataObject) -> None:
+    """What the live view draws as final before the cut is what the whole answer parses to, and the
+    rest parses alone from the cut: so streamed pieces, once finished, read as the one-shot render."""
+    whole = shifted(parse(text), 0)
+    prefix = text[: data.draw(st.integers(0, len(text)), label="streamed so far")]
+    blocks, settled, cut = markdown.parse_open(prefix)
+    assert shifted(blocks[:settled], 0) == whole[:settled]
+    assert shifted(parse(text[cut:]), cut) == whole[settled:]

@@ -9,7 +9,7 @@ from app.engine.decoding.acceptance import AcceptanceRule
 from app.engine.features.presets import CUSTOM, PRESETS
 from app.engine.protocol import Generate, SpeculationMode
 from app.ui.settings_dialog import ChatSettings, SettingsDialog
-from tests.ui.test_main_window import engine, make_window, type_and_send, window  # noqa: F401  (a fixture)
+from tests.ui.test_main_window import engine, make_window, type_and_send
 
 
 def choose(combo, name: str) -> None:
@@ -38,7 +38,7 @@ def test_the_dialog_offers_named_presets_and_fills_the_fields(qtbot):
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.name)
-def test_each_preset_sends_its_exact_values(qtbot, window, preset):  # noqa: F811
+def test_each_preset_sends_its_exact_values(qtbot, window, preset):
     window.controller.chat_settings = ChatSettings(max_tokens=5)
     choose(window.composer.preset, preset.name)
     assert window.composer.preset.currentText() == preset.name
@@ -81,7 +81,7 @@ def test_the_preset_is_per_conversation_and_survives_reopening(qtbot, specchat_h
     again.close()
 
 
-def test_a_value_edited_in_settings_shows_custom_in_the_composer(qtbot, window, monkeypatch):  # noqa: F811
+def test_a_value_edited_in_settings_shows_custom_in_the_composer(qtbot, window, monkeypatch):
     edited = ChatSettings().with_preset("Balanced")
     assert edited.preset == "Balanced"
     monkeypatch.setattr(SettingsDialog, "exec", lambda self: True)

@@ -1,0 +1,144 @@
+"""Markdown while an answer streams: bold, lists and code read as they will once it finishes, each
+token keeps its colour, a cut-off answer keeps its code, and a long code block costs little per batch.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PySide6.QtGui import QFont
+
+import app.ui.live_markdown as live_markdown
+from app.engine.decoding.events import Provenance, TokenEvent
+from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Transcript
+from app.ui.chat_view import ChatView
+from app.ui.render import P_TOKEN
+from tests.ui.test_chat_view import fragments
+from tests.ui.test_markdown import documents
+
+D, M, L = Provenance.DRAFT, Provenance.MAIN, Provenance.LOOKUP
+
+
+def stream(view: ChatView, pieces: list[tuple[str, Provenance]], batches: list[int]) -> AnswerTurn:
+    """Start an answer and show it in batches: `batches` are token counts where a batch ends."""
+    m = view.transcript.start_answer(1)
+    for i, (text, prov) in enumerate(pieces):
+        m.answer.add(TokenEvent(i, text, prov, 0.0, i // 3, i))
+    for ready in [*batches, len(pieces)]:
+        view.transcript.extend_answer(m, ready)
+    return m
+
+
+def rendered(view: ChatView) -> str:
+    """The document as HTML, with our link and copy anchors replaced by what they point to."""
+    links = view.links
+
+    def target(match: re.Match[str]) -> str:
+        n = int(match.group(2))
+        return html.escape(links.urls[n] if match.group(1) == "link" else links.code[n])
+
+    return re.sub(r"specchat:(link|copy)/(\d+)", target, view.document().toHtml())
+
+
+def test_markdown_is_drawn_while_the_answer_streams(qtbot):
+    view = ChatView(Transcript())
+    qtbot.addWidget(view)
+    pieces = [
+        ("Some ", M),
+        ("**bo", D),
+        ("ld** ", D),
+        ("words", L),
+        ("\n\n- one\n", M),
+        ("- two\n\n```py", M),
+        ("thon\ndef f():\n", D),
+        ("    return **1**\n", M),
+        ("    # still open", D),
+    ]
+    stream(view, pieces, [2, 4, 6, 8])  # not finished: the fence is still open
+    shown = view.toPlainText()
+    assert "**bo" not in shown and "ld**" not in shown and "- one" not in shown and "```" not in shown
+    assert "• one" in shown and "• two" in shown
+    assert "def f():\n    return **1**\n    # still open" in shown  # code shows as typed
+    frags = [f for f in fragments(view) if f[1] is not None]
+    assert ("bo", 1, "draft", True) in frags and ("words", 3, "lookup", True) in frags
+    bold = next(f for f in view_fragments(view) if f[0] == "bo")
+    assert bold[1].fontWeight() == QFont.Weight.Bold
+    code = next(f for f in view_fragments(view) if f[0].startswith("def f"))
+    assert code[1].fontFixedPitch() and code[1].property(P_TOKEN) == 6
+
+
+def view_fragments(view: ChatView) -> list:
+    out = []
+    block = view.document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            out.append((it.fragment().text(), it.fragment().charFormat()))
+            it += 1
+        block = block.next()
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(doc=documents(), data=st.data())
+def test_streamed_pieces_once_finished_render_as_the_whole_answer(qapp, doc, data):
+    """Any text in any pieces: the finished stream is the one-shot render, and no batch re-reads
+    more than the open block (an open code fence is never re-read: its lines are appended)."""
+    text = doc.text
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, len(text) - 1)), max_size=12), label="cuts")))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)]) if b > a]
+    provs = data.draw(st.lists(st.sampled_from([M, D, L]), min_size=len(pieces), max_size=len(pieces)))
+    batches = sorted(set(data.draw(st.lists(st.integers(1, len(pieces)), max_size=6), label="batches")))
+    state = data.draw(st.sampled_from([MessageState.COMPLETE, MessageState.CANCELLED]))
+    parsed: list[int] = []
+    parse_open = live_markdown.parse_open
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(live_markdown, "parse_open", lambda t: (parsed.append(len(t)), parse_open(t))[1])
+        live = ChatView(Transcript())
+        m = stream(live, list(zip(pieces, provs)), batches)
+    streamed_parses = parsed[:]
+    live.transcript.finish_answer(m, state, AnswerStats())
+    once = ChatView(Transcript([AnswerTurn(1, m.answer, state=state)]))
+    once.rebuild()
+    assert rendered(live) == rendered(once)
+    prose = max((len(c) for c in text.split("\n\n") if not c.startswith("```")), default=0)
+    ends = [0, *batches, len(pieces)]
+    batch = max(sum(map(len, pieces[a:b])) for a, b in zip(ends, ends[1:]))  # the most new text at once
+    assert max(streamed_parses, default=0) <= prose + batch + 2
+    live.deleteLater()
+    once.deleteLater()
+
+
+def test_a_long_open_code_block_costs_each_batch_only_its_new_lines(qtbot, monkeypatch):
+    parsed: list[int] = []
+    parse_open = live_markdown.parse_open
+    monkeypatch.setattr(live_markdown, "parse_open", lambda t: (parsed.append(len(t)), parse_open(t))[1])
+    view = ChatView(Transcript())
+    qtbot.addWidget(view)
+    lines = [(f"    total += {n}", M if n % 2 else D) for n in range(3000)]
+    pieces = [("Sum:\n\n```python\ndef f():\n", M)] + [(t + "\n", p) for t, p in lines]
+    m = stream(view, pieces, list(range(1, len(pieces))))
+    assert len(parsed) < 5 and max(parsed) < 100  # after the fence opened, lines were only appended
+    assert view.toPlainText().endswith("    total += 2998\n    total += 2999\n")
+    m.answer.add(TokenEvent(len(pieces), "```\nDone.", M, 0.0, 0, len(pieces)))
+    view.transcript.extend_answer(m, len(pieces) + 1)
+    assert max(parsed) < 100  # closing the fence drew the block once, without parsing it again
+    view.transcript.finish_answer(m, MessageState.COMPLETE, AnswerStats())
+    assert view.links.code == ["def f():\n" + "".join(t + "\n" for t, _ in lines).removesuffix("\n")]
+    assert view.toPlainText().rstrip().splitlines()[-2] == "Done."
+
+
+def test_an_answer_stopped_inside_a_code_block_keeps_its_code(qtbot):
+    view = ChatView(Transcript())
+    qtbot.addWidget(view)
+    pieces = [("Here:\n\n", M), ("```python\n", M), ("def f(x):\n", D), ("    return x", M)]
+    m = stream(view, pieces, [1, 2, 3])
+    view.transcript.finish_answer(m, MessageState.CANCELLED, AnswerStats())
+    shown = view.toPlainText()
+    assert "Assistant  · stopped" in shown and "python   Copy code" in shown
+    assert "def f(x):\n    return x" in shown and "```" not in shown
+    assert view.links.code == ["def f(x):\n    return x"]
