@@ -38,6 +38,7 @@ from app.ui.engine_bridge import EngineBridge, EngineFactory
 from app.ui.error_banner import ErrorBanner, reason, show_error_dialog
 from app.ui.gguf_import import start_import
 from app.ui.lossless_view import LosslessChecker
+from app.ui.new_models import NewModels
 from app.ui.picker import PickerDialog
 from app.ui.recovery_notice import show_recovery
 from app.ui.render import Options
@@ -76,6 +77,7 @@ class MainWindow(ChatActions):
         self.dashboard = Dashboard(self, history=self.controller.history)
         self.checker = LosslessChecker(self.controller, self)
         self.arena: ArenaDialog | None = None
+        self.new_models = NewModels(self.load_pair, lambda: self.controller.pair, self)
         self._build()
         self._menus()
         self._wire()
@@ -288,6 +290,7 @@ class MainWindow(ChatActions):
         dialog = PickerDialog(self.sources, parent=self)
         dialog.import_requested.connect(self.start_import)
         dialog.downloads.failed.connect(self.report_error)
+        self.new_models.follow(dialog, self.controller.pair[0] if self.controller.pair else None)
         return dialog
 
     def choose_models(self) -> None:
@@ -351,7 +354,8 @@ class MainWindow(ChatActions):
             self.start_import(path)
 
     def start_import(self, path: str) -> None:
-        start_import(self.background, path, self._show_import, self.scan, self.report_error)
+        on = (self._show_import, self.scan, self.report_error, self.new_models.arrived)
+        start_import(self.background, path, *on)
 
     def _show_import(self, text: str) -> None:
         self.welcome.status.setText(text)
