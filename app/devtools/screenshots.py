@@ -165,7 +165,9 @@ def render_all(out_dir: str) -> int:
     picker.close()
 
     from app.devtools.screenshots_checks import render_checks
+    from app.devtools.screenshots_library import render_library
 
     render_checks(app, home, out, _wait, _save)
+    render_library(app, out, _wait, _save)
     shutil.rmtree(home, ignore_errors=True)
     return 0

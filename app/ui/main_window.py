@@ -26,6 +26,7 @@ from app.engine.library.discovery import Sources, default_sources, scan_library
 from app.engine.library.recommended import RecommendedPair
 from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.worker import remembering_worker
+from app.ui import window_state as state
 from app.ui.arena import ArenaDialog
 from app.ui.background import BackgroundTasks
 from app.ui.chat_actions import ChatActions
@@ -61,7 +62,7 @@ class MainWindow(ChatActions):
     ) -> None:
         super().__init__()
         self.setWindowTitle(PRODUCT_NAME)
-        self.settings = settings or QSettings()
+        self.settings = settings or state.app_settings()
         self.sources = sources or default_sources(tuple(Path(p) for p in self._folders()))
         self.store = store or ConversationStore()
         self.banner = ErrorBanner()  # failures stay here until dismissed; the status bar forgets
@@ -81,7 +82,9 @@ class MainWindow(ChatActions):
         self._build()
         self._menus()
         self._wire()
+        state.restore_window(self, self)
         self.refresh_sidebar()
+        state.reopen_conversation(self)
         self.recovery_notice = show_recovery(self, self.store.recovery)
         self.view.set_options(
             Options(
@@ -194,6 +197,8 @@ class MainWindow(ChatActions):
         c.baseline_status.connect(self.dashboard.set_baseline)
         c.history_changed.connect(self.dashboard.history.refresh)
         c.conversations_changed.connect(self.refresh_sidebar)
+        for changed in (c.switched, c.conversations_changed):
+            changed.connect(lambda: state.remember_conversation(self))
         c.pair_changed.connect(self.pair_label.setText)
         c.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         c.failed.connect(self.report_error)
@@ -379,6 +384,7 @@ class MainWindow(ChatActions):
         checks between rounds); background tasks (scans, tokenizer loads, an import) are dropped, so
         none reports to a window being torn down. The window is hidden first: the wait (up to 5 s)
         is the app's, not the user's."""
+        state.save_window(self, self)
         self.hide()
         self.drafts.save()
         self.controller.stop()
