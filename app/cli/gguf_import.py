@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from app.engine.gguf.child import ImportFailed, ImportFinished, ImportProgress, default_output, run_import
+from app.engine.gguf.child import ImportFailed, ImportFinished, ImportProgress, run_import
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the .gguf file to import")
-    parser.add_argument("--out", help="output folder (default: <model cache>/mlx/<name>-<bits>bit)")
+    parser.add_argument(
+        "--out",
+        help="output folder (default: <name>-<bits>bit in SpecChat's models folder, where the app lists it)",
+    )
     parser.add_argument(
         "--bits",
         type=int,
@@ -23,14 +26,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = args.out or default_output(args.file, args.bits)
     stage = None
-    for event in run_import(args.file, out, args.bits, overwrite=args.overwrite):
+    for event in run_import(args.file, args.out or None, args.bits, overwrite=args.overwrite):
         if isinstance(event, ImportProgress):
             if event.stage != stage or event.done == event.total:
                 stage = event.stage
                 pct = 100 * event.done // max(event.total, 1)
                 print(f"[{event.stage}] {pct:3d}% {event.message}", file=sys.stderr)
+        elif isinstance(event, ImportFinished) and event.existing:
+            print("already in the library: nothing to import", file=sys.stderr)
+            print(event.path)
+            return 0
         elif isinstance(event, ImportFinished):
             print(
                 f"imported in {event.seconds:.1f} s, peak memory {event.peak_rss_bytes / 2**30:.2f} GiB",

@@ -165,6 +165,7 @@ def render_all(out_dir: str) -> int:
     picker.close()
 
     from app.devtools.screenshots_checks import render_checks
+    from app.devtools.screenshots_library import render_library
 
     render_checks(app, home, out, _wait, _save)
 
@@ -183,5 +184,7 @@ def render_all(out_dir: str) -> int:
     from app.devtools.screenshots_markdown import render_markdown
 
     render_markdown(app, home, out, _wait, _save)
+
+    render_library(app, out, _wait, _save)
     shutil.rmtree(home, ignore_errors=True)
     return 0

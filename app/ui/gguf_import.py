@@ -1,7 +1,8 @@
 """Importing a GGUF file from the window: the child-process import runs as a background job, and
 each of its events becomes a line of status text; a failure is also handed to `failed`, which
 keeps it on screen until the user dismisses it. On a wait panel the import shows its progress,
-time and estimate with a Cancel button."""
+time and estimate with a Cancel button. The model lands in the library's models folder, and
+`imported` gets its folder, whether it was just converted or was there from an earlier import."""
 
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ def describe(name: str, event: object) -> str:
     if isinstance(event, ImportProgress):
         share = f" {event.done * 100 // event.total}%" if event.total else ""
         return f"Importing {name}: {event.stage}{share}"
+    if isinstance(event, ImportFinished) and event.existing:
+        return f"{name} is already in your library"
     if isinstance(event, ImportFinished):
-        return f"Imported {name} in {event.seconds:.0f} s: {event.path}"
+        return f"Imported {name} into your library in {event.seconds:.0f} s"
     if isinstance(event, ImportFailed):
         return f"Could not import {name}: {event.message}"
     return f"Importing {name}…"
@@ -40,6 +43,7 @@ def start_import(
     done: Callable[[], None],
     failed: Callable[[str], None],
     waits: WaitPanel | None = None,
+    imported: Callable[[str], None] = lambda _path: None,
 ) -> None:
     """Run the import off the GUI thread; closing the window cancels it with the other jobs."""
     from app.engine.gguf.child import ImportFailed, ImportFinished, ImportProgress, run_import
@@ -61,6 +65,8 @@ def start_import(
         show(describe(name, event))
         if isinstance(event, ImportFailed) and event.kind != "cancelled":
             failed(f"Could not import {path}: {event.message}")
+        if isinstance(event, ImportFinished):
+            imported(event.path)
 
     def crashed(exc: Exception) -> None:
         if waits is not None:

@@ -20,7 +20,6 @@ def run_gui() -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     window = MainWindow()
-    window.resize(1180, 760)
     window.show()
     app.lastWindowClosed.connect(loop.stop)
     with loop:

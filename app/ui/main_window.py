@@ -26,6 +26,7 @@ from app.engine.library.discovery import Sources, default_sources, scan_library
 from app.engine.library.recommended import RecommendedPair
 from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.worker import remembering_worker
+from app.ui import window_state as state
 from app.ui.appearance import Appearance
 from app.ui.arena import ArenaDialog
 from app.ui.background import BackgroundTasks
@@ -41,6 +42,7 @@ from app.ui.engine_bridge import EngineBridge, EngineFactory
 from app.ui.error_banner import ErrorBanner, reason, show_error_dialog
 from app.ui.gguf_import import start_import
 from app.ui.lossless_view import LosslessChecker
+from app.ui.new_models import NewModels
 from app.ui.picker import PickerDialog
 from app.ui.preset_link import PresetLink
 from app.ui.recovery_notice import show_recovery
@@ -65,7 +67,7 @@ class MainWindow(ChatActions):
     ) -> None:
         super().__init__()
         self.setWindowTitle(PRODUCT_NAME)
-        self.settings = settings or QSettings()
+        self.settings = settings or state.app_settings()
         self.sources = sources or default_sources(tuple(Path(p) for p in self._folders()))
         self.store = store or ConversationStore()
         self.banner = ErrorBanner()  # failures stay here until dismissed; the status bar forgets
@@ -86,10 +88,13 @@ class MainWindow(ChatActions):
         self.dashboard = Dashboard(self, history=self.controller.history)
         self.checker = LosslessChecker(self.controller, self)
         self.arena: ArenaDialog | None = None
+        self.new_models = NewModels(self.load_pair, lambda: self.controller.pair, self)
         self._build()
         self._menus()
         self._wire()
+        state.restore_window(self, self)
         self.refresh_sidebar()
+        state.reopen_conversation(self)
         self.recovery_notice = show_recovery(self, self.store.recovery)
         self.view.set_options(
             Options(
@@ -208,6 +213,8 @@ class MainWindow(ChatActions):
         c.baseline_status.connect(self.dashboard.set_baseline)
         c.history_changed.connect(self.dashboard.history.refresh)
         c.conversations_changed.connect(self.refresh_sidebar)
+        for changed in (c.switched, c.conversations_changed):
+            changed.connect(lambda: state.remember_conversation(self))
         c.pair_changed.connect(self.pair_label.setText)
         c.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         c.failed.connect(self.report_error)
@@ -314,6 +321,7 @@ class MainWindow(ChatActions):
         dialog = PickerDialog(self.sources, parent=self)
         dialog.import_requested.connect(self.start_import)
         dialog.downloads.failed.connect(self.report_error)
+        self.new_models.follow(dialog, self.controller.pair[0] if self.controller.pair else None)
         return dialog
 
     def choose_models(self) -> None:
@@ -377,7 +385,8 @@ class MainWindow(ChatActions):
             self.start_import(path)
 
     def start_import(self, path: str) -> None:
-        start_import(self.background, path, self._show_import, self.scan, self.report_error, self.waits)
+        on = (self._show_import, self.scan, self.report_error, self.waits, self.new_models.arrived)
+        start_import(self.background, path, *on)
 
     def _show_import(self, text: str) -> None:
         self.welcome.status.setText(text)
@@ -401,6 +410,7 @@ class MainWindow(ChatActions):
         checks between rounds); background tasks (scans, tokenizer loads, an import) are dropped, so
         none reports to a window being torn down. The window is hidden first: the wait (up to 5 s)
         is the app's, not the user's."""
+        state.save_window(self, self)
         self.hide()
         self.drafts.save()
         self.controller.stop()

@@ -67,8 +67,9 @@ def test_a_draft_outlasts_the_window_and_stays_with_its_conversation(qtbot, spec
     w.composer.editor.setPlainText("otters hold hands while")
     w.close()  # quit without sending
 
-    again = make_window(qtbot, specchat_home)
-    assert again.composer.editor.toPlainText() == "a new chat, half written"
+    again = make_window(qtbot, specchat_home)  # reopens the conversation left open, with its draft
+    assert again.controller.conversation == a
+    assert again.composer.editor.toPlainText() == "otters hold hands while"
     assert again.controller.open(b) and again.composer.editor.toPlainText() == ""
     assert again.controller.open(a) and again.composer.editor.toPlainText() == "otters hold hands while"
     again.controller.new_conversation()

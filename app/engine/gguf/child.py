@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from app.engine.gguf.destination import default_output, library_destination
 from app.engine.gguf.events import (
     ImportEvent,
     ImportFailed,
@@ -26,16 +27,10 @@ from app.engine.gguf.events import (
     from_json,
     to_json,
 )
-from app.engine.gguf.fixtures import cache_root
 from app.engine.gguf.header import GGUFError, GGUFHeader, read_header
 from app.engine.gguf.limits import ChildWatch, Limits, cap_address_space
 
 __all__ = ["ImportEvent", "ImportFailed", "ImportFinished", "ImportProgress", "default_output", "run_import"]
-
-
-def default_output(source: str | Path, bits: int) -> Path:
-    """Where an import lands by default: <cache>/mlx/<file stem>-<bits>bit."""
-    return cache_root() / "mlx" / f"{Path(source).stem}-{bits}bit"
 
 
 def import_limits(header: GGUFHeader, bits: int) -> Limits:
@@ -76,16 +71,22 @@ def run_import(
 
     The header is validated here first (pure Python), so a malformed file never starts a child.
     Setting `cancel` stops the child; its temporary folder is removed with it, as it is when the
-    child passes `limits` (by default `import_limits`) and is ended.
+    child passes `limits` (by default `import_limits`) and is ended. Without `out` the model
+    lands in the library; a file already imported there finishes at once with `existing` set.
     """
     source = Path(source)
-    out = Path(out) if out is not None else default_output(source, bits)
     started = time.monotonic()
     try:
         header = read_header(source)
     except GGUFError as exc:
         yield ImportFailed(str(exc), "invalid")
         return
+    if out is None and not overwrite:
+        out, existing = library_destination(source, header, bits)
+        if existing:
+            yield ImportFinished(str(out), 0.0, 0, existing=True)
+            return
+    out = Path(out) if out is not None else default_output(source, bits)
     limits = limits or import_limits(header, bits)
     args = {
         "source": str(source),

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from app.engine.gguf.architectures import Architecture, architecture_of, model_config
+from app.engine.gguf.destination import PROVENANCE_FILE
 from app.engine.gguf.direct import GROUP as DIRECT_GROUP
 from app.engine.gguf.direct import can_repack, repack
 from app.engine.gguf.events import ImportEvent, ImportProgress
@@ -38,7 +39,6 @@ WIDE_TYPES, WIDE_BITS = {"Q6_K"}, 8
 SHARD_BYTES = 1 << 30
 CHUNK_ELEMENTS = 1 << 24  # rows are dequantized this many values at a time
 RUNTIME_BYTES = 1 << 30  # the interpreter, numpy, MLX and the tokenizer
-PROVENANCE_FILE = "specchat_source.json"
 
 
 class ImportRefused(GGUFError):

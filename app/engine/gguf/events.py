@@ -18,11 +18,13 @@ class ImportProgress:
 
 @dataclass(frozen=True, slots=True)
 class ImportFinished:
-    """The model folder is complete and in place."""
+    """The model folder is complete and in place; `existing`: it already was, from an earlier
+    import of the same file, and nothing was converted."""
 
     path: str
     seconds: float
     peak_rss_bytes: int  # the child process's peak resident memory (0 when unknown)
+    existing: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,3 +58,38 @@ def build(metadata: dict[str, Any], tensors: dict[str, np.ndarray], alignment: i
     head += b"".join(infos)
     head += b"\0" * (-len(head) % alignment)
     return head + b"".join(blobs)
+
+
+def tiny_llama(path: Path) -> Path:
+    """A one-layer llama of float32 tensors with a byte-level tokenizer, importable end to end."""
+    rng = np.random.default_rng(0)
+    dim, ffn, vocab = 64, 128, 48
+    metadata: dict[str, Any] = {
+        "general.architecture": "llama",
+        "llama.block_count": 1,
+        "llama.context_length": 128,
+        "llama.embedding_length": dim,
+        "llama.feed_forward_length": ffn,
+        "llama.attention.head_count": 2,
+        "llama.attention.layer_norm_rms_epsilon": 1e-5,
+        "tokenizer.ggml.model": "gpt2",
+        "tokenizer.ggml.tokens": [chr(ord("a") + i % 26) * (1 + i // 26) for i in range(vocab)],
+        "tokenizer.ggml.merges": [],
+    }
+    shapes = {
+        "token_embd.weight": (vocab, dim),
+        "blk.0.attn_norm.weight": (dim,),
+        "blk.0.attn_q.weight": (dim, dim),
+        "blk.0.attn_k.weight": (dim, dim),
+        "blk.0.attn_v.weight": (dim, dim),
+        "blk.0.attn_output.weight": (dim, dim),
+        "blk.0.ffn_norm.weight": (dim,),
+        "blk.0.ffn_gate.weight": (ffn, dim),
+        "blk.0.ffn_up.weight": (ffn, dim),
+        "blk.0.ffn_down.weight": (dim, ffn),
+        "output_norm.weight": (dim,),
+        "output.weight": (vocab, dim),
+    }
+    tensors = {name: rng.normal(size=shape) * 0.1 for name, shape in shapes.items()}
+    path.write_bytes(build(metadata, tensors))
+    return path

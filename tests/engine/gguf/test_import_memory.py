@@ -14,44 +14,9 @@ import pytest
 from app.engine.gguf import convert
 from app.engine.gguf.header import GGUFHeader, TensorInfo, read_header
 from tests.engine.gguf.conftest import need_gguf
-from tests.engine.gguf.ggufbuild import build
+from tests.engine.gguf.ggufbuild import tiny_llama
 
 SHARD = 20_000  # bytes: two or three of the tiny model's tensors per shard
-
-
-def tiny_llama(path: Path) -> Path:
-    """A one-layer llama of float32 tensors with a byte-level tokenizer, importable end to end."""
-    rng = np.random.default_rng(0)
-    dim, ffn, vocab = 64, 128, 48
-    metadata: dict[str, Any] = {
-        "general.architecture": "llama",
-        "llama.block_count": 1,
-        "llama.context_length": 128,
-        "llama.embedding_length": dim,
-        "llama.feed_forward_length": ffn,
-        "llama.attention.head_count": 2,
-        "llama.attention.layer_norm_rms_epsilon": 1e-5,
-        "tokenizer.ggml.model": "gpt2",
-        "tokenizer.ggml.tokens": [chr(ord("a") + i % 26) * (1 + i // 26) for i in range(vocab)],
-        "tokenizer.ggml.merges": [],
-    }
-    shapes = {
-        "token_embd.weight": (vocab, dim),
-        "blk.0.attn_norm.weight": (dim,),
-        "blk.0.attn_q.weight": (dim, dim),
-        "blk.0.attn_k.weight": (dim, dim),
-        "blk.0.attn_v.weight": (dim, dim),
-        "blk.0.attn_output.weight": (dim, dim),
-        "blk.0.ffn_norm.weight": (dim,),
-        "blk.0.ffn_gate.weight": (ffn, dim),
-        "blk.0.ffn_up.weight": (ffn, dim),
-        "blk.0.ffn_down.weight": (dim, ffn),
-        "output_norm.weight": (dim,),
-        "output.weight": (vocab, dim),
-    }
-    tensors = {name: rng.normal(size=shape) * 0.1 for name, shape in shapes.items()}
-    path.write_bytes(build(metadata, tensors))
-    return path
 
 
 class HeldBytes:
