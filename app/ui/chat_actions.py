@@ -48,7 +48,7 @@ class ChatActions(QMainWindow):
             self.need_models.show()  # the text stays in the box for when the models are loaded
             self.statusBar().clearMessage()  # the bar says it, with its button
 
-    def _regenerate(self, key: int | None) -> None:
+    def regenerate(self, key: int | None) -> None:
         taken = self.engine_taken()
         if taken is not None:
             self.statusBar().showMessage(taken, 8000)
@@ -63,7 +63,7 @@ class ChatActions(QMainWindow):
 
     def _on_message_action(self, kind: str, key: int) -> None:
         if kind == "regenerate":
-            self._regenerate(key)
+            self.regenerate(key)
         elif kind == "check":
             self.check_answer(key)
         elif kind == "cancelcheck":

@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QSettings, Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QLabel,
-    QMenu,
     QMessageBox,
     QPushButton,
     QSplitter,
@@ -42,6 +41,7 @@ from app.ui.engine_bridge import EngineBridge, EngineFactory
 from app.ui.error_banner import ErrorBanner, reason, show_error_dialog
 from app.ui.gguf_import import start_import
 from app.ui.lossless_view import LosslessChecker
+from app.ui.menus import build_menus
 from app.ui.new_models import NewModels
 from app.ui.picker import PickerDialog
 from app.ui.preset_link import PresetLink
@@ -56,6 +56,11 @@ from app.ui.welcome import WelcomePanel
 
 
 class MainWindow(ChatActions):
+    highlight_action: QAction  # the View menu's toggles, made by build_menus
+    rejected_action: QAction
+    sidebar_action: QAction
+    dashboard_action: QAction
+
     def __init__(
         self,
         *,
@@ -90,7 +95,7 @@ class MainWindow(ChatActions):
         self.arena: ArenaDialog | None = None
         self.new_models = NewModels(self.load_pair, lambda: self.controller.pair, self)
         self._build()
-        self._menus()
+        build_menus(self)
         self._wire()
         state.restore_window(self, self)
         self.refresh_sidebar()
@@ -147,61 +152,6 @@ class MainWindow(ChatActions):
         self.setCentralWidget(self.splitter)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dashboard)
         self.dashboard.hide()
-
-    def _action(
-        self,
-        menu: QMenu,
-        text: str,
-        slot: Callable[..., object],
-        shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None,
-        checkable: bool = False,
-    ) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
-        action.setCheckable(checkable)
-        (action.toggled if checkable else action.triggered).connect(slot)
-        menu.addAction(action)
-        return action
-
-    def _menus(self) -> None:
-        bar = self.menuBar()
-        file = bar.addMenu("&File")
-        self._action(
-            file, "New chat", lambda: self.controller.new_conversation(), QKeySequence.StandardKey.New
-        )
-        self._action(file, "Export as Markdown…", lambda: self.export("md"))
-        self._action(file, "Export as JSON…", lambda: self.export("json"))
-        file.addSeparator()
-        self._action(file, "Import GGUF…", self.import_gguf)
-        self._action(file, "Add a model folder…", self.add_folder)
-        file.addSeparator()
-        self._action(file, "Quit", self.close, QKeySequence.StandardKey.Quit)
-        chat = bar.addMenu("&Chat")
-        self._action(chat, "Regenerate", lambda: self._regenerate(None), "Ctrl+R")
-        self._action(chat, "Stop", lambda: self.controller.stop(), "Ctrl+.")
-        self._action(chat, "System prompt and settings…", self.edit_settings, "Ctrl+,")
-        self._action(
-            chat, "Check losslessness of the last answer", lambda: self.check_answer(), "Ctrl+Shift+L"
-        )
-        models = bar.addMenu("&Models")
-        self._action(models, "Choose models…", self.choose_models, "Ctrl+L")
-        self._action(models, "Draft arena…", self.open_arena, "Ctrl+Shift+A")
-        view = bar.addMenu("&View")
-        self.highlight_action = self._action(
-            view, "Highlight draft tokens", self._set_highlight, checkable=True
-        )
-        self.rejected_action = self._action(
-            view, "Show refused drafts on hover", self._set_rejected, checkable=True
-        )
-        self.sidebar_action = self._action(
-            view, "Show conversations", self.sidebar.setVisible, "Ctrl+Shift+S", True
-        )
-        self.sidebar_action.setChecked(True)
-        self.dashboard_action = self.dashboard.toggleViewAction()
-        self.dashboard_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
-        view.addAction(self.dashboard_action)
-        self.appearance.add_menu(view)
 
     def _wire(self) -> None:
         c = self.controller
@@ -262,11 +212,11 @@ class MainWindow(ChatActions):
         self.store.delete(cid)
         self.refresh_sidebar()
 
-    def _set_highlight(self, on: bool) -> None:
+    def set_highlight(self, on: bool) -> None:
         self.settings.setValue("view/highlight", on)
         self.view.set_options(Options(on, self.view.options.show_rejected))
 
-    def _set_rejected(self, on: bool) -> None:
+    def set_rejected(self, on: bool) -> None:
         self.settings.setValue("view/rejected", on)
         self.view.set_options(Options(self.view.options.highlight, on))
 
