@@ -33,12 +33,12 @@ from app.engine.library.discovery import Found, Sources, scan_library
 from app.engine.library.download import DownloadCancelled, DownloadError, DownloadProgress, download
 from app.engine.library.facts import ModelFacts
 from app.engine.library.memory import MemoryFit, memory_fit
-from app.engine.library.ranking import rank_drafts
 from app.engine.library.recommended import RECOMMENDED
 from app.engine.library.safety import UnsafeModel
 from app.engine.library.store import Store
 from app.ui.arena import arena_note
 from app.ui.background import BackgroundTasks, Job
+from app.ui.draft_list import DraftSuggestions, fill_draft_rows, fill_mains
 
 PLAIN, LOOKUP = "plain", "lookup"
 KEY = Qt.ItemDataRole.UserRole
@@ -179,6 +179,7 @@ class PickerDialog(QDialog):
     library_changed = Signal()
     drafts_changed = Signal()
     import_requested = Signal(str)  # a GGUF file found by the scan, to import
+    measure_requested = Signal(str, str)  # main and draft folders to race in the arena
 
     def __init__(
         self,
@@ -217,6 +218,9 @@ class PickerDialog(QDialog):
         self.ggufs: list[str] = []
         self.recommended = self._recommended_box()
         self.downloads = DownloadPanel(endpoint, download_root, self)
+        self.suggestions = DraftSuggestions(
+            self.drafts, lambda r: self.downloads.enqueue([r]), self._measure, human_bytes
+        )
 
         columns = QHBoxLayout()
         for title, view, extra in (
@@ -228,6 +232,7 @@ class PickerDialog(QDialog):
             box.addWidget(view)
             if extra is not None:
                 box.addWidget(extra)
+                box.addWidget(self.suggestions)
             columns.addLayout(box, 1)
         bottom = QHBoxLayout()
         bottom.addWidget(QLabel("Context length"))
@@ -271,13 +276,7 @@ class PickerDialog(QDialog):
         facts, ggufs = result
         self.facts = {f.path: f for f in facts}
         self.verdicts.clear()
-        self.main_model.clear()
-        for f in sorted(facts, key=lambda f: (not f.usable, -(f.params or 0), f.name)):
-            item = QStandardItem(f"{f.name}\n{describe(f)}")
-            item.setData(f.path, KEY)
-            item.setToolTip("\n".join((f.path, *f.problems, *f.warnings)))
-            item.setEnabled(f.usable)
-            self.main_model.appendRow(item)
+        fill_mains(self.main_model, facts, describe)
         usable = [f for f in facts if f.usable]
         self.ggufs = sorted(str(g.path) for g in ggufs)
         self.import_button.setVisible(bool(self.ggufs))
@@ -321,26 +320,30 @@ class PickerDialog(QDialog):
             item = QStandardItem(text + (f"\n{arena[key]}" if key in arena else ""))
             item.setData(key, KEY)
             self.draft_model.appendRow(item)
-        ranked = rank_drafts(main, self.verdicts.get(main.path, [])) if main is not None else []
-        for draft, verdict in ranked:
-            if not verdict.compatible and not self.show_incompatible.isChecked():
-                continue
-            notes = [r.message for r in verdict.reasons]
-            line = describe(draft) if verdict.compatible else f"✕ {verdict.refusals[0].message}"
-            note = f"\n{arena[draft.path]}" if verdict.compatible and draft.path in arena else ""
-            item = QStandardItem(f"{draft.name}\n{line}{note}")
-            item.setData(draft.path, KEY)
-            item.setToolTip("\n".join(notes) or "compatible")
-            item.setEnabled(verdict.compatible)
-            self.draft_model.appendRow(item)
+        hidden, compatible = "", 0
+        if main is not None:
+            hidden, compatible = fill_draft_rows(
+                self.draft_model,
+                main,
+                self.verdicts.get(main.path, []),
+                show_hidden=self.show_incompatible.isChecked(),
+                arena=arena,
+                describe=describe,
+            )
+        self.show_incompatible.setText(hidden)
+        self.show_incompatible.setVisible(bool(hidden))
         pending = main is not None and main.path not in self.verdicts
         self.use_button.setEnabled(main is not None)
         if pending:
             self.fit_label.setText("Checking drafts…")
-        first = 2 if self.draft_model.rowCount() > 2 else 0
-        self.drafts.setCurrentIndex(self.draft_model.index(first, 0))
+        self.suggestions.show_for(main, compatible, not pending)
+        self.drafts.setCurrentIndex(self.draft_model.index(2 if compatible else 0, 0))
         self._update_fit()
         self.drafts_changed.emit()
+
+    def _measure(self) -> None:
+        if (main := self.current_main()) is not None and (key := self.current_draft_key()):
+            self.measure_requested.emit(main.path, key)
 
     def current_draft_key(self) -> str | None:
         key = self.drafts.currentIndex().data(KEY)
