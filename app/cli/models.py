@@ -42,10 +42,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"models": listing, "gguf_files": [str(g.path) for g in ggufs]}, indent=2))
         return 0
     if not listing:
-        print(
-            "No models found."
-            + (f" {len(ggufs)} GGUF file(s) can be imported with import-gguf." if ggufs else "")
+        hint = (
+            f"{len(ggufs)} GGUF file(s) can be imported with `python -m app import-gguf FILE`."
+            if ggufs
+            else "Download one from the window's model picker, or import a GGUF file"
+            " with `python -m app import-gguf FILE`."
         )
+        print(f"No models found. {hint}")
         return 0
     for m in listing:
         params = f"{m['parameters'] / 1e6:.0f}M params" if m["parameters"] else "? params"
