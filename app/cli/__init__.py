@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "exact-match against residual acceptance when sampling, computed from both models' distributions",
     ),
     "compat": ("compat", "check whether a draft model may speculate for a main model, and why"),
+    "models": ("models", "list the model library as the picker sees it: roles and compatible drafts"),
     "ui-bench": ("ui_bench", "stream a synthetic 2,000 tok/s answer through the chat window and report"),
 }
 

@@ -166,6 +166,9 @@ def render_all(out_dir: str) -> int:
 
     from app.devtools.screenshots_checks import render_checks
     from app.devtools.screenshots_library import render_library
+    from app.devtools.screenshots_picker import render_picker_guide
+
+    render_picker_guide(app, home, out, _wait, _save)
 
     render_checks(app, home, out, _wait, _save)
 

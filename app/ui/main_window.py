@@ -272,7 +272,13 @@ class MainWindow(ChatActions):
         dialog.import_requested.connect(self.start_import)
         dialog.downloads.failed.connect(self.report_error)
         self.new_models.follow(dialog, self.controller.pair[0] if self.controller.pair else None)
+        dialog.measure_requested.connect(lambda main, _: self._measure_pair(dialog, main))
         return dialog
+
+    def _measure_pair(self, dialog: PickerDialog, main: str) -> None:
+        """The picker is modal, so it closes before the arena can take input."""
+        dialog.reject()
+        self.open_arena().select_main(main)
 
     def choose_models(self) -> None:
         dialog = self.picker()

@@ -17,10 +17,8 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QListView,
     QMessageBox,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -30,16 +28,14 @@ from PySide6.QtWidgets import (
 from app.engine.features.arena import load_results
 from app.engine.library.compat import Verdict, check_pair
 from app.engine.library.discovery import Found, Sources, scan_library
-from app.engine.library.download import DownloadCancelled, DownloadError, DownloadProgress, download
 from app.engine.library.facts import ModelFacts
 from app.engine.library.memory import MemoryFit, memory_fit
-from app.engine.library.ranking import rank_drafts
 from app.engine.library.recommended import RECOMMENDED
-from app.engine.library.safety import UnsafeModel
 from app.engine.library.store import Store
 from app.ui.arena import arena_note
-from app.ui.background import BackgroundTasks, Job
-from app.ui.wait_progress import WaitPanel
+from app.ui.background import BackgroundTasks
+from app.ui.download_panel import DownloadPanel, human_bytes
+from app.ui.draft_list import DraftSuggestions, fill_draft_rows, fill_mains
 
 PLAIN, LOOKUP = "plain", "lookup"
 KEY = Qt.ItemDataRole.UserRole
@@ -51,14 +47,6 @@ class PickedPair:
     draft: str | None  # a model folder when mode is "model"
     mode: str  # "model", "plain" or "lookup"
     context: int
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
 
 
 def describe(f: ModelFacts) -> str:
@@ -75,114 +63,13 @@ def describe(f: ModelFacts) -> str:
     return f"{f.architecture} · {params} · {bits} · {human_bytes(f.size_bytes)} · {ctx} · {kind}"
 
 
-class DownloadPanel(QGroupBox):
-    """Repo id, progress bar with size and speed, cancel; downloads queue one after another."""
-
-    downloaded = Signal(str)
-    failed = Signal(str)  # why a download stopped, for a message that outlives this dialog
-
-    def __init__(self, endpoint: str | None, root: Path | None, parent: QWidget | None = None):
-        super().__init__("Download from Hugging Face", parent)
-        self.endpoint, self.root = endpoint, root
-        self.background = BackgroundTasks(self, self._failed)
-        self.current = ""
-        self.task: Job[DownloadProgress] | None = None
-        self.queue: list[str] = []
-        self.repo = QLineEdit(placeholderText="owner/name, e.g. mlx-community/Qwen2.5-0.5B-Instruct-4bit")
-        self.start_button, self.cancel_button = QPushButton("Download"), QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.bar, self.status, self.waits = QProgressBar(), QLabel(""), WaitPanel()
-        self.bar.setRange(0, 1000)
-        row = QHBoxLayout()
-        for w in (self.repo, self.start_button, self.cancel_button):
-            row.addWidget(w)
-        layout = QVBoxLayout(self)
-        layout.addLayout(row)
-        for part in (self.bar, self.status, self.waits):  # waits: time so far and left
-            layout.addWidget(part)
-        self.start_button.clicked.connect(lambda: self.enqueue([self.repo.text().strip()]))
-        self.cancel_button.clicked.connect(self.cancel)
-
-    def enqueue(self, repo_ids: list[str]) -> None:
-        self.queue += [r for r in repo_ids if r]
-        if self.task is None:
-            self._next()
-
-    def _next(self) -> None:
-        self.waits.end(self.current)
-        if not self.queue:
-            self.task = None
-            self.cancel_button.setEnabled(False)
-            return
-        repo_id, endpoint, root = self.queue.pop(0), self.endpoint, self.root
-        self.current = repo_id
-
-        def fetch(job: Job[DownloadProgress]) -> str | None:
-            """The folder, or None when cancelled; hub and safety refusals raise for `_stop`."""
-            try:
-                return str(
-                    download(repo_id, progress=job.report, cancel=job.cancelled, endpoint=endpoint, root=root)
-                )
-            except DownloadCancelled:
-                return None
-            except (DownloadError, UnsafeModel):
-                raise
-            except Exception as exc:  # anything else still ends the download visibly
-                raise DownloadError(f"downloading {repo_id} failed: {exc}") from exc
-
-        self.status.setText(f"Starting {repo_id}…")
-        self.waits.begin(repo_id, f"Downloading {repo_id}", memory="")
-        self.bar.setValue(0)
-        self.cancel_button.setEnabled(True)
-        self.task = self.background.start(
-            fetch,
-            lambda folder: (
-                self._on_finished(folder)
-                if folder is not None
-                else self._stop(f"Cancelled {repo_id}; nothing was installed")
-            ),
-            progress=self._on_progress,
-        )
-
-    def cancel(self) -> None:
-        self.queue.clear()
-        if self.task is not None:
-            self.task.cancel()
-
-    def _on_progress(self, p: DownloadProgress) -> None:
-        self.bar.setValue(int(1000 * p.done_bytes / p.total_bytes) if p.total_bytes else 0)
-        self.waits.progress(p.repo_id, p.done_bytes, p.total_bytes, f"{p.phase.title()} {p.repo_id}")
-        sizes = f"{human_bytes(p.done_bytes)} of {human_bytes(p.total_bytes)}"
-        if p.phase == "waiting":
-            self.status.setText(f"{p.repo_id}: waiting for the download of it already under way…")
-        elif p.phase == "checking":
-            self.status.setText(f"{p.repo_id}: Checking files… {sizes}")
-        else:
-            self.status.setText(f"{p.repo_id}: {sizes} · {human_bytes(p.bytes_per_second)}/s")
-
-    def _on_finished(self, folder: str) -> None:
-        self.bar.setValue(1000)
-        self.status.setText(f"Downloaded to {folder}")
-        self.downloaded.emit(folder)
-        self._next()
-
-    def _failed(self, exc: Exception) -> None:
-        text = str(exc) if self.current in str(exc) else f"{self.current}: {exc}"
-        self._stop(f"Failed: {text}")
-        self.failed.emit(f"Download failed: {text}")
-
-    def _stop(self, message: str) -> None:
-        self.status.setText(message)
-        self.queue.clear()
-        self._next()
-
-
 class PickerDialog(QDialog):
     """Pick a main and a draft; `picked` holds the choice once accepted."""
 
     library_changed = Signal()
     drafts_changed = Signal()
     import_requested = Signal(str)  # a GGUF file found by the scan, to import
+    measure_requested = Signal(str, str)  # main and draft folders to race in the arena
 
     def __init__(
         self,
@@ -221,6 +108,9 @@ class PickerDialog(QDialog):
         self.ggufs: list[str] = []
         self.recommended = self._recommended_box()
         self.downloads = DownloadPanel(endpoint, download_root, self)
+        self.suggestions = DraftSuggestions(
+            self.drafts, lambda r: self.downloads.enqueue([r]), self._measure, human_bytes
+        )
 
         columns = QHBoxLayout()
         for title, view, extra in (
@@ -232,6 +122,7 @@ class PickerDialog(QDialog):
             box.addWidget(view)
             if extra is not None:
                 box.addWidget(extra)
+                box.addWidget(self.suggestions)
             columns.addLayout(box, 1)
         bottom = QHBoxLayout()
         bottom.addWidget(QLabel("Context length"))
@@ -275,13 +166,7 @@ class PickerDialog(QDialog):
         facts, ggufs = result
         self.facts = {f.path: f for f in facts}
         self.verdicts.clear()
-        self.main_model.clear()
-        for f in sorted(facts, key=lambda f: (not f.usable, -(f.params or 0), f.name)):
-            item = QStandardItem(f"{f.name}\n{describe(f)}")
-            item.setData(f.path, KEY)
-            item.setToolTip("\n".join((f.path, *f.problems, *f.warnings)))
-            item.setEnabled(f.usable)
-            self.main_model.appendRow(item)
+        fill_mains(self.main_model, facts, describe)
         usable = [f for f in facts if f.usable]
         self.ggufs = sorted(str(g.path) for g in ggufs)
         self.import_button.setVisible(bool(self.ggufs))
@@ -325,26 +210,30 @@ class PickerDialog(QDialog):
             item = QStandardItem(text + (f"\n{arena[key]}" if key in arena else ""))
             item.setData(key, KEY)
             self.draft_model.appendRow(item)
-        ranked = rank_drafts(main, self.verdicts.get(main.path, [])) if main is not None else []
-        for draft, verdict in ranked:
-            if not verdict.compatible and not self.show_incompatible.isChecked():
-                continue
-            notes = [r.message for r in verdict.reasons]
-            line = describe(draft) if verdict.compatible else f"✕ {verdict.refusals[0].message}"
-            note = f"\n{arena[draft.path]}" if verdict.compatible and draft.path in arena else ""
-            item = QStandardItem(f"{draft.name}\n{line}{note}")
-            item.setData(draft.path, KEY)
-            item.setToolTip("\n".join(notes) or "compatible")
-            item.setEnabled(verdict.compatible)
-            self.draft_model.appendRow(item)
+        hidden, compatible = "", 0
+        if main is not None:
+            hidden, compatible = fill_draft_rows(
+                self.draft_model,
+                main,
+                self.verdicts.get(main.path, []),
+                show_hidden=self.show_incompatible.isChecked(),
+                arena=arena,
+                describe=describe,
+            )
+        self.show_incompatible.setText(hidden)
+        self.show_incompatible.setVisible(bool(hidden))
         pending = main is not None and main.path not in self.verdicts
         self.use_button.setEnabled(main is not None)
         if pending:
             self.fit_label.setText("Checking drafts…")
-        first = 2 if self.draft_model.rowCount() > 2 else 0
-        self.drafts.setCurrentIndex(self.draft_model.index(first, 0))
+        self.suggestions.show_for(main, compatible, not pending)
+        self.drafts.setCurrentIndex(self.draft_model.index(2 if compatible else 0, 0))
         self._update_fit()
         self.drafts_changed.emit()
+
+    def _measure(self) -> None:
+        if (main := self.current_main()) is not None and (key := self.current_draft_key()):
+            self.measure_requested.emit(main.path, key)
 
     def current_draft_key(self) -> str | None:
         key = self.drafts.currentIndex().data(KEY)

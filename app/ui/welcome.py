@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 
 from app import PRODUCT_NAME
 from app.engine.library.recommended import RECOMMENDED, RecommendedPair
-from app.ui.picker import human_bytes
+from app.ui.download_panel import human_bytes
 from app.ui.platform_words import this_machine
 from app.ui.theme import SPACE, Theme, current_theme, scaled
 

@@ -64,7 +64,8 @@ def test_drafts_ranked_and_incompatible_greyed_with_reason(qtbot, toy_models, tm
     assert len(altered) == 1
     _, text, enabled, tip = altered[0]
     assert not enabled
-    assert "token 2 differs: '<|im_end|>' in the main, '<|im_stop|>' in the draft" in text
+    assert "toy-altered uses a different vocabulary from toy-main" in text
+    assert "token 2 differs: '<|im_end|>' in the main, '<|im_stop|>' in the draft" in tip
     assert "token 2 differs" in tip
     dialog.resize(1000, 720)
     dialog.show()
