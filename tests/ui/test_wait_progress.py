@@ -173,7 +173,7 @@ def test_an_import_shows_progress_and_cancel_stops_it(qtbot, specchat_home, tmp_
 
 def test_a_download_shows_its_time_and_estimate_and_cancel_stops_it(qtbot, tmp_path, monkeypatch):
     from app.engine.library.download import DownloadCancelled, DownloadProgress
-    from app.ui import picker
+    from app.ui import download_panel
 
     def slow_download(repo_id, *, progress, cancel, endpoint, root):
         progress(DownloadProgress(repo_id, 10_000_000, 40_000_000, 1e6))
@@ -181,8 +181,8 @@ def test_a_download_shows_its_time_and_estimate_and_cancel_stops_it(qtbot, tmp_p
             pass
         raise DownloadCancelled()
 
-    monkeypatch.setattr(picker, "download", slow_download)
-    panel = picker.DownloadPanel(None, tmp_path)
+    monkeypatch.setattr(download_panel, "download", slow_download)
+    panel = download_panel.DownloadPanel(None, tmp_path)
     qtbot.addWidget(panel)
     panel.show()
     panel.enqueue(["org/toy"])
@@ -197,7 +197,7 @@ def test_an_offline_download_says_so_in_words_at_once(qtbot, tmp_path, monkeypat
     import socket
 
     from app.engine.library import download as download_module
-    from app.ui import picker
+    from app.ui import download_panel
 
     tries: list[object] = []
 
@@ -207,7 +207,7 @@ def test_an_offline_download_says_so_in_words_at_once(qtbot, tmp_path, monkeypat
 
     monkeypatch.setattr(socket, "create_connection", no_network)
     monkeypatch.setattr(download_module, "_list_files", lambda *a: tries.append("the hub's client"))
-    panel = picker.DownloadPanel(None, tmp_path)
+    panel = download_panel.DownloadPanel(None, tmp_path)
     qtbot.addWidget(panel)
     panel.enqueue(["mlx-community/Qwen2.5-0.5B-Instruct-4bit"])
     qtbot.waitUntil(lambda: panel.status.text().startswith("Failed"), timeout=5000)
