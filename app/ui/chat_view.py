@@ -40,6 +40,7 @@ from app.ui.ghosts import ghost_lines
 from app.ui.live_markdown import LiveAnswer
 from app.ui.render import P_MESSAGE, P_PROV, P_ROUND, P_TOKEN, Links, Options, Painter
 from app.ui.stats import DIVERGENCE, stats_line, verdict_line
+from app.ui.stats_words import ACTION_LABELS, answer_line
 from app.ui.theme import Theme, current_theme
 from app.ui.wrapping import LONG_RUN, has_long_run, wrap_anywhere
 
@@ -236,13 +237,6 @@ class ChatView(QTextBrowser):
             if isinstance(m, UserTurn)
             else ("regenerate", "copymsg", "cancelcheck" if m.checking else "check")
         )
-        labels = {
-            "edit": "Edit",
-            "regenerate": "Regenerate",
-            "copymsg": "Copy",
-            "check": "Check losslessness",
-            "cancelcheck": "Cancel check",
-        }
         cursor.insertBlock(QTextBlockFormat())
         for name in names:
             fmt = self._base()
@@ -250,8 +244,11 @@ class ChatView(QTextBrowser):
             fmt.setFontPointSize(max(self.font().pointSizeF() - 1, 7))
             fmt.setAnchor(True)
             fmt.setAnchorHref(f"specchat:{name}/{m.key}")
-            cursor.insertText(labels[name], fmt)
+            cursor.insertText(ACTION_LABELS[name], fmt)
             cursor.insertText("   ", self._base())
+        if isinstance(m, AnswerTurn) and m.stats.tokens:  # speed, speedup, the draft's share
+            fmt.setAnchor(False)
+            cursor.insertText(answer_line(m.stats), fmt)
         line = verdict_line(m.stats, m.checking) if isinstance(m, AnswerTurn) else None
         if line is not None:
             fmt = self._base()

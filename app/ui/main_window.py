@@ -180,7 +180,7 @@ class MainWindow(ChatActions):
             source.choose.connect(self.choose_models)
         c.pair_changed.connect(lambda _text: self.show_pane())
         c.transcript.observers.append(lambda *_: self.show_pane())
-        for part in (self.view, self.empty, self.need_models, self.welcome, self.banner):
+        for part in (self.view, self.empty, self.need_models, self.welcome, self.banner, self.strip):
             self.appearance.changed.connect(part.set_theme)
         self.welcome.import_gguf.connect(self.import_gguf)
         self.welcome.add_folder.connect(self.add_folder)

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QMenu, QMenuBar
 from app.ui.appearance import Appearance
 from app.ui.chat_controller import ChatController
 from app.ui.dashboard import Dashboard
+from app.ui.glossary import GlossaryDialog
 from app.ui.sidebar import Sidebar
 
 
@@ -85,3 +86,5 @@ def build_menus(w: MainWindow) -> None:
     w.dashboard_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
     view.addAction(w.dashboard_action)
     w.appearance.add_menu(view)
+    help_menu = bar.addMenu("&Help")
+    add_action(w, help_menu, "Glossary…", lambda: GlossaryDialog(bar.window()).open())

@@ -14,6 +14,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from app.engine.decoding.events import GenerationFinished, RoundEvent, TokenEvent
 from app.engine.store.transcript import AnswerStats, Verdict
+from app.ui.stats_words import NO_DRAFT_MODES, summary
+from app.ui.theme import Theme, current_theme
 
 IDENTICAL, NEAR_TIE, DIVERGENCE = "#2e8540", "#c77700", "#c0392b"
 MARKS = {
@@ -123,8 +125,11 @@ class LiveStats:
         return self.plain_rounds / self.plain_round_seconds if self.plain_round_seconds > 0 else None
 
     def snapshot(self) -> AnswerStats:
-        plain = self.plain_speed or self.measured_plain
+        # a speedup is claimed only against the main's plain speed at this context, and only when
+        # the draft ran: plain rounds inside a speculative answer are no baseline
+        plain = self.plain_speed
         rate = self.tokens_per_second
+        drafted = self.proposed > 0 and self.mode not in NO_DRAFT_MODES
         data = AnswerStats(
             tokens=self.tokens,
             tokens_per_second=round(rate, 2),
@@ -140,7 +145,7 @@ class LiveStats:
             draft_rarely_right=self.rarely_right,
             draft_stopped=self.draft_stopped,
             plain_tokens_per_second=round(plain, 2) if plain else None,
-            speedup=round(rate / plain, 3) if plain and rate else None,
+            speedup=round(rate / plain, 3) if plain and rate and drafted else None,
         )
         if self.finished is None:
             return data
@@ -157,9 +162,10 @@ class LiveStats:
 
 
 class StatusStrip(QWidget):
-    """One row of labels under the chat; `show_stats` takes an answer's stats."""
+    """One line under the chat in plain words (`summary`), the numbers behind it in its tooltip,
+    and a legend for the answer's colours."""
 
-    FIELDS = ("state", "speed", "ttft", "acceptance", "per_round", "k", "paused", "speedup")
+    FIELDS = ("state", "summary")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -169,57 +175,47 @@ class StatusStrip(QWidget):
         for name in self.FIELDS:
             layout.addWidget(self.labels[name])
         layout.addStretch(1)
-        self.labels["paused"].setStyleSheet("color: #c77700; font-weight: bold")
+        self.legend = QLabel("")
+        self.legend.setToolTip("Help ▸ Glossary explains every term")
+        layout.addWidget(self.legend)
+        self.set_theme(current_theme())
         self.set_state("No model loaded")
+
+    def set_theme(self, theme: Theme) -> None:
+        chips = (
+            (theme.draft_bg, "from the draft"),
+            (theme.lookup_bg, "from your prompt"),
+        )
+        self.legend.setText(
+            " ".join(
+                f'<span style="background:{bg.name()}; color:{theme.text.name()}">&nbsp;{words}&nbsp;</span>'
+                for bg, words in chips
+            )
+            + f' <span style="color:{theme.rejected.name()}; text-decoration: underline dotted">'
+            "refused guess (on hover)</span>"
+        )
 
     def set_state(self, text: str) -> None:
         self.labels["state"].setText(text)
 
     def clear_stats(self) -> None:
-        """Blank every number, leaving the state: they described an answer no longer current."""
-        for name in self.FIELDS[1:]:
-            self._set(name, "")
-        self.labels["paused"].setToolTip("")
-
-    def _set(self, name: str, text: str) -> None:
-        self.labels[name].setText(text)
+        """Blank the numbers, leaving the state: they described an answer no longer current."""
+        self.labels["summary"].setText("")
+        self.labels["summary"].setToolTip("")
 
     def show_stats(self, s: AnswerStats) -> None:
-        set_ = self._set
-        set_("speed", f"{s.tokens_per_second:.1f} tok/s" if s.tokens_per_second else "— tok/s")
-        ttft = s.first_token_seconds
-        set_("ttft", f"first token {ttft * 1000:.0f} ms" if ttft is not None else "")
-        spec = s.proposed > 0
-        set_("acceptance", f"acceptance {s.acceptance:.0%}" if spec else "acceptance —")
-        set_("per_round", f"{s.mean_accepted:.2f} accepted/round" if spec else "")
-        set_("k", f"draft length {s.k}" if s.mode != "off" else "speculation off")
-        # a draft that cannot help (random weights, another model family) is named as the cause
-        rarely = s.draft_rarely_right if s.bypassed else None
-        set_(
-            "paused",
-            f"speculation paused: draft right on {rarely[0]}/{rarely[1]}; try another draft"
-            if rarely
-            else s.draft_stopped
-            if s.draft_stopped
-            else "speculation paused: not paying"
-            if s.bypassed
-            else "",
-        )
-        self.labels["paused"].setToolTip(
-            f"The draft model was right on {rarely[0]} of the {rarely[1]} proposals judged so far, so it "
-            "cannot speed this main model up (random weights, or another model family). It is still "
-            "tried now and then; pick another draft in the model picker."
-            if rarely
-            else ""
-        )
-        set_(
-            "speedup",
-            f"{s.speedup:.2f}× vs plain"
-            if s.speedup
-            else "speedup: plain speed not known yet"
-            if s.mode != "off"
-            else "",
-        )
+        self.labels["summary"].setText(summary(s))
+        details = [stats_line(s)]
+        if s.draft_rarely_right is not None and s.bypassed:
+            right, judged = s.draft_rarely_right
+            details.append(
+                f"The draft model was right on {right} of the {judged} proposals judged so far, so it "
+                "cannot speed this main model up (random weights, or another model family). It is "
+                "still tried now and then; pick another draft in the model picker."
+            )
+        if s.proposed:
+            details.append(f"Draft length now: {s.k} (how many words the draft guesses ahead).")
+        self.labels["summary"].setToolTip("\n".join(details))
 
     def text(self) -> str:
         return " | ".join(self.labels[n].text() for n in self.FIELDS if self.labels[n].text())

@@ -108,7 +108,8 @@ def test_streamed_pieces_once_finished_render_as_the_whole_answer(qapp, doc, dat
     prose = max((len(c) for c in text.split("\n\n") if not c.startswith("```")), default=0)
     ends = [0, *batches, len(pieces)]
     batch = max(sum(map(len, pieces[a:b])) for a, b in zip(ends, ends[1:]))  # the most new text at once
-    assert max(streamed_parses, default=0) <= prose + batch + 2
+    # a fence opened at the end of one batch is read whole with the next batch's text: two batches
+    assert max(streamed_parses, default=0) <= prose + 2 * batch + 2
     live.deleteLater()
     once.deleteLater()
 

@@ -53,7 +53,9 @@ def test_send_streams_highlighted_tokens_and_saves(qtbot, window):
     answer = stored.messages[1]
     assert answer.state == "complete" and answer.stats.tokens == 60 and answer.tokens.count(";") == 59
     assert answer.stats.proposed > 0 and 0 < answer.stats.acceptance < 1
-    assert "tok/s" in window.strip.text() and "acceptance" in window.strip.text()
+    assert "tok/s" in window.strip.text() and "acceptance" in window.strip.labels["summary"].toolTip()
+    assert "vs plain" not in window.strip.text()  # no plain speed measured: no speedup claimed
+    assert "% from the draft" in window.view.toPlainText()  # the line under the answer
     draft_chars = [window.view.info_at(i) for i in range(window.view.document().characterCount() - 1)]
     assert {"draft", "lookup", "main"} <= {i.get("provenance") for i in draft_chars if i}
     assert window.sidebar.model.rowCount() == 1 and "Explain" in window.sidebar.model.item(0).text()

@@ -39,7 +39,7 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
         )
     )
     strip.show_stats(stats.snapshot())
-    assert "speculation paused: not paying" in strip.text()
+    assert "the draft isn't helping here — drafting paused" in strip.text()
 
     stats.round(
         _round(
@@ -55,8 +55,10 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
         )
     )
     strip.show_stats(stats.snapshot())
-    assert "speculation paused: draft right on 0/300; try another draft" in strip.text()
-    assert "0 of the 300 proposals" in strip.labels["paused"].toolTip() and "not paying" not in strip.text()
+    assert "right on 0 of 300 guesses — drafting paused (try another draft)" in strip.text()
+    assert (
+        "0 of the 300 proposals" in strip.labels["summary"].toolTip() and "isn't helping" not in strip.text()
+    )
 
     stats.round(
         _round(
@@ -72,8 +74,8 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
         )
     )
     strip.show_stats(stats.snapshot())
-    assert "paused" not in strip.text() and "draft length 3" in strip.text()
-    assert strip.labels["paused"].toolTip() == ""
+    assert "paused" not in strip.text() and "Draft length now: 3" in strip.labels["summary"].toolTip()
+    assert "proposals" not in strip.labels["summary"].toolTip()
 
 
 def test_fixed_k_never_reports_a_pause(qtbot):
@@ -83,3 +85,31 @@ def test_fixed_k_never_reports_a_pause(qtbot):
     stats.round(_round(0, 0, {"policy": "fixed", "k": 4}))
     strip.show_stats(stats.snapshot())
     assert "paused" not in strip.text()
+
+
+def test_plain_rounds_inside_an_answer_are_no_baseline_for_a_speedup(qtbot):
+    strip = StatusStrip()
+    qtbot.addWidget(strip)
+    stats = LiveStats(mode="adaptive")
+    stats.round(_round(0, 0, {"policy": "adaptive", "k": 0}))  # plain rounds only: the draft never ran
+    stats.round(_round(1, 0, {"policy": "adaptive", "k": 0}))
+    stats.tokens, stats.first_time, stats.last_time = 50, 0.0, 1.0
+    snapshot = stats.snapshot()
+    assert snapshot.speedup is None
+    strip.show_stats(snapshot)
+    assert "faster" not in strip.text() and "vs plain" not in strip.text()
+
+
+def test_the_legend_names_the_colours(qtbot, window):
+    legend = window.strip.legend
+    assert legend.isVisible()
+    assert "from the draft" in legend.text() and "from your prompt" in legend.text()
+    assert "refused" in legend.text()
+
+
+def test_the_glossary_opens_from_the_help_menu(qtbot, window):
+    from app.ui.glossary import GlossaryDialog
+
+    help_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Help")
+    next(a for a in help_menu.actions() if a.text() == "Glossary…").trigger()
+    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(GlossaryDialog)))
