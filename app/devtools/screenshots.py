@@ -184,6 +184,13 @@ def render_all(out_dir: str) -> int:
 
     render_look(app, home, out, _wait, _save)
 
+    from app.ui.glossary import GlossaryDialog
+
+    glossary = GlossaryDialog()
+    glossary.show()
+    _save(app, glossary, out / "glossary.png")
+    glossary.close()
+
     from app.devtools.screenshots_markdown import render_markdown
 
     render_markdown(app, home, out, _wait, _save)
