@@ -8,7 +8,6 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QWidget
 
 Wait = Callable[..., bool]
@@ -42,22 +41,10 @@ SCRIPT = re.findall(r"\s*\S+|\s+", ANSWER)
 
 def render_markdown(app: QApplication, home: Path, out: Path, wait: Wait, save: Save) -> None:
     from app.devtools.fake_engine import FakeEngine
-    from app.engine.library.discovery import Sources
-    from app.engine.store.conversations import ConversationStore
-    from app.ui.main_window import MainWindow
+    from app.devtools.fake_window import fake_window
     from app.ui.settings_dialog import ChatSettings
 
-    root = home / "markdown"
-    (root / "models").mkdir(parents=True)
-    window = MainWindow(
-        engine_factory=lambda emit: FakeEngine(emit, rate=40.0, script=SCRIPT),
-        store=ConversationStore(root / "c.sqlite3"),
-        settings=QSettings(str(root / "settings.ini"), QSettings.Format.IniFormat),
-        sources=Sources(hub_cache=None, lmstudio=None, specchat=root / "models", use_hub=False),
-        restore_pair=False,
-    )
-    window.resize(1180, 760)
-    window.show()
+    window = fake_window(home / "markdown", lambda emit: FakeEngine(emit, rate=40.0, script=SCRIPT))
     window.load_pair("/models/Qwen2.5-7B-Instruct-4bit", "/models/Qwen2.5-0.5B-Instruct-4bit")
     wait(app, lambda: window.controller.pair is not None, 10)
     window.controller.chat_settings = ChatSettings(max_tokens=len(SCRIPT))

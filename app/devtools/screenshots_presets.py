@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QPoint, QSettings
+from PySide6.QtCore import QEvent, QPoint
 from PySide6.QtGui import QHelpEvent, QPainter, QTextCursor
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -18,9 +18,7 @@ WORDS = ["Otters", " hold", " hands", " while", " they", " sleep,", " so", " the
 
 def render_presets(app: QApplication, home: Path, out: Path, wait: Wait, save: Save) -> None:
     from app.devtools.fake_engine import FakeEngine
-    from app.engine.library.discovery import Sources
-    from app.engine.store.conversations import ConversationStore
-    from app.ui.main_window import MainWindow
+    from app.devtools.fake_window import fake_window
     from app.ui.settings_dialog import ChatSettings, SettingsDialog
 
     dialog = SettingsDialog(ChatSettings().with_preset("Creative"))
@@ -30,17 +28,7 @@ def render_presets(app: QApplication, home: Path, out: Path, wait: Wait, save: S
     save(app, dialog, out / "settings-preset-custom.png")
     dialog.close()
 
-    root = home / "presets"
-    (root / "models").mkdir(parents=True)
-    window = MainWindow(
-        engine_factory=lambda emit: FakeEngine(emit, rate=200.0, script=WORDS),
-        store=ConversationStore(root / "c.sqlite3"),
-        settings=QSettings(str(root / "settings.ini"), QSettings.Format.IniFormat),
-        sources=Sources(hub_cache=None, lmstudio=None, specchat=root / "models", use_hub=False),
-        restore_pair=False,
-    )
-    window.resize(1180, 760)
-    window.show()
+    window = fake_window(home / "presets", lambda emit: FakeEngine(emit, rate=200.0, script=WORDS))
     window.load_pair("/models/Qwen2.5-7B-Instruct-4bit", "/models/Qwen2.5-0.5B-Instruct-4bit")
     wait(app, lambda: window.controller.pair is not None, 10)
     window.presets.choose("Conservative")

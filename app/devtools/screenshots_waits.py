@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QWidget
 
 Wait = Callable[..., bool]
@@ -15,24 +14,15 @@ Save = Callable[[QApplication, QWidget, Path], Path]
 
 def render_waits(app: QApplication, home: Path, out: Path, wait: Wait, save: Save) -> None:
     from app.devtools.fake_engine import FakeEngine
-    from app.engine.library.discovery import Sources
-    from app.engine.store.conversations import ConversationStore
-    from app.ui.main_window import MainWindow
+    from app.devtools.fake_window import fake_window
 
-    root = home / "waits"
-    (root / "models").mkdir(parents=True)
-    window = MainWindow(
-        # a slow backend: seconds to load, and a long prompt read a chunk every half second
-        engine_factory=lambda emit: FakeEngine(
+    # a slow backend: seconds to load, and a long prompt read a chunk every half second
+    window = fake_window(
+        home / "waits",
+        lambda emit: FakeEngine(
             emit, rate=60.0, load_seconds=2.5, prefill_seconds=40.0, prefill_chunks=64, prompt_tokens=4096
         ),
-        store=ConversationStore(root / "c.sqlite3"),
-        settings=QSettings(str(root / "settings.ini"), QSettings.Format.IniFormat),
-        sources=Sources(hub_cache=None, lmstudio=None, specchat=root / "models", use_hub=False),
-        restore_pair=False,
     )
-    window.resize(1180, 760)
-    window.show()
     wait(app, lambda: window.stack.currentWidget() is window.welcome, 10)  # the empty folder's scan
     window.load_pair("/models/Qwen2.5-Coder-7B-Instruct-4bit", "/models/Qwen2.5-Coder-0.5B-Instruct-4bit")
     wait(app, lambda: "1 s so far" in " ".join(window.waits.text(k) for k in window.waits.active()), 10)
