@@ -252,7 +252,7 @@ class ChatController(QObject):
             kind=classify(asked),
         )
         self.strip.set_state("Generating")
-        self.strip.show_stats(stats.snapshot())
+        self.strip.show_stats(replace(stats.snapshot(), draft=self.pair[1]))
         self.busy_changed.emit(True)
         return True
 
@@ -310,7 +310,7 @@ class ChatController(QObject):
                     live = None
         if live is not None and self.live is live:
             self.transcript.extend_answer(live.message, live.assembler.ready)
-            self.strip.show_stats(live.stats.snapshot())
+            self.strip.show_stats(replace(live.stats.snapshot(), draft=live.draft))
             if time.monotonic() - live.last_checkpoint >= CHECKPOINT_SECONDS:
                 self._checkpoint(live, MessageState.PARTIAL)
 

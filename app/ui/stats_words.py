@@ -76,7 +76,8 @@ def draft_share(stats: AnswerStats) -> str | None:
 
 def verdict(stats: AnswerStats) -> str:
     """What the draft did for this answer, in words."""
-    if stats.mode in NO_DRAFT_MODES or (not stats.mode and not stats.proposed):
+    # nothing proposed and no draft model: prompt lookup alone found nothing, or nothing could draft
+    if stats.mode in NO_DRAFT_MODES or (not stats.proposed and (not stats.mode or stats.draft is None)):
         return "no draft"
     if stats.draft_rarely_right is not None and stats.bypassed:
         right, judged = stats.draft_rarely_right

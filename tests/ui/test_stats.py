@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from app.engine.decoding.events import Provenance, RoundEvent
 from app.ui.stats import LiveStats, StatusStrip
+
+DRAFT = "/models/draft"  # a draft model is loaded: a pause is the draft's, not "no draft"
 
 
 def _round(index: int, k: int, policy: dict) -> RoundEvent:
@@ -38,7 +42,7 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
             },
         )
     )
-    strip.show_stats(stats.snapshot())
+    strip.show_stats(replace(stats.snapshot(), draft=DRAFT))
     assert "the draft isn't helping here — drafting paused" in strip.text()
 
     stats.round(
@@ -54,7 +58,7 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
             },
         )
     )
-    strip.show_stats(stats.snapshot())
+    strip.show_stats(replace(stats.snapshot(), draft=DRAFT))
     assert "right on 0 of 300 guesses — drafting paused (try another draft)" in strip.text()
     assert (
         "0 of the 300 proposals" in strip.labels["summary"].toolTip() and "isn't helping" not in strip.text()
@@ -73,7 +77,7 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
             },
         )
     )
-    strip.show_stats(stats.snapshot())
+    strip.show_stats(replace(stats.snapshot(), draft=DRAFT))
     assert "paused" not in strip.text() and "Draft length now: 3" in strip.labels["summary"].toolTip()
     assert "proposals" not in strip.labels["summary"].toolTip()
 
@@ -83,7 +87,7 @@ def test_fixed_k_never_reports_a_pause(qtbot):
     qtbot.addWidget(strip)
     stats = LiveStats(mode="fixed")
     stats.round(_round(0, 0, {"policy": "fixed", "k": 4}))
-    strip.show_stats(stats.snapshot())
+    strip.show_stats(replace(stats.snapshot(), draft=DRAFT))
     assert "paused" not in strip.text()
 
 

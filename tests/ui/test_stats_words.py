@@ -11,13 +11,16 @@ from app.engine.store.transcript import AnswerStats
 from app.ui.glossary import GlossaryDialog
 from app.ui.stats_words import answer_line, summary
 
-RAN = AnswerStats(tokens=100, tokens_per_second=112.4, proposed=80, accepted=41, mode="adaptive")
+RAN = AnswerStats(
+    tokens=100, tokens_per_second=112.4, proposed=80, accepted=41, mode="adaptive", draft="/m/d"
+)
 
 
 @pytest.mark.parametrize(
     ("stats", "line"),
     [
         (replace(RAN, mode="plain", proposed=0, accepted=0), "112 tok/s · no draft"),
+        (replace(RAN, proposed=0, accepted=0, bypassed=True, draft=None), "112 tok/s · no draft"),
         (replace(RAN, proposed=0, accepted=0), "112 tok/s · the draft has not run yet"),
         (replace(RAN, bypassed=True), "112 tok/s · the draft isn't helping here — drafting paused"),
         (
