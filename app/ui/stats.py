@@ -2,8 +2,8 @@
 
 Rates come from TokenEvent.time (the engine clock), never from when the UI painted, so a slow
 repaint cannot make the model look slower. Speedup compares with the main model's plain speed
-at this context length (app.engine.features.baselines), or else with the plain rounds inside this answer.
-The lines under and over an answer (its stats, its losslessness verdict) are worded here too.
+at this context length (app.engine.features.baselines) and only when the draft ran: plain rounds
+inside a speculative answer are no baseline. The lines under and over an answer (its stats, its losslessness verdict) are worded here too.
 """
 
 from __future__ import annotations
@@ -71,8 +71,6 @@ class LiveStats:
     bypassed: bool = False
     rarely_right: tuple[int, int] | None = None  # (right, judged) when the draft is almost never right
     draft_stopped: str | None = None  # why drafting stopped (the draft's context ended)
-    plain_round_seconds: float = 0.0
-    plain_rounds: int = 0
     finished: GenerationFinished | None = None
 
     def token(self, e: TokenEvent) -> None:
@@ -96,9 +94,6 @@ class LiveStats:
         )
         stopped = e.policy.get("draft_stopped")
         self.draft_stopped = stopped if isinstance(stopped, str) else self.draft_stopped
-        if e.k == 0 and e.verify_seconds > 0:
-            self.plain_round_seconds += e.verify_seconds + e.draft_seconds
-            self.plain_rounds += 1
 
     def finish(self, e: GenerationFinished) -> None:
         self.finished = e
@@ -118,11 +113,6 @@ class LiveStats:
         return (
             (self.tokens - 1) / span if self.first_time is not None and self.tokens > 1 and span > 0 else 0.0
         )
-
-    @property
-    def measured_plain(self) -> float | None:
-        """Plain speed seen inside this generation (its k = 0 rounds)."""
-        return self.plain_rounds / self.plain_round_seconds if self.plain_round_seconds > 0 else None
 
     def snapshot(self) -> AnswerStats:
         # a speedup is claimed only against the main's plain speed at this context, and only when

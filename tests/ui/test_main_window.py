@@ -13,11 +13,12 @@ from app.ui.main_window import MainWindow
 from tests.engine.store.schema_v3 import write_v3_database
 
 
-def make_window(qtbot, home, rate=300.0, models=None, script=None) -> MainWindow:
+def make_window(qtbot, home, rate=300.0, models=None, script=None, engine_factory=None) -> MainWindow:
     models = models or home / "models"
     models.mkdir(parents=True, exist_ok=True)
     window = MainWindow(
-        engine_factory=lambda emit: FakeEngine(emit, rate=rate, script=script, clock=ExactClock()),
+        engine_factory=engine_factory
+        or (lambda emit: FakeEngine(emit, rate=rate, script=script, clock=ExactClock())),
         store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
         sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),

@@ -9,11 +9,10 @@ from PySide6.QtCore import QSettings
 
 from app.devtools.fake_engine import ExactClock, FakeEngine
 from app.engine.gguf.events import ImportFailed, ImportProgress
-from app.engine.library.discovery import Sources
-from app.engine.store.conversations import ConversationStore
 from app.engine.store.transcript import MessageState
 from app.ui.main_window import MainWindow
 from app.ui.wait_progress import WaitPanel
+from tests.ui.test_main_window import make_window
 
 
 class ManualClock:
@@ -71,17 +70,7 @@ def open_window(qtbot, home, **engine) -> tuple[MainWindow, FakeEngine]:
         made.append(FakeEngine(emit, rate=300.0, clock=ExactClock(), **engine))
         return made[-1]
 
-    (home / "models").mkdir(parents=True, exist_ok=True)
-    w = MainWindow(
-        engine_factory=factory,
-        store=ConversationStore(home / "c.sqlite3"),
-        settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
-        sources=Sources(hub_cache=None, lmstudio=None, specchat=home / "models", use_hub=False),
-        restore_pair=False,
-    )
-    qtbot.addWidget(w)
-    w.resize(1000, 700)
-    w.show()
+    w = make_window(qtbot, home, engine_factory=factory)
     return w, made[0]
 
 
