@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import mlx.core as mx
 
+from app.engine.measure.local_launch import launch
 from app.engine.measure.shard_model import expected_tokens
 from app.engine.measure.tp_decode import (
     all_sum_ms,
@@ -43,6 +44,7 @@ COLUMNS = (
     "acc/round",
     "vs plain",
 )
+MODULE = "app.engine.measure.nccl_bench"
 LAUNCH_ENV = ("MLX_RANK", "MLX_HOSTFILE", "MLX_WORLD_SIZE")
 
 
@@ -223,6 +225,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--layer-gain", type=float, default=LAYER_GAIN, help="layer weight std x sqrt(fan-in)"
     )
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per pass shape")
+    parser.add_argument("--ranks", type=int, default=1, help="start this many local ranks itself")
+    parser.add_argument("--timeout", type=float, default=570.0, help="seconds before --ranks stops them")
     parser.add_argument("--json", type=Path, help="rank 0 writes its result here")
     parser.add_argument("--baseline", type=Path, help="a one-device --json file to compare with")
     args = parser.parse_args(argv)
@@ -233,6 +237,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.ranks > 1 and not any(name in os.environ for name in LAUNCH_ENV):
+        argv = sys.argv[1:] if argv is None else list(argv)
+        return launch(MODULE, argv, args.ranks, args.backend, args.timeout)
     try:
         result = run(args)
     except SetupError as error:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import mlx.core as mx
 import pytest
 
-from app.engine.measure import nccl_bench
+from app.engine.measure import local_launch, nccl_bench
 from app.engine.measure.tp_decode import first_divergence, plain_decode, speculative_decode
 from app.engine.measure.tp_models import build_pair
 
@@ -56,36 +55,6 @@ def test_missing_backend_is_a_clear_error(
     assert "no-such-backend" in capsys.readouterr().err
 
 
-def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
-def _run_ranks(tmp_path: Path, extra: list[str]) -> list[subprocess.CompletedProcess[str]]:
-    """Two ring ranks on this machine, started as mlx.launch starts them (MLX_HOSTFILE, MLX_RANK)."""
-    hostfile = tmp_path / "hosts.json"
-    hostfile.write_text(json.dumps([[f"127.0.0.1:{p}"] for p in _free_ports(2)]))
-    cmd = [sys.executable, "-m", "app.engine.measure.nccl_bench", *TINY_ARGS, *extra]
-    procs = []
-    for rank in range(2):
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "MLX_HOSTFILE": str(hostfile), "MLX_RANK": str(rank)}
-        procs.append(
-            subprocess.Popen(
-                cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-        )
-    done = []
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        done.append(subprocess.CompletedProcess(cmd, p.returncode, out, err))
-    return done
-
-
 def test_two_ring_ranks_decode_like_one(tmp_path: Path) -> None:
     base = tmp_path / "base.json"
     env = {k: v for k, v in os.environ.items() if k not in nccl_bench.LAUNCH_ENV}
@@ -99,10 +68,19 @@ def test_two_ring_ranks_decode_like_one(tmp_path: Path) -> None:
     )
     assert one.returncode == 0, one.stderr
     sharded = tmp_path / "sharded.json"
-    ranks = _run_ranks(tmp_path, ["--baseline", str(base), "--json", str(sharded)])
-    assert [r.returncode for r in ranks] == [0, 0], [r.stderr for r in ranks]
-    assert ranks[1].stdout == ""  # only rank 0 reports
-    header = next(line for line in ranks[0].stdout.splitlines() if line.strip().startswith("mode"))
+    two = subprocess.run(
+        [sys.executable, "-m", "app.engine.measure.nccl_bench", *TINY_ARGS, "--ranks", "2"]
+        + ["--baseline", str(base), "--json", str(sharded)],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert two.returncode == 0, two.stderr
+    # only rank 0 reports
+    assert sum(line.strip().startswith("mode") for line in two.stdout.splitlines()) == 1
+    header = next(line for line in two.stdout.splitlines() if line.strip().startswith("mode"))
     assert header.split("  ") and all(column in header for column in nccl_bench.COLUMNS)
     result = json.loads(sharded.read_text())
     baseline = json.loads(base.read_text())
@@ -113,7 +91,7 @@ def test_two_ring_ranks_decode_like_one(tmp_path: Path) -> None:
         assert result["speculative"][k]["tokens"] == baseline["plain"]["tokens"]
         assert result["speculative"][k]["pass"]["all_sum_ms"] is not None
     assert baseline["plain"]["pass"]["all_sum_ms"] is None
-    assert "equal the 1-rank baseline" in ranks[0].stdout
+    assert "equal the 1-rank baseline" in two.stdout
 
 
 def test_compare_reports_the_margin_where_tokens_part() -> None:
@@ -126,3 +104,13 @@ def test_compare_reports_the_margin_where_tokens_part() -> None:
     assert vs["plain_diverges_at"] == 2
     assert (vs["baseline_margin"], vs["margin"]) == (0.01, 0.02)
     assert vs["spec_k3_diverges_at"] is None
+
+
+def test_rank_envs_match_mlx_launch(tmp_path: Path) -> None:
+    ring = local_launch.rank_envs(2, "ring", tmp_path)
+    assert [e["MLX_RANK"] for e in ring] == ["0", "1"]
+    hosts = json.loads(Path(ring[0]["MLX_HOSTFILE"]).read_text())
+    assert len(hosts) == 2 and len({h[0] for h in hosts}) == 2
+    nccl = local_launch.rank_envs(2, "nccl", tmp_path)
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in nccl] == ["0", "1"]
+    assert {e["MLX_WORLD_SIZE"] for e in nccl} == {"2"} and len({e["NCCL_PORT"] for e in nccl}) == 1
