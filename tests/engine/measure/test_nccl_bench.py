@@ -1,0 +1,116 @@
+"""The sharding benchmark: greedy speculation equals plain decoding, and a main sharded over two
+CPU ring ranks decodes the same tokens as one rank."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mlx.core as mx
+import pytest
+
+from app.engine.measure import local_launch, nccl_bench
+from app.engine.measure.tp_decode import first_divergence, plain_decode, speculative_decode
+from app.engine.measure.tp_models import build_pair
+
+ROOT = Path(__file__).resolve().parents[3]
+TINY_ARGS = ["--size", "tiny", "--dtype", "float32", "--device", "cpu", "--backend", "ring"]
+TINY_ARGS += ["--tokens", "24", "--prompt-len", "8", "--k", "2,4", "--repeats", "1"]
+
+
+def test_speculative_greedy_equals_plain() -> None:
+    mx.set_default_device(mx.cpu)
+    pair = build_pair("tiny", seed=3, dtype=mx.float32, draft_layers=2, group=None)
+    prompt = [5, 17, 99, 3, 42, 7]
+    plain = plain_decode(pair.main, prompt, 30)
+    assert len(plain.tokens) == 30 and len(set(plain.tokens)) > 3
+    accepted = 0
+    for k in (1, 2, 4):
+        spec = speculative_decode(pair.main, pair.draft, prompt, 30, k)
+        assert spec.tokens == plain.tokens
+        accepted += spec.accepted
+    # the shared embedding and head make the draft a useful one
+    assert accepted > 0
+
+
+def test_first_divergence() -> None:
+    assert first_divergence([1, 2, 3], [1, 2, 3, 4]) is None
+    assert first_divergence([1, 2, 3], [1, 5, 3]) == 1
+
+
+def test_no_launcher_means_one_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in nccl_bench.LAUNCH_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert nccl_bench.init_group("nccl") is None
+
+
+def test_missing_backend_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MLX_RANK", "0")
+    assert nccl_bench.main([*TINY_ARGS[:-2], "--backend", "no-such-backend"]) == 2
+    assert "no-such-backend" in capsys.readouterr().err
+
+
+def test_two_ring_ranks_decode_like_one(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    env = {k: v for k, v in os.environ.items() if k not in nccl_bench.LAUNCH_ENV}
+    one = subprocess.run(
+        [sys.executable, "-m", "app.engine.measure.nccl_bench", *TINY_ARGS, "--json", str(base)],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert one.returncode == 0, one.stderr
+    sharded = tmp_path / "sharded.json"
+    two = subprocess.run(
+        [sys.executable, "-m", "app.engine.measure.nccl_bench", *TINY_ARGS, "--ranks", "2"]
+        + ["--baseline", str(base), "--json", str(sharded)],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert two.returncode == 0, two.stderr
+    # only rank 0 reports
+    assert sum(line.strip().startswith("mode") for line in two.stdout.splitlines()) == 1
+    header = next(line for line in two.stdout.splitlines() if line.strip().startswith("mode"))
+    assert header.split("  ") and all(column in header for column in nccl_bench.COLUMNS)
+    result = json.loads(sharded.read_text())
+    baseline = json.loads(base.read_text())
+    assert (result["world"], baseline["world"]) == (2, 1)
+    assert result["plain"]["tokens"] == baseline["plain"]["tokens"]
+    assert result["vs_baseline"]["plain_diverges_at"] is None
+    for k in ("2", "4"):
+        assert result["speculative"][k]["tokens"] == baseline["plain"]["tokens"]
+        assert result["speculative"][k]["pass"]["all_sum_ms"] is not None
+    assert baseline["plain"]["pass"]["all_sum_ms"] is None
+    assert "equal the 1-rank baseline" in two.stdout
+
+
+def test_compare_reports_the_margin_where_tokens_part() -> None:
+    baseline = {"world": 1, "plain": {"tokens": [4, 5, 6, 7], "margins": [1.0, 0.5, 0.01, 2.0]}}
+    result = {
+        "plain": {"tokens": [4, 5, 9, 7], "margins": [1.0, 0.5, 0.02, 2.0]},
+        "speculative": {"3": {"tokens": [4, 5, 6, 7]}},
+    }
+    vs = nccl_bench.compare(result, baseline)
+    assert vs["plain_diverges_at"] == 2
+    assert (vs["baseline_margin"], vs["margin"]) == (0.01, 0.02)
+    assert vs["spec_k3_diverges_at"] is None
+
+
+def test_rank_envs_match_mlx_launch(tmp_path: Path) -> None:
+    ring = local_launch.rank_envs(2, "ring", tmp_path)
+    assert [e["MLX_RANK"] for e in ring] == ["0", "1"]
+    hosts = json.loads(Path(ring[0]["MLX_HOSTFILE"]).read_text())
+    assert len(hosts) == 2 and len({h[0] for h in hosts}) == 2
+    nccl = local_launch.rank_envs(2, "nccl", tmp_path)
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in nccl] == ["0", "1"]
+    assert {e["MLX_WORLD_SIZE"] for e in nccl} == {"2"} and len({e["NCCL_PORT"] for e in nccl}) == 1
