@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import mlx.core as mx
-import mlx.nn as nn
+import mlx.nn
 import numpy as np
 from mlx.utils import tree_flatten, tree_unflatten
 
@@ -47,6 +47,8 @@ EMBED_STD = 1.0
 GAIN = 24.0
 HEAD_NOISE = 0.1
 GROUP_SIZE = 64
+
+nn: Any = mlx.nn  # mlx declares no types for its modules
 
 
 def build_pair(
@@ -143,18 +145,18 @@ def config_for(shape: RealShape, eos_id: int, dtype: str, bits: int) -> dict[str
     return config
 
 
-def _quantizable(_path: str, module: nn.Module) -> bool:
+def _quantizable(_path: str, module: Any) -> bool:
     return isinstance(module, nn.Linear | nn.Embedding)
 
 
 def _build_model(
     shape: RealShape, successor: np.ndarray, spec: PairSpec, tokenizer_json: str, key: mx.array
-) -> tuple[nn.Module, dict[str, Any]]:
+) -> tuple[Any, dict[str, Any]]:
     from mlx_lm.models.qwen2 import Model, ModelArgs
 
     config = config_for(shape, token_id(tokenizer_json, EOS_TOKEN), spec.dtype, spec.bits)
     # the constructor's own initial weights are lazy and replaced before anything evaluates them
-    model = Model(ModelArgs.from_dict(config))
+    model = Model(ModelArgs.from_dict(config))  # type: ignore[no-untyped-call]
     dtype = getattr(mx, spec.dtype)
     keys = _keys(key)
 
@@ -221,7 +223,7 @@ def _tokenizer(tokenizer_json: str, config: dict[str, Any]) -> Any:
         path = Path(folder)
         (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
         write_tokenizer_files(path, tokenizer_json)
-        return load_tokenizer(path, eos_token_ids=config["eos_token_id"])
+        return load_tokenizer(path, eos_token_ids=config["eos_token_id"])  # type: ignore[no-untyped-call]
 
 
 def measure_agreement(pair: ModelPair, prompt: list[int], tokens: int) -> float:
