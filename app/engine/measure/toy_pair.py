@@ -189,11 +189,16 @@ def _build_model(
         mx.eval(layer.parameters())
 
     embed = normal(shape.vocab, hidden, std=EMBED_STD)
-    text = embed[: len(successor)].astype(mx.float32)
+    n = len(successor)
+    text = embed[:n].astype(mx.float32)
     # row successor[t] points along token t's embedding, so h ≈ embed[t] scores it GAIN
     rows = text * (GAIN / hidden) / mx.sqrt(mx.mean(text * text, axis=1, keepdims=True))
-    head = normal(shape.vocab, hidden, std=HEAD_NOISE / hidden**0.5)
-    head = head.at[mx.array(successor)].add(rows.astype(dtype))
+    # a one-hot matmul rather than a scatter: several ids lead to the cycle's start
+    onehot = np.zeros((n, n), dtype=np.float32)
+    onehot[successor, np.arange(n)] = 1.0
+    noise = normal(shape.vocab, hidden, std=HEAD_NOISE / hidden**0.5)
+    aimed = (noise[:n].astype(mx.float32) + mx.array(onehot) @ rows).astype(dtype)
+    head = mx.concatenate([aimed, noise[n:]], axis=0)
     model.update(
         {
             "model": {"embed_tokens": {"weight": embed}, "norm": {"weight": mx.ones((hidden,), dtype=dtype)}},
