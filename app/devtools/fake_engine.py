@@ -16,6 +16,7 @@ from app.engine.protocol import (
     BaselineMeasured,
     CheckLossless,
     Command,
+    Device,
     EngineError,
     ErrorKind,
     FinishReason,
@@ -116,6 +117,7 @@ class FakeEngine(EngineWorker):
         prompt_tokens: int | None = None,
         warm_up_shapes: int = 0,
         warm_up_seconds: float = 0.0,
+        device: Device | None = None,
     ) -> None:
         super().__init__(emit, name="specchat-fake-engine")
         self.plain_rate = plain_rate or rate / 1.8  # what a baseline measurement finds
@@ -124,6 +126,7 @@ class FakeEngine(EngineWorker):
         # a slow prompt read in chunks, each reported and each a point where a Stop is taken
         self.prefill_chunks, self.prompt_tokens = prefill_chunks, prompt_tokens
         self.warm_up_shapes, self.warm_up_seconds = warm_up_shapes, warm_up_seconds
+        self.device = device  # what PairLoaded says the pair runs on (None: nothing said)
         self.clock = clock or WallClock()
         self.script = script or VOCAB
         self.commands: list[Command] = []
@@ -139,7 +142,7 @@ class FakeEngine(EngineWorker):
                 self.clock.sleep(self.load_seconds)
                 self.loaded = command.main
                 self._warm_up_shapes(request)
-                self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None)))
+                self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None, self.device)))
             case Generate():
                 self._scripted_answer(request, command)
             case MeasureBaseline():

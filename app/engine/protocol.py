@@ -44,6 +44,7 @@ __all__ = [
     "CheckLossless",
     "Command",
     "ContextOverflow",
+    "Device",
     "EngineError",
     "ErrorKind",
     "Event",
@@ -70,6 +71,13 @@ __all__ = [
     "WarmUpProgress",
     "WorkerMessage",
 ]
+
+
+class Device(enum.StrEnum):
+    """The device MLX runs on, for the window to say (the UI imports no mlx to ask itself)."""
+
+    GPU = "gpu"
+    CPU = "cpu"
 
 
 class SpeculationMode(enum.StrEnum):
@@ -199,6 +207,7 @@ class PairLoaded:
     main: str
     draft: str | None
     speculation_refusal: str | None
+    device: Device | None = None  # where MLX runs the pair; None when the sender does not say
 
 
 @dataclass(frozen=True, slots=True)

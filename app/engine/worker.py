@@ -37,6 +37,7 @@ from app.engine.protocol import (
     CheckLossless,
     Command,
     ContextOverflow,
+    Device,
     EngineError,
     ErrorKind,
     Generate,
@@ -237,7 +238,8 @@ class EngineWorker:
             and (compiles_per_shape() if command.warm_up is None else command.warm_up)
         ):
             self._warm_up(reply, pair)
-        reply(PairLoaded(command.main, command.draft, refusal))
+        device = Device.GPU if mx.default_device().type == mx.DeviceType.gpu else Device.CPU
+        reply(PairLoaded(command.main, command.draft, refusal, device))
 
     def _generate(self, reply: Callable[[Reply], None], command: Generate) -> None:
         if self._session is None or self._pair is None:

@@ -324,7 +324,8 @@ class ChatController(QObject):
                 else {"lookup": "prompt lookup", "off": "no draft"}.get(self.mode_override or "", "no draft")
             )
             self.strip.set_state("Ready")
-            self.pair_changed.emit(f"{_name(event.main)}  +  {draft}")
+            where = f"  ·  running on the {event.device.upper()}" if event.device else ""
+            self.pair_changed.emit(f"{_name(event.main)}  +  {draft}{where}")
             if event.speculation_refusal:
                 self.notice.emit(event.speculation_refusal)
         elif isinstance(event, WarmUpProgress):  # a GPU builds kernels per pass shape: done once per load

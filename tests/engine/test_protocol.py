@@ -100,6 +100,7 @@ def test_the_worker_answers_every_command_it_accepted_before(worker, toy_models,
 
     replies = run(worker, load)
     assert isinstance(replies[-1], PairLoaded) and replies[-1].speculation_refusal is None
+    assert replies[-1].device == "cpu"  # the test machine runs MLX on its CPU
     for ask in asks:
         done = run(worker, ask)[-1]
         assert isinstance(done, GenerationFinished), (ask.speculation, done)

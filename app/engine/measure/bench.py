@@ -100,7 +100,7 @@ class BenchRun:
         return data
 
 
-def _run_mlx_lm(
+def run_mlx_lm(
     pair: ModelPair, prompt: list[int], k: int, sampling: SamplingParams, max_tokens: int
 ) -> TimedRun:
     """mlx-lm's own loop with the same pair, k and temperature: speculative, or plain without a draft."""
@@ -220,7 +220,7 @@ def run_benchmark(
 
     def once(mode: str, kk: int, rule: str, prompt: list[int], tokens: int) -> TimedRun:
         if mode == "mlx_lm":
-            return _run_mlx_lm(pair, prompt, kk, sampling, tokens)
+            return run_mlx_lm(pair, prompt, kk, sampling, tokens)
         policy: DraftPolicy
         if mode in PLAIN_MODES:
             policy = PlainDecoding()

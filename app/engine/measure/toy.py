@@ -166,19 +166,19 @@ def write_toy_models(out_dir: Path, seed: int = 0, dtype: str = "float32", shape
     if shape not in SHAPES:
         raise ValueError(f"shape must be one of {', '.join(SHAPES)}, not {shape!r}")
     out_dir = Path(out_dir).absolute()
-    _check_replaceable(out_dir)
+    check_replaceable(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         _write_all(tmp, seed, dtype, SHAPES[shape])
-        _swap_into_place(tmp, out_dir)
+        swap_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return ToyModels(out_dir / "main", out_dir / "draft", out_dir / "draft_random")
 
 
-def _check_replaceable(out_dir: Path) -> None:
+def check_replaceable(out_dir: Path) -> None:
     if not out_dir.exists():
         return
     if not out_dir.is_dir():
@@ -189,7 +189,7 @@ def _check_replaceable(out_dir: Path) -> None:
         )
 
 
-def _swap_into_place(tmp: Path, out_dir: Path) -> None:
+def swap_into_place(tmp: Path, out_dir: Path) -> None:
     if out_dir.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))
         old.rmdir()
@@ -203,7 +203,7 @@ def _swap_into_place(tmp: Path, out_dir: Path) -> None:
 def _write_all(root: Path, seed: int, dtype: str, shape: ToyShape) -> None:
     tokenizer_json = train_tokenizer()
     vocab = max(VOCAB_SIZE, _round_up(json.loads(tokenizer_json)["model"]["vocab"].__len__(), 64))
-    eos_id = _token_id(tokenizer_json, EOS_TOKEN)
+    eos_id = token_id(tokenizer_json, EOS_TOKEN)
 
     main = _random_weights(np.random.RandomState(seed), vocab, shape.main_layers, shape)
     draft = {k: v for k, v in main.items() if (_layer_index(k) or 0) < shape.draft_layers}
@@ -216,12 +216,10 @@ def _write_all(root: Path, seed: int, dtype: str, shape: ToyShape) -> None:
     ):
         folder = root / name
         folder.mkdir()
-        _write_json(folder / "config.json", _config(vocab, layers, eos_id, dtype, shape))
-        (folder / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
-        _write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer_json))
-        _write_json(folder / "special_tokens_map.json", _special_tokens_map())
+        write_json(folder / "config.json", _config(vocab, layers, eos_id, dtype, shape))
+        write_tokenizer_files(folder, tokenizer_json)
         _save_weights(folder / "model.safetensors", weights, dtype)
-    _write_json(root / MARKER, {"seed": seed, "dtype": dtype, "models": ["main", "draft", "draft_random"]})
+    write_json(root / MARKER, {"seed": seed, "dtype": dtype, "models": ["main", "draft", "draft_random"]})
 
 
 def train_tokenizer() -> str:
@@ -251,7 +249,14 @@ def train_tokenizer() -> str:
     return json.dumps(json.loads(tokenizer.to_str()), ensure_ascii=False, indent=1, sort_keys=True)
 
 
-def _token_id(tokenizer_json: str, token: str) -> int:
+def write_tokenizer_files(folder: Path, tokenizer_json: str) -> None:
+    """The tokenizer's three files, as mlx-lm and transformers read them from a model folder."""
+    (folder / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
+    write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer_json))
+    write_json(folder / "special_tokens_map.json", _special_tokens_map())
+
+
+def token_id(tokenizer_json: str, token: str) -> int:
     for added in json.loads(tokenizer_json)["added_tokens"]:
         if added["content"] == token:
             return int(added["id"])
@@ -351,7 +356,7 @@ def _save_weights(path: Path, weights: dict[str, np.ndarray], dtype: str) -> Non
     mx.save_safetensors(str(path), arrays, metadata={"format": "mlx"})
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 

@@ -1,0 +1,206 @@
+"""Real-shape speed check on a lent GPU, with no model files:
+`python -m app.engine.measure.gpu_bench --pair 7b-4bit --agreement 0.9 --tokens 128 --prompts 8`.
+
+Builds a random pair at Qwen2.5's sizes in memory (toy_pair.py), warms it up as the app does
+after loading, then per prompt decodes with plain, mlx-lm's speculative loop, fixed k, adaptive
+and plain again (plain2: the noise band), each timed from the outside as `bench` times them.
+It prints each mode's speed against plain, the worst round against the median plain step (a
+stall a user sees), and the first answer against later ones (what warm-up should make equal).
+`--pair tiny` runs on a CPU in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import mlx.core as mx
+
+from app.engine.decoding.loading import ModelPair
+from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
+from app.engine.decoding.sampling import SamplingParams
+from app.engine.decoding.templates import format_chat
+from app.engine.features.prompts import BUILTIN_PROMPTS
+from app.engine.features.timed_run import TimedRun, run_timed
+from app.engine.measure.bench import run_mlx_lm
+from app.engine.measure.toy_pair import build_pair, measure_agreement
+from app.engine.measure.toy_shapes import PAIRS
+from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.warmup import compile_pass_shapes
+
+COLUMNS = ("prompt", "mode", "tok/s", "ratio", "accepted", "rounds", "worst/step", ">3 steps", "same")
+SLOW_STEPS = 3.0  # a round longer than this many plain steps is a stall worth counting
+FIRST_ANSWER_SLACK = 0.10  # the first answer should take at most this much longer than later ones
+
+
+@dataclass(frozen=True)
+class ModeRun:
+    """One answer in one mode, reduced to what the table prints."""
+
+    prompt: str
+    mode: str
+    tokens: int
+    answer_seconds: float  # prompt sent to last token
+    tok_per_s: float  # first token to last
+    proposed: int
+    accepted: int
+    rounds: int
+    worst_step: float  # longest round (mlx-lm: longest gap between tokens), in seconds
+    slow_rounds: int  # rounds over SLOW_STEPS median plain steps
+    plain_step: float  # the median gap between plain's tokens for this prompt, in seconds
+    same_as_plain: bool
+
+
+def _gaps(stamps: Sequence[float]) -> list[float]:
+    return [b - a for a, b in zip(stamps, stamps[1:])]
+
+
+def _reduce(prompt: str, mode: str, run: TimedRun, plain: TimedRun | None, step: float) -> ModeRun:
+    # our loop reports its rounds; mlx-lm's does not, so its tokens' gaps stand in for them
+    walls = [r.wall_seconds for r in run.log if r.wall_seconds > 0] or _gaps(run.stamps)
+    return ModeRun(
+        prompt=prompt,
+        mode=mode,
+        tokens=len(run.ids),
+        answer_seconds=run.stamps[-1] - run.start if run.stamps else 0.0,
+        tok_per_s=run.decode_rate,
+        proposed=run.proposed,
+        accepted=run.accepted,
+        rounds=run.rounds,
+        worst_step=max(walls, default=0.0),
+        slow_rounds=sum(w > SLOW_STEPS * step for w in walls) if step > 0 else 0,
+        plain_step=step,
+        same_as_plain=plain is None or run.ids == plain.ids,
+    )
+
+
+def mode_names(ks: Sequence[int]) -> list[str]:
+    """plain first (the reference), plain2 last (so drift over the prompt shows in it)."""
+    return ["plain", "mlx_lm", *(f"fixed{k}" for k in ks), "adaptive", "plain2"]
+
+
+def run_prompts(
+    pair: ModelPair,
+    prompts: Sequence[tuple[str, list[int]]],
+    tokens: int,
+    ks: Sequence[int],
+    mlx_k: int,
+    progress: Callable[[str], None] | None = None,
+) -> list[list[ModeRun]]:
+    """Every mode once per prompt, prompts in order; no warm-up of its own (the caller's is
+    the one measured)."""
+    greedy = SamplingParams()
+    adaptive = AdaptiveDraftLength(use_draft=True)  # keeps its estimates across answers, as the app's does
+    results = []
+    for name, ids in prompts:
+        runs: dict[str, TimedRun] = {}
+        for mode in mode_names(ks):
+            if progress:
+                progress(f"{name} {mode}")
+            if mode == "mlx_lm":
+                runs[mode] = run_mlx_lm(pair, ids, mlx_k, greedy, tokens)
+                continue
+            policy: DraftPolicy
+            if mode.startswith("plain"):
+                policy = PlainDecoding()
+            elif mode.startswith("fixed"):
+                policy = FixedDraftLength(int(mode.removeprefix("fixed")))
+            else:
+                policy = adaptive
+            runs[mode] = run_timed(pair, ids, policy, greedy, tokens)
+        plain = runs["plain"]
+        step = statistics.median(_gaps(plain.stamps)) if len(plain.stamps) > 1 else 0.0
+        results.append([_reduce(name, m, r, None if m == "plain" else plain, step) for m, r in runs.items()])
+    return results
+
+
+def format_table(results: Sequence[Sequence[ModeRun]]) -> list[str]:
+    """One block per prompt: each mode's speed, its ratio to plain, and its worst round."""
+    lines = ["  ".join(f"{c:>10}" for c in COLUMNS)]
+    for runs in results:
+        plain = runs[0]
+        for r in runs:
+            ratio = r.tok_per_s / plain.tok_per_s if plain.tok_per_s else 0.0
+            cells = (
+                r.prompt,
+                r.mode,
+                f"{r.tok_per_s:.1f}",
+                f"{ratio:.2f}",
+                f"{r.accepted}/{r.proposed}",
+                str(r.rounds),
+                f"{r.worst_step / r.plain_step:.1f}" if r.plain_step > 0 else "-",
+                str(r.slow_rounds),
+                "yes" if r.same_as_plain else "NO",
+            )
+            lines.append("  ".join(f"{c:>10}" for c in cells))
+    return lines
+
+
+def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
+    """Per mode: the geometric mean ratio to plain, and the first answer's time against the
+    median of later ones (warm-up's target: within FIRST_ANSWER_SLACK)."""
+    lines = [f"{'mode':>10}  {'mean ratio':>10}  {'first/later':>11}"]
+    for i, mode in enumerate(r.mode for r in results[0]):
+        ratios = [runs[i].tok_per_s / runs[0].tok_per_s for runs in results if runs[0].tok_per_s > 0]
+        mean = math.exp(statistics.fmean(math.log(x) for x in ratios)) if ratios and min(ratios) > 0 else 0.0
+        later = [runs[i].answer_seconds for runs in results[1:]]
+        if later and statistics.median(later) > 0:
+            first = results[0][i].answer_seconds / statistics.median(later)
+            verdict = "ok" if first <= 1 + FIRST_ANSWER_SLACK else "SLOW"
+            first_text = f"{first:.2f} {verdict}"
+        else:
+            first_text = "-"
+        lines.append(f"{mode:>10}  {mean:>10.2f}  {first_text:>11}")
+    return lines
+
+
+def _prompts(pair: ModelPair, count: int) -> list[tuple[str, list[int]]]:
+    chosen = [BUILTIN_PROMPTS[i % len(BUILTIN_PROMPTS)] for i in range(count)]
+    return [
+        (f"{p.id}"[:10], format_chat(pair.tokenizer, [{"role": "user", "content": p.text}])) for p in chosen
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app.engine.measure.gpu_bench", description=__doc__)
+    parser.add_argument("--pair", choices=sorted(PAIRS), default="tiny")
+    parser.add_argument("--bits", type=int, choices=(4, 16), help="override the pair's precision")
+    parser.add_argument("--agreement", type=float, default=0.9, help="draft/main greedy agreement")
+    parser.add_argument("--tokens", type=int, default=128, help="tokens per answer")
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--ks", default="2,4,6", help="fixed draft lengths, comma-separated")
+    parser.add_argument("--mlx-k", type=int, default=4, help="mlx-lm's draft length")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+    ks = [int(k) for k in args.ks.split(",")]
+    if args.prompts < 1 or args.tokens < 2:
+        parser.error("--prompts must be at least 1 and --tokens at least 2")
+
+    print(f"device: {mx.default_device()}  pair: {args.pair}  agreement asked: {args.agreement:.2f}")
+    start = time.perf_counter()
+    pair = build_pair(args.pair, bits=args.bits, agreement=args.agreement, seed=args.seed)
+    built = time.perf_counter()
+    prompts = _prompts(pair, args.prompts)
+    warm_rounds = compile_pass_shapes(pair, prompts[0][1])
+    warmed = time.perf_counter()
+    print(
+        f"load {built - start:.2f} s, warm-up {warmed - built:.2f} s ({warm_rounds} rounds), "
+        f"together {warmed - start:.2f} s"
+    )
+    report = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
+    results = run_prompts(pair, prompts, args.tokens, ks, args.mlx_k, report)
+    print("\n".join(format_table(results)))
+    print("\n".join(format_summary(results)))
+    measured = measure_agreement(pair, prompts[0][1], args.tokens)
+    print(f"agreement measured: {measured:.2f} over {args.tokens} tokens of {prompts[0][0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

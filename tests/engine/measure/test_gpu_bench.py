@@ -1,0 +1,34 @@
+"""The GPU bench script at the CPU-sized pair: every column, every mode, plausible ratios."""
+
+from __future__ import annotations
+
+import math
+
+from app.engine.measure.gpu_bench import COLUMNS, main, mode_names
+
+
+def test_tiny_run_prints_every_mode_for_every_prompt(capsys) -> None:
+    assert main(["--pair", "tiny", "--prompts", "2", "--tokens", "40", "--ks", "2,4", "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("device: ") and "pair: tiny" in lines[0]
+    assert lines[1].startswith("load ") and "warm-up" in lines[1]
+    assert lines[2].split() == [c for col in COLUMNS for c in col.split()]
+    modes = mode_names([2, 4])
+    rows = [line.split() for line in lines[3 : 3 + 2 * len(modes)]]
+    assert [r[1] for r in rows] == modes * 2
+    assert len({r[0] for r in rows}) == 2
+    for prompt, mode, rate, ratio, accepted, rounds, worst, slow, same in rows:
+        taken, offered = map(int, accepted.split("/"))
+        assert float(rate) > 0 and 0 < float(ratio) < 20 and math.isfinite(float(worst))
+        assert same == "yes"  # greedy: every mode gives plain's answer
+        assert taken <= offered and int(slow) <= int(rounds)
+        if mode.startswith("plain"):
+            assert (offered, int(rounds)) == (0, 40)
+        elif mode != "adaptive":  # adaptive may rightly bypass a draft that does not pay on a CPU
+            assert offered > 0 and int(rounds) < 40
+    assert rows[0][3] == "1.00"
+    summary = lines[3 + 2 * len(modes) :]
+    assert summary[0].split() == ["mode", "mean", "ratio", "first/later"]
+    assert [s.split()[0] for s in summary[1 : 1 + len(modes)]] == modes
+    agreement = summary[-1].split()
+    assert agreement[:2] == ["agreement", "measured:"] and abs(float(agreement[2]) - 0.9) <= 0.15
