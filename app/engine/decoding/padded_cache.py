@@ -36,34 +36,35 @@ def key_width(length: int) -> int:
     return max(1, -(-length // KEY_STEP)) * KEY_STEP
 
 
-class PaddedKVCache(KVCache):  # type: ignore[misc]  # mlx-lm declares no types
+class PaddedKVCache(KVCache):
     """mlx-lm's KVCache, but fetching keys and values padded to `key_width(offset)`."""
+
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # mlx-lm declares no types
 
     def update_and_fetch(self, keys: mx.array, values: mx.array) -> tuple[mx.array, mx.array]:
         prev = self.offset
         end = prev + keys.shape[2]
         width = key_width(end)
-        if self.keys is None or self.keys.shape[2] < width:
-            self._grow(keys, values, width)
-        self.keys[..., prev:end, :] = keys
-        self.values[..., prev:end, :] = values
-        self.offset = end
-        return self.keys[..., :width, :], self.values[..., :width, :]
+        buf_k, buf_v = self.keys, self.values
+        if buf_k is None or buf_v is None or buf_k.shape[2] < width:
+            buf_k, buf_v = self._grown(keys, values, width)
+        buf_k[..., prev:end, :] = keys
+        buf_v[..., prev:end, :] = values
+        self.keys, self.values, self.offset = buf_k, buf_v, end
+        return buf_k[..., :width, :], buf_v[..., :width, :]
 
-    def _grow(self, keys: mx.array, values: mx.array, width: int) -> None:
-        """A zero-filled buffer of `width` entries holding the first `offset` of the old one."""
+    def _grown(self, keys: mx.array, values: mx.array, width: int) -> tuple[mx.array, mx.array]:
+        """Zero-filled buffers of `width` entries holding the first `offset` of the old ones."""
         batch, heads, _, k_dim = keys.shape
-        v_dim = values.shape[3]
         new_k = mx.zeros((batch, heads, width, k_dim), keys.dtype)
-        new_v = mx.zeros((batch, heads, width, v_dim), values.dtype)
-        if self.keys is not None and self.offset:
+        new_v = mx.zeros((batch, heads, width, values.shape[3]), values.dtype)
+        if self.keys is not None and self.values is not None and self.offset:
             new_k[..., : self.offset, :] = self.keys[..., : self.offset, :]
             new_v[..., : self.offset, :] = self.values[..., : self.offset, :]
-        self.keys, self.values = new_k, new_v
+        return new_k, new_v
 
-    def make_mask(
-        self, n: int, return_array: bool = False, window_size: int | None = None
-    ) -> mx.array:
+    def make_mask(self, n: int, return_array: bool = False, window_size: int | None = None) -> mx.array:
         """Always an array (a "causal" string would align queries to the padded end): True
         where query i (at position offset + i) may see key j."""
         rows = mx.arange(n)[:, None] + self.offset  # an array sum, so the offset is data, not shape
@@ -86,4 +87,4 @@ def make_caches(model: Any, padded: bool | None = None) -> list[Any]:
     allows (`paddable`)."""
     if (on_gpu() if padded is None else padded) and paddable(model):
         return [PaddedKVCache() for _ in model.layers]
-    return make_prompt_cache(model)  # type: ignore[no-any-return]
+    return make_prompt_cache(model)

@@ -19,6 +19,7 @@ from threading import Event
 from typing import Any
 
 import mlx.core as mx
+
 from app.engine.decoding import buckets
 from app.engine.decoding.caches import misfit
 from app.engine.decoding.events import EngineError, ErrorKind, PrefillProgress

@@ -57,4 +57,3 @@ def test_a_cancel_stops_the_warm_up_between_steps(toy_pair, toy_prompt):
     compile_pass_shapes(pair, toy_prompt, max_k=2, cancel=stop, progress=progress)
     assert steps == [1, 2, 3, 4, 5]
     assert main.sizes[calls[0] :] == [1, 2, 3] and len(draft.sizes) == calls[1]
-
