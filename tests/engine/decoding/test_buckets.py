@@ -9,9 +9,8 @@ from app.engine.decoding.padded_cache import PaddedKVCache
 from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import PREFILL_CHUNK, ChatSession
 from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
-from tests.engine.decoding.recording_model import recording
 from tests.engine.decoding.test_cache_property import ScriptedPolicy
-from tests.engine.helpers import drive
+from tests.engine.helpers import drive, spied
 
 
 def test_every_length_splits_exactly_into_pass_sizes_largest_first():
@@ -73,7 +72,7 @@ def test_bucketed_passes_and_padded_keys_give_the_unbucketed_answers(toy_pair, n
 
 def test_with_buckets_every_model_call_is_a_pass_size(toy_pair):
     """Prefill tails, catch-up reads, first draft steps and verify passes, for both models."""
-    pair, main, draft = recording(toy_pair)
+    pair, main, draft = spied(toy_pair)
     for name, factory in _policies().items():
         _conversation(ChatSession(pair, bucketed=True, padded_keys=True), pair, factory)
         assert set(main.sizes) <= set(PASS_SIZES), name
@@ -83,7 +82,7 @@ def test_with_buckets_every_model_call_is_a_pass_size(toy_pair):
 
 def test_without_buckets_the_same_conversation_meets_other_sizes(toy_pair):
     """What the check above would catch: the check can fail."""
-    pair, main, draft = recording(toy_pair)
+    pair, main, draft = spied(toy_pair)
     _conversation(ChatSession(pair, bucketed=False), pair, _policies()["scripted"])
     assert not set(main.sizes) <= set(PASS_SIZES)
     assert not set(draft.sizes) <= set(PASS_SIZES)

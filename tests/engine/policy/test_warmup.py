@@ -6,7 +6,7 @@ from app.engine.decoding.buckets import PASS_SIZES
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import RoundEvent
 from app.engine.policy.warmup import compile_pass_shapes, warm_up_steps
-from tests.engine.decoding.recording_model import recording
+from tests.engine.helpers import spied
 
 
 def test_every_draft_length_is_played_once(toy_pair, toy_prompt, monkeypatch):
@@ -32,7 +32,7 @@ def test_without_a_draft_nothing_is_played(toy_pair, toy_prompt):
 def test_every_pass_size_is_compiled_by_both_models_with_progress(toy_pair, toy_prompt):
     """Reads, prefill tails and verify passes run only in these sizes on a GPU (buckets.py):
     the warm-up must meet each once per model, before the pair is reported loaded."""
-    pair, main, draft = recording(toy_pair)
+    pair, main, draft = spied(toy_pair)
     steps: list[tuple[int, int]] = []
     compile_pass_shapes(pair, toy_prompt, max_k=2, progress=lambda done, total: steps.append((done, total)))
     assert set(PASS_SIZES) <= set(main.sizes) and set(PASS_SIZES) <= set(draft.sizes)
@@ -42,7 +42,7 @@ def test_every_pass_size_is_compiled_by_both_models_with_progress(toy_pair, toy_
 
 
 def test_a_cancel_stops_the_warm_up_between_steps(toy_pair, toy_prompt):
-    pair, main, draft = recording(toy_pair)
+    pair, main, draft = spied(toy_pair)
     stop = threading.Event()
     steps: list[int] = []
     calls: list[int] = []
