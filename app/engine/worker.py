@@ -32,7 +32,7 @@ from app.engine.library.pairing import load_checked_pair
 from app.engine.library.store import Store
 from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
 from app.engine.policy.controller_state import export_state, restore_state, state_key
-from app.engine.policy.warmup import compile_pass_shapes, compiles_per_shape
+from app.engine.policy.warmup import compile_pass_shapes, compiles_per_shape, warm_up_steps
 from app.engine.protocol import (
     CheckLossless,
     Command,
@@ -174,7 +174,7 @@ class EngineWorker:
         def emit(done: int, total: int) -> None:
             reply(WarmUpProgress(done, total))
 
-        emit(0, MAX_K)
+        emit(0, warm_up_steps(pair, MAX_K))
         stop = self._preemptible()
         try:
             compile_pass_shapes(pair, filler_ids(pair.tokenizer, 16), MAX_K, cancel=stop, progress=emit)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from threading import Event
 from typing import Any
@@ -17,6 +17,7 @@ from app.engine.decoding.events import (
     RoundEvent,
     TokenEvent,
 )
+from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
@@ -105,3 +106,19 @@ class ForwardSpy:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
+
+    @property
+    def sizes(self) -> list[int]:
+        """The token count of every pass so far."""
+        return [n for _, n in self.passes]
+
+
+def spied(pair: ModelPair) -> tuple[ModelPair, ForwardSpy, ForwardSpy]:
+    """`pair` with both models behind a `ForwardSpy`: (the pair, the main's spy, the draft's)."""
+    assert pair.draft is not None
+    main, draft = ForwardSpy(pair.main.model), ForwardSpy(pair.draft.model)
+    return (
+        replace(pair, main=replace(pair.main, model=main), draft=replace(pair.draft, model=draft)),
+        main,
+        draft,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 
+from app.engine.decoding.buckets import PASS_SIZES
 from app.engine.decoding.events import EngineError, GenerationFinished, TokenEvent, WarmUpProgress
 from app.engine.policy.warmup import compiles_per_shape
 from app.engine.protocol import Generate, LoadPair, PairLoaded, SpeculationSettings
@@ -130,7 +131,8 @@ def test_a_pair_loaded_for_a_gpu_compiles_every_draft_length_before_it_is_report
     try:
         load = worker.submit(LoadPair(str(toy_models.main), str(toy_models.draft), warm_up=True))
         events = _collect(inbox, load, _is_final)
-        assert [(e.done, e.total) for e in events[:-1]] == [(i, 8) for i in range(9)]
+        total = 8 + 2 * len(PASS_SIZES)  # a round per draft length, a read per pass size and model
+        assert [(e.done, e.total) for e in events[:-1]] == [(i, total) for i in range(total + 1)]
         assert isinstance(events[-1], PairLoaded) and played == list(range(1, 9))
 
         played.clear()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import mlx.core as mx
 
+from app.engine.decoding import buckets
 from app.engine.decoding.sampling import Sampler
 from app.engine.decoding.session import ChatSession
 
@@ -41,7 +42,8 @@ def propose(
     scores: list[mx.array] = []
     hindsight = None
     for step in range(k):
-        out = draft.model(y[None], cache=session.draft_cache)
+        # the first step reads the tail too: in pass sizes where the session buckets
+        out = buckets.run(draft.model, session.draft_cache, y, session.bucketed)
         if step == 0 and tail and sampler.params.greedy and not sampler.uses_history:
             # the catch-up pass computed logits at every skipped position anyway: comparing
             # their argmax with the text tells how speculation would have fared while bypassed
@@ -66,7 +68,7 @@ def propose(
 
 def score(session: ChatSession, sampler: Sampler, fed: mx.array, history: mx.array) -> mx.array:
     """Main pass over `fed` -> processed scores (len(fed), V); row i sees fed[1 : i + 1] as history."""
-    logits = session.pair.main.model(fed[None], cache=session.main_cache)[0]
+    logits = buckets.run(session.pair.main.model, session.main_cache, fed, session.bucketed)[0]
     if not sampler.uses_history:
         return sampler.process(logits, None)
     rows = [

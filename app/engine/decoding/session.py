@@ -19,11 +19,12 @@ from threading import Event
 from typing import Any
 
 import mlx.core as mx
-from mlx_lm.models.cache import make_prompt_cache
 
+from app.engine.decoding import buckets
 from app.engine.decoding.caches import misfit
 from app.engine.decoding.events import EngineError, ErrorKind, PrefillProgress
 from app.engine.decoding.loading import LoadedModel, ModelPair
+from app.engine.decoding.padded_cache import make_caches
 
 PREFILL_CHUNK = 512
 
@@ -49,13 +50,26 @@ def _rewind(cache: list[Any], length: int) -> bool:
 
 
 class ChatSession:
-    """Owns both caches; only the engine's worker thread may touch it."""
+    """Owns both caches; only the engine's worker thread may touch it.
 
-    def __init__(self, pair: ModelPair, *, prefill_chunk: int = PREFILL_CHUNK) -> None:
+    `bucketed`: every pass is split into the sizes of `buckets.PASS_SIZES`; `padded_keys`: the
+    caches hand attention keys padded to a few lengths (`padded_cache`). Both keep a GPU from
+    compiling kernels mid-answer and default to on there, off on the CPU."""
+
+    def __init__(
+        self,
+        pair: ModelPair,
+        *,
+        prefill_chunk: int = PREFILL_CHUNK,
+        bucketed: bool | None = None,
+        padded_keys: bool | None = None,
+    ) -> None:
         self.pair = pair
         self.prefill_chunk = prefill_chunk
-        self.main_cache = make_prompt_cache(pair.main.model)
-        self.draft_cache = make_prompt_cache(pair.draft.model) if pair.draft else None
+        self.bucketed = buckets.on_gpu() if bucketed is None else bucketed
+        self.padded_keys = buckets.on_gpu() if padded_keys is None else padded_keys
+        self.main_cache = self.new_cache(pair.main)
+        self.draft_cache = self.new_cache(pair.draft) if pair.draft else None
         self.tokens: list[int] = []
         self.draft_len = 0
         self.draft_gaps: list[tuple[int, int]] = []  # [start, end) spans of tokens the draft skipped
@@ -68,6 +82,10 @@ class ChatSession:
         )
         self.speculation_refusal = self._speculation_refusal()
         self.repairs: list[EngineError] = []  # what `check_caches` found and did, to be reported
+
+    def new_cache(self, model: LoadedModel) -> list[Any]:
+        """An empty cache for `model`, of the kind this session uses."""
+        return make_caches(model.model, self.padded_keys)
 
     def _speculation_refusal(self) -> str | None:
         """Why this pair cannot speculate, or None. Rejected drafts must be trimmed away."""
@@ -132,7 +150,7 @@ class ChatSession:
                 for c in self.main_cache:
                     c.trim(drop)
             else:  # a recurrent state cannot be rewound: start over
-                self.main_cache = make_prompt_cache(self.pair.main.model)
+                self.main_cache = self.new_cache(self.pair.main)
                 keep = 0
             self.tokens = self.tokens[:keep]
         if self.draft_cache is not None and self.draft_len > keep:
@@ -147,7 +165,7 @@ class ChatSession:
                 self.draft_gaps = [g for g in self.draft_gaps if g[0] < cut]
             else:
                 assert self.pair.draft is not None  # a draft cache is made only for a draft
-                self.draft_cache = make_prompt_cache(self.pair.draft.model)
+                self.draft_cache = self.new_cache(self.pair.draft)
                 self.draft_len = 0
                 self.draft_gaps = []
         self.check_caches()
@@ -159,7 +177,7 @@ class ChatSession:
         starts over, which costs the next answer a prefill but never correctness."""
         self.main_ahead = 0
         if not _rewind(self.main_cache, len(self.tokens)):
-            self.main_cache = make_prompt_cache(self.pair.main.model)
+            self.main_cache = self.new_cache(self.pair.main)
             self.tokens = []
         draft = self.pair.draft
         if (
@@ -167,7 +185,7 @@ class ChatSession:
             and draft is not None
             and (self.draft_len > len(self.tokens) or not _rewind(self.draft_cache, self.draft_offset))
         ):
-            self.draft_cache = make_prompt_cache(draft.model)
+            self.draft_cache = self.new_cache(draft)
             self.draft_len = 0
             self.draft_gaps = []
         self.check_caches()
@@ -187,7 +205,7 @@ class ChatSession:
         starts over and the draft sits the session out. Either way the reason is reported."""
         problem = misfit(self.main_cache, len(self.tokens) + self.main_ahead)
         if problem is not None:
-            self.main_cache = make_prompt_cache(self.pair.main.model)
+            self.main_cache = self.new_cache(self.pair.main)
             self.main_ahead = 0
             for at in range(0, len(self.tokens), self.prefill_chunk):
                 self._feed(self.pair.main.model, self.main_cache, self.tokens[at : at + self.prefill_chunk])
@@ -200,7 +218,7 @@ class ChatSession:
         if self.draft_cache is not None and draft is not None:
             problem = misfit(self.draft_cache, self.draft_offset)
             if problem is not None:
-                self.draft_cache = make_prompt_cache(draft.model)
+                self.draft_cache = self.new_cache(draft)
                 self.draft_len, self.draft_gaps = 0, []
                 self._report(
                     f"the draft model's cache did not match the conversation after a trim ({problem}): "
@@ -217,7 +235,7 @@ class ChatSession:
         return repairs
 
     def _feed(self, model: Any, cache: list[Any], ids: list[int]) -> None:
-        model(mx.array(ids, dtype=mx.uint32)[None], cache=cache)
+        buckets.run(model, cache, mx.array(ids, dtype=mx.uint32), self.bucketed)
         mx.eval([c.state for c in cache])
 
     def prefill(

@@ -1,11 +1,12 @@
-"""Compile every pass shape the adaptive controller may play before it times any of them.
+"""Compile every pass shape the engine runs before it times, or answers with, any of them.
 
 MLX builds kernels for each new shape on first use, so a shape's first pass can cost several
-times the next (docs/measurements/2026-11-23-price-drift.md). The controller
-explores a pair with a few rounds at two draft lengths and a plain step, and prices every other
-size from them: when those rounds are the first of their shapes, a paying draft is priced
-under plain and bypassed. A fixed-k pass at each size first
-keeps compile time out of what it measures. `bench` does it before its timed runs; the worker
+times the next (docs/measurements/2026-11-23-price-drift.md), and a catch-up read of a new
+length once cost 37.7 s mid-answer on an H200. The controller explores a pair with a few rounds
+at two draft lengths and a plain step, and prices every other size from them: when those rounds
+are the first of their shapes, a paying draft is priced under plain and bypassed. So a fixed-k
+round at each size comes first, then a read of every pass size the engine splits its passes
+into (`decoding/buckets.py`) by each model. `bench` does it before its timed runs; the worker
 after loading a pair on a GPU, so that compile time is part of loading, shown as such, and not
 of the first answer.
 """
@@ -17,9 +18,10 @@ from collections.abc import Callable
 
 import mlx.core as mx
 
+from app.engine.decoding.buckets import PASS_SIZES, on_gpu, run
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import RoundEvent
-from app.engine.decoding.loading import ModelPair
+from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.policy import FixedDraftLength
 from app.engine.decoding.session import ChatSession
 from app.engine.policy.adaptive import MAX_K
@@ -28,7 +30,21 @@ from app.engine.policy.adaptive import MAX_K
 def compiles_per_shape() -> bool:
     """Whether this process's device builds kernels per shape (a GPU: Metal or CUDA). MLX's CPU
     backend runs the same kernels at every shape, so there a warm-up only costs time."""
-    return mx.default_device().type == mx.DeviceType.gpu
+    return on_gpu()
+
+
+def warm_up_steps(pair: ModelPair, max_k: int = MAX_K) -> int:
+    """How many steps `compile_pass_shapes` reports: one per draft length, one per pass size
+    and model."""
+    return 0 if pair.draft is None else max_k + 2 * len(PASS_SIZES)
+
+
+def _read(session: ChatSession, model: LoadedModel, prompt: list[int], size: int) -> None:
+    """One pass of exactly `size` tokens (the prompt repeated) into a fresh cache of the kind
+    `session` uses, so nothing is left behind."""
+    ids = (prompt * (size // len(prompt) + 1))[:size]
+    logits = run(model.model, session.new_cache(model), mx.array(ids, dtype=mx.uint32), False)
+    mx.eval(logits)
 
 
 def compile_pass_shapes(
@@ -40,20 +56,34 @@ def compile_pass_shapes(
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """One round drafting k tokens for every k up to `max_k`, by default the longest the
-    controller plays (fixed k's own first round compiles its size); plain steps come with them;
-    the rounds played. Needs a draft model; without one it does nothing. `progress(done, total)`
-    follows each size; `cancel` stops between sizes."""
-    if pair.draft is None:
+    controller plays (fixed k's own first round compiles its size), plain steps with them; then
+    a read of every pass size by both models. Returns the rounds played. Needs a draft model;
+    without one it does nothing. `progress(done, total)` follows each step; `cancel` stops
+    between steps."""
+    if pair.draft is None or not prompt:
         return 0
-    rounds = 0
-    for k in range(1, max_k + 1):
+    rounds: list[int] = []
+
+    def round_of(k: int) -> Callable[[], None]:
+        # k + 1 tokens: the first round drafts all k, whatever is accepted
+        def play() -> None:
+            events = generate(
+                ChatSession(pair), prompt, policy=FixedDraftLength(k), max_tokens=k + 1, cancel=cancel
+            )
+            rounds.append(sum(isinstance(e, RoundEvent) for e in events))
+
+        return play
+
+    session = ChatSession(pair)  # only for the kind of cache it makes: nothing is fed to it
+    steps = [round_of(k) for k in range(1, max_k + 1)] + [
+        (lambda m=model, n=size: _read(session, m, prompt, n))
+        for model in (pair.main, pair.draft)
+        for size in PASS_SIZES
+    ]
+    for done, run_step in enumerate(steps, 1):
         if cancel is not None and cancel.is_set():
             break
-        # k + 1 tokens: the first round drafts all k, whatever is accepted
-        events = generate(
-            ChatSession(pair), prompt, policy=FixedDraftLength(k), max_tokens=k + 1, cancel=cancel
-        )
-        rounds += sum(isinstance(e, RoundEvent) for e in events)
+        run_step()
         if progress is not None:
-            progress(k, max_k)
-    return rounds
+            progress(done, len(steps))
+    return sum(rounds)

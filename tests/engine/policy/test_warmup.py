@@ -1,8 +1,12 @@
 """Compiling every pass shape before the controller times one."""
 
+import threading
+
+from app.engine.decoding.buckets import PASS_SIZES
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import RoundEvent
-from app.engine.policy.warmup import compile_pass_shapes
+from app.engine.policy.warmup import compile_pass_shapes, warm_up_steps
+from tests.engine.helpers import spied
 
 
 def test_every_draft_length_is_played_once(toy_pair, toy_prompt, monkeypatch):
@@ -23,3 +27,33 @@ def test_without_a_draft_nothing_is_played(toy_pair, toy_prompt):
     from dataclasses import replace
 
     assert compile_pass_shapes(replace(toy_pair, draft=None), toy_prompt) == 0
+
+
+def test_every_pass_size_is_compiled_by_both_models_with_progress(toy_pair, toy_prompt):
+    """Reads, prefill tails and verify passes run only in these sizes on a GPU (buckets.py):
+    the warm-up must meet each once per model, before the pair is reported loaded."""
+    pair, main, draft = spied(toy_pair)
+    steps: list[tuple[int, int]] = []
+    compile_pass_shapes(pair, toy_prompt, max_k=2, progress=lambda done, total: steps.append((done, total)))
+    assert set(PASS_SIZES) <= set(main.sizes) and set(PASS_SIZES) <= set(draft.sizes)
+    total = warm_up_steps(pair, 2)
+    assert total == 2 + 2 * len(PASS_SIZES)
+    assert steps == [(i, total) for i in range(1, total + 1)]
+
+
+def test_a_cancel_stops_the_warm_up_between_steps(toy_pair, toy_prompt):
+    pair, main, draft = spied(toy_pair)
+    stop = threading.Event()
+    steps: list[int] = []
+    calls: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        steps.append(done)
+        if done == 2:  # both rounds played: only reads from here
+            calls.extend([len(main.sizes), len(draft.sizes)])
+        if done == 5:
+            stop.set()
+
+    compile_pass_shapes(pair, toy_prompt, max_k=2, cancel=stop, progress=progress)
+    assert steps == [1, 2, 3, 4, 5]
+    assert main.sizes[calls[0] :] == [1, 2, 3] and len(draft.sizes) == calls[1]

@@ -1,0 +1,88 @@
+"""Pass sizes: on a GPU every pass is split into a few fixed sizes, and the answer is unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.decoding.buckets import PASS_SIZES, READ_SIZES, STEP_SIZES, on_gpu, split
+from app.engine.decoding.padded_cache import PaddedKVCache
+from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
+from app.engine.decoding.session import PREFILL_CHUNK, ChatSession
+from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
+from tests.engine.decoding.test_cache_property import ScriptedPolicy
+from tests.engine.helpers import drive, spied
+
+
+def test_every_length_splits_exactly_into_pass_sizes_largest_first():
+    assert split(125) == [64, 32, 16, 9, 4]
+    assert split(0) == []
+    for n in range(1, 1100):
+        pieces = split(n)
+        assert sum(pieces) == n and set(pieces) <= set(PASS_SIZES)
+        assert pieces == sorted(pieces, reverse=True)
+
+
+def test_the_sizes_cover_the_longest_verify_and_a_whole_prefill_chunk():
+    assert MAX_K + 1 in STEP_SIZES  # pending plus the controller's longest draft: one pass
+    assert PREFILL_CHUNK in READ_SIZES
+
+
+def test_bucketing_follows_the_device_unless_forced(toy_pair):
+    assert ChatSession(toy_pair).bucketed is on_gpu()
+    assert ChatSession(toy_pair).padded_keys is on_gpu()
+    assert ChatSession(toy_pair, bucketed=True).bucketed
+
+
+def _policies():
+    return {
+        "plain": PlainDecoding,
+        "fixed3": lambda: FixedDraftLength(3),
+        "fixed12": lambda: FixedDraftLength(12),  # verify passes of 13 tokens: split
+        # plain stretches the draft then reads back in one odd-sized first step
+        "scripted": lambda: ScriptedPolicy([0, 0, 0, 5, 0, 0, 2, 7]),
+        "skipping": lambda: ScriptedPolicy([0, 0, 0, 0, 4], read_limit=2),
+        "adaptive": AdaptiveDraftLength,
+    }
+
+
+def _conversation(session, pair, policy_factory):
+    """Three turns of odd lengths; the third edits back into the second answer."""
+    tok = pair.tokenizer
+    first = tok.encode("def fibonacci(n):\n    # return the n-th number\n")
+    a = drive(session, first, policy_factory(), max_tokens=37, stop_ids=[])
+    second = first + a.ids + tok.encode("\n# and now a longer question " * 13)
+    b = drive(session, second, policy_factory(), max_tokens=45, stop_ids=[])
+    third = (second + b.ids)[: len(second) + 11] + tok.encode(" edit")
+    c = drive(session, third, policy_factory(), max_tokens=29, stop_ids=[])
+    assert a.offsets_ok and b.offsets_ok and c.offsets_ok
+    assert not (a.notices or b.notices or c.notices)  # no cache was found wrong and rebuilt
+    return [a.ids, b.ids, c.ids], len(third)
+
+
+@pytest.mark.parametrize("name", list(_policies()))
+def test_bucketed_passes_and_padded_keys_give_the_unbucketed_answers(toy_pair, name):
+    factory = _policies()[name]
+    plain, _ = _conversation(ChatSession(toy_pair, bucketed=False, padded_keys=False), toy_pair, factory)
+    session = ChatSession(toy_pair, bucketed=True, padded_keys=True)
+    bucketed, context = _conversation(session, toy_pair, factory)
+    assert bucketed == plain
+    assert context > 256  # the keys' padded length stepped at least once
+    assert all(isinstance(c, PaddedKVCache) for c in session.main_cache)
+
+
+def test_with_buckets_every_model_call_is_a_pass_size(toy_pair):
+    """Prefill tails, catch-up reads, first draft steps and verify passes, for both models."""
+    pair, main, draft = spied(toy_pair)
+    for name, factory in _policies().items():
+        _conversation(ChatSession(pair, bucketed=True, padded_keys=True), pair, factory)
+        assert set(main.sizes) <= set(PASS_SIZES), name
+        assert set(draft.sizes) <= set(PASS_SIZES), name
+    assert len(set(main.sizes)) > 5 and len(set(draft.sizes)) > 5  # many sizes were met
+
+
+def test_without_buckets_the_same_conversation_meets_other_sizes(toy_pair):
+    """What the check above would catch: the check can fail."""
+    pair, main, draft = spied(toy_pair)
+    _conversation(ChatSession(pair, bucketed=False), pair, _policies()["scripted"])
+    assert not set(main.sizes) <= set(PASS_SIZES)
+    assert not set(draft.sizes) <= set(PASS_SIZES)
