@@ -45,6 +45,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="replay the answers once starting from each of them, so that the one which pays "
         "for exploring a new pair is not always the same",
     )
+    parser.add_argument(
+        "--slow-round",
+        metavar="ROUND[-LAST][:FACTOR]",
+        help="make round ROUND of the first answer (or each of ROUND..LAST in turn) take FACTOR "
+        "(default 100) times its passes, a one-time cost such as a kernel compiled for a new "
+        "shape, and compare adaptive with its rule for such rounds on and off, without noise",
+    )
+
+
+def _slow_rounds(spec: str) -> tuple[range, float]:
+    """'12', '12:100' or '3-40:100' as (rounds, factor)."""
+    rounds, _, factor = spec.partition(":")
+    first, _, last = rounds.partition("-")
+    return range(int(first), int(last or first) + 1), float(factor or 100.0)
 
 
 def _record(args: argparse.Namespace) -> tuple[list[Trace], CostModel | None]:
@@ -165,6 +179,13 @@ def run(args: argparse.Namespace) -> int:
         f"noise {args.noise}, {args.seeds} seeds{', every answer first in turn' if args.rotate else ''}; "
         "speeds relative to plain, tok/s of plain is simulated"
     )
+    if args.slow_round:
+        from app.engine.measure.one_time import comparison_lines
+
+        rounds, factor = _slow_rounds(args.slow_round)
+        for costs in models:
+            print("\n".join(comparison_lines(traces, costs, rounds, factor)))
+        return 0
     for costs in models:
         merged: dict[str, list[ReplayResult]] = {}
         for seed in range(args.seeds if args.noise else 1):
