@@ -63,6 +63,12 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
 )
 
 
+def slow_rounds_words(count: int) -> str:
+    """Rounds whose time the controller left out of its costs, in plain words."""
+    rounds = "slow round" if count == 1 else "slow rounds"
+    return f"{count} {rounds} left out of timing (first use of a pass shape)"
+
+
 def speed(stats: AnswerStats) -> str:
     return f"{stats.tokens_per_second:.0f} tok/s" if stats.tokens_per_second else "— tok/s"
 
