@@ -158,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         traces, measured = _load(args.traces) if args.traces else _record(args)
         ks = tuple(int(k) for k in str(args.k).split(","))
+        slow = _slow_rounds(args.slow_round) if args.slow_round else None
         models = []
         for name in args.costs.split(","):
             if name == "measured":
@@ -173,19 +174,20 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.save:
         save_traces(Path(args.save), traces, measured)
+    if slow is not None:
+        from app.engine.measure.one_time import comparison_lines
+
+        rounds, factor = slow
+        print(f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens; no timing noise")
+        for costs in models:
+            print("\n".join(comparison_lines(traces, costs, rounds, factor)))
+        return 0
     hits = sum(sum(t.draft_hits) for t in traces) / max(sum(len(t.answer) for t in traces), 1)
     print(
         f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens, draft right on {hits:.0%}; "
         f"noise {args.noise}, {args.seeds} seeds{', every answer first in turn' if args.rotate else ''}; "
         "speeds relative to plain, tok/s of plain is simulated"
     )
-    if args.slow_round:
-        from app.engine.measure.one_time import comparison_lines
-
-        rounds, factor = _slow_rounds(args.slow_round)
-        for costs in models:
-            print("\n".join(comparison_lines(traces, costs, rounds, factor)))
-        return 0
     for costs in models:
         merged: dict[str, list[ReplayResult]] = {}
         for seed in range(args.seeds if args.noise else 1):

@@ -82,6 +82,9 @@ def comparison_lines(
     unchanged = {"rule on": 0, "rule off": 0}
     for r in rounds:
         plain, runs = compare_slow_round(traces, costs, r, factor)
+        if not runs[1].result.slow_seconds:
+            lines.append(f"  round {r}: the first answer has fewer rounds")
+            break
         base = runs[0].speed(plain)
         cells = [
             f"round {r:3d} {runs[0].result.choices[r][0]} k={runs[0].result.choices[r][1]}: none {base:.3f}x"
