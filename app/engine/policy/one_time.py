@@ -15,7 +15,9 @@ from typing import Protocol
 from app.engine.decoding.events import Provenance, RoundEvent, SlowRound
 from app.engine.policy.costs import CostTable, RecentMedian, VerifyCosts
 
-Shape = tuple[Provenance, int, bool]  # (source, k, queued): what a round's passes compile for
+# (source, k, queued, read skipped tokens): what a round's passes compile for. A draft that
+# catches up feeds its first step many tokens, another shape than a round of the same k
+Shape = tuple[Provenance, int, bool, bool]
 
 
 class Tables(Protocol):
@@ -48,7 +50,7 @@ def ceiling(by_n: Mapping[int, RecentMedian], n: int) -> float | None:
 class OneTimeCosts:
     """Judges every timed round against a ceiling on its price; a round `factor` times over it
     and `floor` seconds over it is a one-time cost, left out of the costs, unless its shape was
-    excused before. A shape is excused once: a second slow pass of it is its cost (a size that
+    excused before (`Shape`). A shape is excused once: a second slow pass of it is its cost (a size that
     really costs more than its neighbours, or a machine that slowed down), and the tables must
     learn it. `factor` None: every round is taken in."""
 
@@ -84,7 +86,7 @@ class OneTimeCosts:
     def judge(self, event: RoundEvent, predicted: float | None) -> SlowRound | None:
         """Whether `event` is left out of the costs, as its record (also kept in `last`)."""
         seconds = event.draft_seconds + event.verify_seconds
-        shape = (event.source, event.k, event.overlapped)
+        shape = (event.source, event.k, event.overlapped, event.catch_up > 1)
         self.last = None
         if (
             self.factor is not None

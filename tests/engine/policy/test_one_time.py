@@ -149,3 +149,12 @@ def test_replayed_a_slow_draft_round_does_not_make_a_paying_draft_look_dear():
     assert off.speed(plain) < 0.8 * none.speed(plain)
     assert on.left_out == 1 and on.result.plans[("main", 0)] < 10
     assert on.speed(plain) >= 0.97 * none.speed(plain)
+
+
+def test_a_catch_up_is_a_shape_of_its_own():
+    """A draft reading what it skipped feeds its first step many tokens: its compile does not
+    use up the excuse of an ordinary round of the same k."""
+    policy, clock = _controller()
+    observe(policy, clock, _round(2, factor=100.0, catch_up=16))
+    observe(policy, clock, _round(2, factor=100.0))
+    assert policy.one_time.left_out == 2
