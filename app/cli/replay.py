@@ -45,6 +45,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="replay the answers once starting from each of them, so that the one which pays "
         "for exploring a new pair is not always the same",
     )
+    parser.add_argument(
+        "--slow-round",
+        metavar="ROUND[-LAST][:FACTOR]",
+        help="make round ROUND of the first answer (or each of ROUND..LAST in turn) take FACTOR "
+        "(default 100) times its passes, a one-time cost such as a kernel compiled for a new "
+        "shape, and compare adaptive with its rule for such rounds on and off, without noise",
+    )
+
+
+def _slow_rounds(spec: str) -> tuple[range, float]:
+    """'12', '12:100' or '3-40:100' as (rounds, factor)."""
+    rounds, _, factor = spec.partition(":")
+    first, _, last = rounds.partition("-")
+    return range(int(first), int(last or first) + 1), float(factor or 100.0)
 
 
 def _record(args: argparse.Namespace) -> tuple[list[Trace], CostModel | None]:
@@ -144,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         traces, measured = _load(args.traces) if args.traces else _record(args)
         ks = tuple(int(k) for k in str(args.k).split(","))
+        slow = _slow_rounds(args.slow_round) if args.slow_round else None
         models = []
         for name in args.costs.split(","):
             if name == "measured":
@@ -159,6 +174,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.save:
         save_traces(Path(args.save), traces, measured)
+    if slow is not None:
+        from app.engine.measure.one_time import comparison_lines
+
+        rounds, factor = slow
+        print(f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens; no timing noise")
+        for costs in models:
+            print("\n".join(comparison_lines(traces, costs, rounds, factor)))
+        return 0
     hits = sum(sum(t.draft_hits) for t in traces) / max(sum(len(t.answer) for t in traces), 1)
     print(
         f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens, draft right on {hits:.0%}; "

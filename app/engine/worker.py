@@ -266,20 +266,34 @@ class EngineWorker:
             reply(EngineError(fitted.note, kind=ErrorKind.NOTICE))
         prompt = fitted.ids
         reply(GenerationContext(self._pair.main.source, len(prompt)))
+        policy = self._policy_for(command.speculation)
         events = generate(
             self._session,
             prompt,
             sampling=command.sampling,
-            policy=self._policy_for(command.speculation),
+            policy=policy,
             max_tokens=fitted.max_tokens,
             cancel=self._cancel,
             acceptance=command.speculation.acceptance,
         )
         for event in events:
-            if isinstance(event, RoundEvent) and event.accepted < len(event.proposed):
-                event = dataclasses.replace(event, refused_text=_refused_text(tokenizer, event))
+            if isinstance(event, RoundEvent):
+                event = _forwarded(event, tokenizer, policy, len(prompt))
             reply(event)
         self._remember(command.speculation)
+
+
+def _forwarded(event: RoundEvent, tokenizer: Any, policy: DraftPolicy, prompt_tokens: int) -> RoundEvent:
+    """The round as the UI gets it: its refused drafts decoded, and, where the controller left
+    its time out of its costs (a one-time cost, judged once the loop had made the event), that
+    record with the round's context length."""
+    if event.accepted < len(event.proposed):
+        event = dataclasses.replace(event, refused_text=_refused_text(tokenizer, event))
+    slow = policy.one_time.last if isinstance(policy, AdaptiveDraftLength) else None
+    if slow is not None:
+        slow = dataclasses.replace(slow, context=prompt_tokens + slow.position)
+        event = dataclasses.replace(event, left_out=slow)
+    return event
 
 
 def _refused_text(tokenizer: Any, event: RoundEvent) -> str:

@@ -35,6 +35,7 @@ from app.ui.chart import Chart
 from app.ui.error_banner import reason, show_error_dialog
 from app.ui.history_view import HistoryView
 from app.ui.plain_speed import BaselineStatus
+from app.ui.stats_words import slow_rounds_words
 
 __all__ = ["Chart", "Dashboard"]
 
@@ -184,9 +185,10 @@ class Dashboard(QDockWidget):
             if s.oracle_k
             else "oracle: not enough drafting rounds yet"
         )
+        slow = f"<br>{slow_rounds_words(s.slow_rounds)}" if s.slow_rounds else ""
         return (
             f"<b>{s.tok_s:.1f} tok/s</b> · {baseline}<br>{oracle} · acceptance {s.acceptance:.0%}"
-            f" · {s.mean_accepted:.2f} accepted per drafting round"
+            f" · {s.mean_accepted:.2f} accepted per drafting round{slow}"
         )
 
     def export(self, folder: Path) -> Path:

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from app.engine.decoding.events import GenerationFinished, RoundEvent, TokenEvent
 from app.engine.store.transcript import AnswerStats, Verdict
-from app.ui.stats_words import NO_DRAFT_MODES, summary
+from app.ui.stats_words import NO_DRAFT_MODES, slow_rounds_words, summary
 from app.ui.theme import Theme, current_theme
 
 IDENTICAL, NEAR_TIE, DIVERGENCE = "#2e8540", "#c77700", "#c0392b"
@@ -39,6 +39,8 @@ def stats_line(stats: AnswerStats) -> str:
         parts.append(f"{stats.speedup:.2f}× vs plain")
     if stats.draft_stopped:
         parts.append(stats.draft_stopped)
+    if stats.slow_rounds:
+        parts.append(slow_rounds_words(stats.slow_rounds))
     return " · ".join(parts)
 
 
@@ -71,6 +73,7 @@ class LiveStats:
     bypassed: bool = False
     rarely_right: tuple[int, int] | None = None  # (right, judged) when the draft is almost never right
     draft_stopped: str | None = None  # why drafting stopped (the draft's context ended)
+    slow_rounds: int = 0  # rounds the controller left out of its timing (one-time costs)
     finished: GenerationFinished | None = None
 
     def token(self, e: TokenEvent) -> None:
@@ -92,6 +95,7 @@ class LiveStats:
             if e.policy.get("draft_rarely_right") and isinstance(right, (tuple, list)) and len(right) == 2
             else None
         )
+        self.slow_rounds += e.left_out is not None
         stopped = e.policy.get("draft_stopped")
         self.draft_stopped = stopped if isinstance(stopped, str) else self.draft_stopped
 
@@ -134,6 +138,7 @@ class LiveStats:
             mode=self.mode,
             draft_rarely_right=self.rarely_right,
             draft_stopped=self.draft_stopped,
+            slow_rounds=self.slow_rounds or None,
             plain_tokens_per_second=round(plain, 2) if plain else None,
             speedup=round(rate / plain, 3) if plain and rate and drafted else None,
         )

@@ -150,3 +150,19 @@ def test_replay_takes_answers_recorded_in_several_files_as_one_set(
     table = lambda out: [line for line in out.splitlines() if not line.startswith("policy time")]
     assert table(split) == table(whole) and "2 answers" in split
     assert main(["replay", "--traces", f"{tmp_path / 'a.json'},{tmp_path / 'none.json'}", *args]) == 2
+
+
+def test_replay_compares_the_one_time_rule_on_and_off_around_a_slow_round(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pathlib import Path
+
+    traces = Path(__file__).parents[1] / "engine" / "data" / "draft_right_80.json"
+    args = ["replay", "--traces", str(traces), "--costs", "compute", "--slow-round", "5-6:100"]
+    assert main(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    round_6 = next(line for line in out if line.strip().startswith("round   6"))
+    assert "rule on 0.983x (  0 differ, 1 left out)" in round_6 and "(263 differ, 0 left out)" in round_6
+    assert any(line.strip().startswith("rule off: speed against no slow round worst") for line in out)
+    assert main([*args[:-1], "5:x"]) == 2
+    assert "error" in capsys.readouterr().err

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.engine.decoding.events import Provenance, RoundEvent
-from app.ui.stats import LiveStats, StatusStrip
+from app.engine.decoding.events import Provenance, RoundEvent, SlowRound
+from app.engine.store.transcript import AnswerStats
+from app.ui.stats import LiveStats, StatusStrip, stats_line
 
 DRAFT = "/models/draft"  # a draft model is loaded: a pause is the draft's, not "no draft"
 
@@ -117,3 +118,17 @@ def test_the_glossary_opens_from_the_help_menu(qtbot, window):
     help_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Help")
     next(a for a in help_menu.actions() if a.text() == "Glossary…").trigger()
     qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(GlossaryDialog)))
+
+
+def test_rounds_left_out_of_timing_are_counted_in_the_answers_stats():
+    slow = SlowRound(3, Provenance.DRAFT, 3, 4, 10, 0.02, 2.0, context=50)
+    stats = LiveStats(mode="adaptive")
+    stats.round(_round(0, 3, {"policy": "adaptive", "k": 3}))
+    assert stats.snapshot().slow_rounds is None  # none: left out of what is stored
+    assert "slow round" not in stats_line(stats.snapshot())
+    stats.round(replace(_round(1, 3, {"policy": "adaptive", "k": 3}), left_out=slow))
+    stats.round(replace(_round(2, 2, {"policy": "adaptive", "k": 2}), left_out=slow))
+    snapshot = stats.snapshot()
+    assert snapshot.slow_rounds == 2
+    assert "2 slow rounds left out of timing (first use of a pass shape)" in stats_line(snapshot)
+    assert AnswerStats.from_json(snapshot.to_json()) == (snapshot, False)

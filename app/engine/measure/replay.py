@@ -21,18 +21,15 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from itertools import takewhile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.engine.decoding.events import Provenance, RoundEvent
 from app.engine.decoding.lookup import PromptLookup
 from app.engine.decoding.policy import MAX_DRAFT, DraftPolicy, RoundContext, as_plan, playable
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +118,8 @@ class ReplayResult:
     # real seconds the policy's own choose and observe took: its Python time per round, which
     # the decode loop pays between the main's passes
     policy_seconds: float = 0.0
+    choices: list[tuple[str, int]] = field(default_factory=list)  # (source, k) played, round by round
+    slow_seconds: float = 0.0  # what the `slow` rounds took beyond their usual time (in `seconds`)
 
     @property
     def tokens_per_second(self) -> float:
@@ -135,6 +134,8 @@ class ReplayResult:
             self.accepted + other.accepted,
             self.plans + other.plans,
             self.policy_seconds + other.policy_seconds,
+            self.choices + other.choices,
+            self.slow_seconds + other.slow_seconds,
         )
 
 
@@ -151,12 +152,15 @@ def replay(
     clock: SimulatedClock | None = None,
     seed: int = 0,
     has_draft: bool = True,
+    slow: Mapping[int, float] | None = None,
 ) -> ReplayResult:
     """Run `policy` over `trace` round by round, as `decode.generate` would, on simulated time.
 
     The draft starts level with the prompt (prefilled); after rounds it sits out it reads the
     skipped tokens in its first step, and under greedy decoding those reveal its verdicts on
     them (the hindsight), exactly as in the real loop. Pass the clock the policy was built with.
+    `slow` maps a round's index to how many times its passes take (a one-time cost: kernels
+    compiled for a shape's first run).
     """
     rng = random.Random(seed)
     clock = clock or SimulatedClock()
@@ -194,6 +198,9 @@ def replay(
         else:
             proposed, accepted = (), 0
         verify_s = timed(costs.verify_seconds(k + 1))
+        if slow and result.rounds in slow:
+            result.slow_seconds += (slow[result.rounds] - 1.0) * (draft_s + verify_s)
+            draft_s, verify_s = draft_s * slow[result.rounds], verify_s * slow[result.rounds]
         overhead = timed(costs.overhead) if costs.overhead else 0.0
         clock.now += draft_s + verify_s + overhead
         emitted = answer[t : t + min(accepted + 1, remaining)]
@@ -226,6 +233,7 @@ def replay(
         result.rounds += 1
         result.accepted += accepted
         result.plans[(source.value, k)] += 1
+        result.choices.append((source.value, k))
     result.tokens, result.seconds = t, clock.now - start
     return result
 

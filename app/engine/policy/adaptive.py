@@ -35,6 +35,7 @@ from app.engine.policy.config import DEFAULTS, MAX_K, AdaptiveConfig
 from app.engine.policy.costs import CostTable, QueuedSteps, RecentMedian, VerifyCosts
 from app.engine.policy.estimates import AcceptanceCounts
 from app.engine.policy.hindsight import DraftHindsight
+from app.engine.policy.one_time import OneTimeCosts
 from app.engine.policy.probing import Prober, Standing
 
 __all__ = ["MAX_K", "AdaptiveConfig", "AdaptiveDraftLength"]
@@ -68,6 +69,7 @@ class AdaptiveDraftLength:
         reference = self.verify.plain_step
         self.drafting = {DRAFT: CostTable(reference), LOOKUP: CostTable(reference)}  # proposing k tokens
         self.overhead = RecentMedian()
+        self.one_time = OneTimeCosts(config.one_time_factor, config.one_time_floor)
         self.since_used = {s: 0 for s in self.sources}
         self.played = {s: 0 for s in self.sources}
         self.catch_up_read = RecentMedian()  # per skipped token the draft reads, in plain rounds
@@ -271,6 +273,7 @@ class AdaptiveDraftLength:
             # (right, judged) of the draft's proposals; whether so few were right that probes thin
             "draft_right": (self.prober.verdict_hits, self.prober.verdicts),
             "draft_rarely_right": DRAFT in self.acceptance and self.prober.share(DRAFT, self.link) < 1.0,
+            "slow_rounds_left_out": self.one_time.left_out,  # one-time costs, over the controller's life
         }
         return plan
 
@@ -278,24 +281,28 @@ class AdaptiveDraftLength:
 
     def observe(self, event: RoundEvent) -> None:
         now = self._clock()
+        # a one-time cost (a shape's kernels compiled) prices nothing: see one_time.py
+        slow = self.one_time.judge(event, self.one_time.predicted(event, self))
         if self._last_observed is not None:
-            self._follow_probe(event, now - self._last_observed)
+            self._follow_probe(event, now - self._last_observed, slow is not None)
         if event.overlapped:  # not a pass's own cost: the time between reads, per token
-            if self.verify.known():  # the reference: size 1 is exactly one plain step
+            if self.verify.known() and slow is None:  # the reference: size 1 is exactly one plain step
                 self.queued_plain.add(event.verify_seconds / self.verify.plain.value)
             self._since_clean += 1
         else:
             self.queued_plain.close()
-            if self._last_observed is not None and (event.k or not self.overhead.count):
+            if slow is None and self._last_observed is not None and (event.k or not self.overhead.count):
                 # what a speculative round spends outside its passes (its policy work, the
                 # confidence, the events): plain steps spend less, and mixed in they made
                 # speculation look cheaper than it was; plain is priced by its queued steps
                 wall = now - self._last_observed
                 self.overhead.add(max(0.0, wall - event.draft_seconds - event.verify_seconds))
-            self.verify.add(event.k + 1, event.verify_seconds)
-            if event.k == 0:
-                self._since_clean = 0
-                self._check_queued_price()
+            if slow is None:
+                self.verify.add(event.k + 1, event.verify_seconds)
+                if event.k == 0:
+                    self._since_clean = 0
+                    step = self.verify.plain.value
+                    self.queued_plain.check(self._plain_seconds(step), self._plain_round(step))
         self._last_observed = now
         for s in self.sources:
             self.since_used[s] += 1
@@ -319,6 +326,8 @@ class AdaptiveDraftLength:
         if source is DRAFT:
             self.prober.judged(min(event.accepted + 1, event.k), event.accepted)
         self._count(source, event.k, event.accepted)
+        if slow is not None:
+            return
         if source is LOOKUP or event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
             self.drafting[source].add(event.k, event.draft_seconds)
         elif event.catch_up >= 4 and self.drafting[source].by_n and self.verify.known():
@@ -336,25 +345,16 @@ class AdaptiveDraftLength:
         """Plain decoding as a bypass plays it, per token: queued steps where they were seen."""
         return self.queued_plain.value * step if self.queued_plain.rounds >= 3 else self._plain_round(step)
 
-    def _follow_probe(self, event: RoundEvent, wall: float) -> None:
-        """Let the prober settle what the last probe really cost, priced at today's plain step."""
+    def _follow_probe(self, event: RoundEvent, wall: float, slow: bool) -> None:
+        """Let the prober settle what the last probe really cost, priced at today's plain step;
+        not from a round with a one-time cost, which is no probe's cost either."""
         prices = None
-        if self.prober.following and self.verify.known():
+        if self.prober.following and self.verify.known() and not slow:
             step = self.verify.plain.value  # the verify table's size 1, without building it
             prices = (self._plain_seconds(step), self._plain_round(step), self.catch_up_read.value)
         self.prober.follow(event, wall, prices)
-
-    def _check_queued_price(self) -> None:
-        """A plain step timed alone, with the round's overhead, that costs far less than queued
-        steps are priced at says that price is stale: it is dropped and learnt again. Queued
-        steps are timed only while the draft sits out, so nothing else corrects it: a price set
-        in a slow minute would let a useless draft, predicted to pay, draft through whole
-        answers (docs/measurements/2026-11-23-probe-costs-h200.md)."""
-        step = self.verify.plain.value
-        # half again over it, not a noisy stretch: clearing restarts the price, and each move of
-        # it ends coasting (a full choice every round, which costs Python time)
-        if self._plain_seconds(step) > 1.5 * self._plain_round(step):  # only where queued steps were seen
-            self.queued_plain.clear()
+        if slow:
+            self.prober.reset_follow()
 
     def _count(self, source: Provenance, k: int, accepted: int, weight: float = 1.0) -> None:
         self.acceptance[source].add(k, accepted, weight)
@@ -389,6 +389,7 @@ class AdaptiveDraftLength:
         """
         self._last_observed = None
         self.prober.reset_follow()
+        self.one_time.begin_answer()
         self._coast = 0
         self._ahead = None
         self._shadows.clear()

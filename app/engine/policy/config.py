@@ -36,6 +36,11 @@ class AdaptiveConfig:
     clean_every: int = 64  # rounds between plain steps timed alone, the costs' reference
     # rounds before a due probe in which a learning link wants the main's confidence
     confidence_lead: int = 64
+    # a round whose passes take `one_time_factor` times their price and `one_time_floor` seconds
+    # more is a one-time cost (a shape's kernels compiled), kept out of the costs once per shape;
+    # None takes every round in (one_time.py)
+    one_time_factor: float | None = 3.0
+    one_time_floor: float = 0.1
 
 
 DEFAULTS = AdaptiveConfig()

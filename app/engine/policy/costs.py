@@ -84,6 +84,18 @@ class QueuedSteps:
         self.means = RecentMedian(self.means.window)
         self.rounds, self._sum, self._n = 0, 0.0, 0
 
+    def check(self, queued: float, alone: float) -> None:
+        """Drop the price when `queued` (plain decoding as queued steps, per token) costs more than
+        half again `alone` (a plain step timed alone, with the round's overhead): that says it is
+        stale, and it is learnt again. Queued steps are timed only while the draft sits out, so
+        nothing else corrects it: a price set in a slow minute would let a useless draft,
+        predicted to pay, draft through whole answers
+        (docs/measurements/2026-11-23-probe-costs-h200.md). Half again, not a noisy stretch:
+        clearing restarts the price, and each move of it ends coasting (a full choice every
+        round, which costs Python time)."""
+        if queued > 1.5 * alone:  # only where queued steps were seen
+            self.clear()
+
     def close(self) -> None:
         """The stretch ended (a round that was not queued came)."""
         if self._n:
