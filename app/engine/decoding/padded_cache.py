@@ -10,9 +10,10 @@ buffer's own tail: zeros from allocation, or entries a trim left behind (keys an
 model itself wrote, so finite); masked, each weighs exactly 0, and the attention's output is
 the plain cache's. Trim and offset work as in mlx-lm's `KVCache`, which it extends.
 
-Its worth on CUDA is what the GPU bench measures (the masked pad costs up to 255 keys of
-attention per pass); it is used on a GPU only by default (`make_caches`), and on the CPU
-only where a test asks.
+A single-token pass (a plain or draft step) gets the exact keys and no mask: on CUDA its
+attention kernel builds nothing per key length, and a mask would slow it by a third
+(docs/measurements/2026-11-26-gpu-pass-shapes.md). It is used on a GPU only by default
+(`make_caches`), and on the CPU only where a test asks.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class PaddedKVCache(KVCache):
         buf_k[..., prev:end, :] = keys
         buf_v[..., prev:end, :] = values
         self.keys, self.values, self.offset = buf_k, buf_v, end
+        if keys.shape[2] == 1:  # a single query: exact keys, no mask (see the module's docstring)
+            width = end
         return buf_k[..., :width, :], buf_v[..., :width, :]
 
     def _grown(self, keys: mx.array, values: mx.array, width: int) -> tuple[mx.array, mx.array]:
@@ -64,9 +67,14 @@ class PaddedKVCache(KVCache):
             new_v[..., : self.offset, :] = self.values[..., : self.offset, :]
         return new_k, new_v
 
-    def make_mask(self, n: int, return_array: bool = False, window_size: int | None = None) -> mx.array:
-        """Always an array (a "causal" string would align queries to the padded end): True
-        where query i (at position offset + i) may see key j."""
+    def make_mask(
+        self, n: int, return_array: bool = False, window_size: int | None = None
+    ) -> mx.array | None:
+        """None for a single query with no window (it sees every key it is given); else an
+        array (a "causal" string would align queries to the padded end): True where query i
+        (at position offset + i) may see key j."""
+        if n == 1 and window_size is None:
+            return None
         rows = mx.arange(n)[:, None] + self.offset  # an array sum, so the offset is data, not shape
         cols = mx.arange(key_width(self.offset + n))[None]
         mask = rows >= cols

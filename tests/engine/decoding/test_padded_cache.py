@@ -45,9 +45,15 @@ def test_same_logits_and_tokens_as_the_plain_cache_and_only_padded_key_lengths(t
         assert mx.array_equal(mx.argmax(want, axis=-1), mx.argmax(got, axis=-1)).item()
         assert [c.offset for c in padded] == [c.offset for c in plain]
     widths = padded[0].widths
-    # 573 entries in the end: three key lengths in all, one per 256 entries, growing with the context
-    assert set(widths) == {256, 512, 768} and all(w % KEY_STEP == 0 for w in widths)
-    assert widths == sorted(widths) and len(widths) == len(CHUNKS)
+    ends = [sum(CHUNKS[: i + 1]) for i in range(len(CHUNKS))]
+    multi = [w for w, n in zip(widths, CHUNKS, strict=True) if n > 1]
+    # 573 entries in the end: passes of several tokens see three key lengths, one per 256 entries
+    assert set(multi) == {256, 512, 768} and all(w % KEY_STEP == 0 for w in multi)
+    assert multi == sorted(multi) and len(widths) == len(CHUNKS)
+    # a single-token pass sees exactly the keys there are, with no mask (cheaper on CUDA)
+    assert [w for w, n, end in zip(widths, CHUNKS, ends, strict=True) if n == 1] == [
+        end for n, end in zip(CHUNKS, ends, strict=True) if n == 1
+    ]
 
 
 def test_trims_keep_offsets_and_the_output(toy_pair):
@@ -79,6 +85,7 @@ def test_the_mask_hides_the_padding_and_the_future():
     assert mask[:, :301].sum(axis=1).tolist() == [301, 301, 301]  # all the past
     assert mask[:, 301:].sum(axis=1).tolist() == [0, 1, 2]  # the pass's own earlier tokens, no pad
     assert not mask[:, 303:].any().item()
+    assert cache.make_mask(1) is None  # one query sees every key it is handed: the exact ones
 
 
 def test_garbage_in_the_unused_buffer_does_not_change_the_output(toy_pair):
@@ -119,6 +126,7 @@ def test_passes_of_any_length_fill_the_cache_as_kvcache_does(n):
     cache = PaddedKVCache()
     keys = mx.ones((1, 2, n, 4))
     got_k, got_v = cache.update_and_fetch(keys, keys * 2)
-    assert cache.offset == n and got_k.shape[2] == key_width(n) == got_v.shape[2]
+    width = n if n == 1 else key_width(n)  # a single token's pass is handed the exact keys
+    assert cache.offset == n and got_k.shape[2] == width == got_v.shape[2]
     assert mx.array_equal(got_k[..., :n, :], keys).item()
     assert not got_k[..., n:, :].any().item()  # zeros from allocation
