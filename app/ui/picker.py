@@ -36,6 +36,8 @@ from app.ui.arena import arena_note
 from app.ui.background import BackgroundTasks
 from app.ui.download_panel import DownloadPanel, human_bytes
 from app.ui.draft_list import DraftSuggestions, fill_draft_rows, fill_mains
+from app.ui.hosts_dialog import HostsDialog
+from app.ui.window_state import app_settings
 
 PLAIN, LOOKUP = "plain", "lookup"
 KEY = Qt.ItemDataRole.UserRole
@@ -102,6 +104,8 @@ class PickerDialog(QDialog):
         self.fit_label, self.state_label = QLabel(""), QLabel("Scanning models…")
         self.fit_label.setWordWrap(True)
         self.use_button = QPushButton("Use this pair")
+        self.machines_button = QPushButton("Run the main model across machines…")
+        self.machines_button.setToolTip("Split a main model too large for this Mac across several Macs")
         self.import_button = QPushButton("Import GGUF…")
         self.import_button.setToolTip("Convert a GGUF file found in your model folders to MLX")
         self.import_button.setVisible(False)
@@ -128,6 +132,7 @@ class PickerDialog(QDialog):
         bottom.addWidget(QLabel("Context length"))
         bottom.addWidget(self.context)
         bottom.addWidget(self.fit_label, 1)
+        bottom.addWidget(self.machines_button)
         bottom.addWidget(self.use_button)
         top = QHBoxLayout()
         top.addWidget(self.state_label, 1)
@@ -144,6 +149,7 @@ class PickerDialog(QDialog):
         self.show_incompatible.toggled.connect(lambda *_: self._fill_drafts())
         self.context.valueChanged.connect(lambda *_: self._update_fit())
         self.use_button.clicked.connect(self._on_use)
+        self.machines_button.clicked.connect(self.open_machines)
         self.import_button.clicked.connect(self._offer_import)
         self.downloads.downloaded.connect(lambda *_: self.refresh())
         self.refresh()
@@ -273,6 +279,15 @@ class PickerDialog(QDialog):
         mode = key if key in (PLAIN, LOOKUP) else "model"
         self.picked = PickedPair(main.path, key if mode == "model" else None, mode, self.context.value())
         self.accept()
+
+    def open_machines(self) -> HostsDialog:
+        """The machines dialog, for the selected main and draft; modal, like the picker."""
+        main = self.current_main()
+        draft = self.facts.get(self.current_draft_key() or "")
+        dialog = HostsDialog(app_settings(), main, draft, self.context.value(), parent=self)
+        dialog.resize(900, 640)
+        dialog.open()
+        return dialog
 
     def _recommended_box(self) -> QGroupBox:
         box = QGroupBox("Recommended pairs to start with")

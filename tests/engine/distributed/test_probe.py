@@ -85,17 +85,17 @@ def test_failures_keep_their_reason_and_order():
     assert sorted(r.host for r in seen) == ["down", "up"]
 
 
-def test_ssh_exit_255_is_a_connection_failure_only_from_ssh():
-    # the real ssh argv, but ssh swapped for a shell that fails the same way
-    def fake_ssh(host: str, s: str) -> list[str]:
-        argv = ssh_runner(host, s)
-        assert argv[0] == "ssh" and argv[-2:] == [host, s] and "BatchMode=yes" in argv
-        return failing_ssh(host, s)
+def test_ssh_runs_without_prompts_and_127_0_0_1_runs_here():
+    argv = ssh_runner("studio.local", "echo hi")
+    assert argv[0] == "ssh" and argv[-2:] == ["studio.local", "echo hi"] and "BatchMode=yes" in argv
+    assert ssh_runner("127.0.0.1", "echo hi") == ["bash", "-c", "echo hi"]  # as mlx.launch does
+    [result] = probe_hosts(["127.0.0.1"], script=script(), timeout=60)  # the default runner, no ssh
+    assert result.ok
 
-    [result] = probe_hosts(["mac"], runner=fake_ssh, script=script(), here=local_info())
-    assert result.problem is not None and result.problem.startswith(
-        "The test program failed there (exit 255)"
-    )
+
+def test_other_failures_quote_what_the_machine_said():
+    [result] = probe_hosts(["mac"], runner=lambda h, s: ["bash", "-c", "echo boom >&2; exit 3"])
+    assert result.problem == "The test program failed there (exit 3): boom"
 
 
 def test_a_machine_without_specchat_says_so(tmp_path):

@@ -1,0 +1,124 @@
+"""The connection test's results, one row per machine, and the words that explain them."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from PySide6.QtGui import QBrush
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
+
+from app.engine.distributed.hosts import is_private_link
+from app.engine.distributed.memory_split import HostShare, Verdict
+from app.engine.distributed.probe import ProbeResult
+from app.ui.download_panel import human_bytes
+from app.ui.theme import current_theme
+
+NOT_PRIVATE = (
+    "This connection is not private: anyone on this network could connect. "
+    "Use Thunderbolt or your home network."
+)
+COLUMNS = ("Machine", "Connection", "MLX", "SpecChat", "Free memory", "Its part of the main model")
+MACHINE, CONNECTION, MLX, SPECCHAT, FREE, FIT = range(len(COLUMNS))
+FIT_WORDS = {
+    Verdict.FITS: "Fits",
+    Verdict.TIGHT: "Fits, but tightly",
+    Verdict.NO: "Does not fit",
+    Verdict.UNKNOWN: "Not known yet",
+}
+
+
+def link_words(ip: str) -> str:
+    """What kind of connection an address is, as a person would call it."""
+    if not is_private_link(ip):
+        return "not private"
+    address = ipaddress.ip_address(ip.split("%", 1)[0])
+    if address.is_loopback:
+        return "this Mac only"
+    if address.is_link_local:
+        return "direct cable (Thunderbolt)"
+    return "home or office network"
+
+
+class HostsTable(QTableWidget):
+    """Rows fill in as machines answer; a problem is tinted, with the whole reason as a tooltip."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(0, len(COLUMNS), parent)
+        self.setHorizontalHeaderLabels(COLUMNS)
+        self.verticalHeader().setVisible(False)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.setWordWrap(True)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(CONNECTION, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(FIT, QHeaderView.ResizeMode.Stretch)
+
+    def show_hosts(self, names: list[str], waiting: str = "") -> None:
+        self.setRowCount(len(names))
+        for row, name in enumerate(names):
+            label = f"{name} (this Mac)" if row == 0 else name
+            for column, text in enumerate((label, waiting, "", "", "", "")):
+                self.setItem(row, column, QTableWidgetItem(text))
+
+    def text(self, row: int, column: int) -> str:
+        item = self.item(row, column)
+        return item.text() if item is not None else ""
+
+    def _set(self, row: int, column: int, text: str, tip: str = "", problem: str = "") -> None:
+        item = QTableWidgetItem(text)
+        item.setToolTip(tip or text)
+        theme = current_theme()
+        if problem:
+            bg, fg = (
+                (theme.error_bg, theme.error_text)
+                if problem == "error"
+                else (theme.warning_bg, theme.warning_text)
+            )
+            item.setBackground(QBrush(bg))
+            item.setForeground(QBrush(fg))
+        self.setItem(row, column, item)
+
+    def show_result(self, row: int, result: ProbeResult) -> None:
+        info = result.info
+        if info is None:
+            self._set(row, CONNECTION, f"Not reachable: {result.problem}", problem="error")
+            for column in (MLX, SPECCHAT, FREE):
+                self._set(row, column, "—")
+            return
+        self._set(row, CONNECTION, f"Reachable ({info.hostname})", f"{info.platform}, Python {info.python}")
+        mismatch = "error" if result.mismatch else ""
+        tip = result.mismatch or ""
+        self._set(row, MLX, info.mlx_version or "not installed", tip, mismatch)
+        self._set(row, SPECCHAT, info.specchat_version, tip, mismatch)
+        self._set(row, FREE, f"{human_bytes(info.free_memory)} of {human_bytes(info.total_memory)}")
+
+    def show_fit(self, shares: list[HostShare]) -> None:
+        for row, share in enumerate(shares[: self.rowCount()]):
+            verdict = share.verdict
+            if verdict is Verdict.UNKNOWN:
+                self._set(row, FIT, f"Needs {human_bytes(share.need)}", share.explain())
+                continue
+            words = f"{FIT_WORDS[verdict]}: needs {human_bytes(share.need)}"
+            problem = {Verdict.NO: "error", Verdict.TIGHT: "warning"}.get(verdict, "")
+            self._set(row, FIT, words, share.explain(), problem)
+
+
+def summary(results: list[ProbeResult], shares: list[HostShare]) -> str:
+    """One plain paragraph: ready, or what to fix first."""
+    lines = [f"{r.host}: {r.problem}" for r in results if r.problem]
+    lines += [f"{r.host}: {r.mismatch}" for r in results if r.mismatch]
+    lines += [
+        f"{s.host}: its part of the main model does not fit ({s.explain()})."
+        for s in shares
+        if s.verdict is Verdict.NO
+    ]
+    if lines:
+        return "Fix these before using these machines:\n" + "\n".join(f"• {line}" for line in lines)
+    tight = [s.host for s in shares if s.verdict is Verdict.TIGHT]
+    if tight:
+        return (
+            f"Every machine answered. Memory is tight on {', '.join(tight)}: "
+            "close other apps there, or choose a shorter context."
+        )
+    return "Every machine answered with the same versions, and each part of the model fits."
