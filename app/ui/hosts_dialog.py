@@ -99,9 +99,10 @@ class HostsDialog(QDialog):
         self.path.setPlaceholderText("An mlx.launch hostfile (JSON)")
         self.browse = QPushButton("Choose…")
         self.address = QComboBox()
-        self.warning, self.problem, self.status = QLabel(), QLabel(), QLabel("")
-        for label in (self.warning, self.problem, self.status):
+        self.warning, self.problem, self.status, self.verdict = QLabel(), QLabel(), QLabel(""), QLabel("")
+        for label in (self.warning, self.problem, self.status, self.verdict):
             label.setWordWrap(True)
+        self.verdict.hide()  # the test's verdict, shown once a test ends
         theme = current_theme()
         self.warning.setStyleSheet(
             f"background: {theme.warning_bg.name()}; color: {theme.warning_text.name()}; padding: 6px;"
@@ -144,6 +145,7 @@ class HostsDialog(QDialog):
         layout.addWidget(self.problem)
         layout.addLayout(test_row)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.verdict)
         layout.addWidget(self.fit_note)
         layout.addLayout(buttons)
 
@@ -205,8 +207,8 @@ class HostsDialog(QDialog):
             hostfile = None
             self.problem.setText(str(exc))
         self.problem.setVisible(bool(self.problem.text()))
-        public = hostfile.public_ips() if hostfile is not None else []
-        self.warning.setText(f"⚠ {NOT_PRIVATE} ({', '.join(public)})" if public else "")
+        public = [f"{host} at {ip}" for host, ip in hostfile.public_links()] if hostfile else []
+        self.warning.setText(f"⚠ {NOT_PRIVATE} ({'; '.join(public)})" if public else "")
         self.warning.setVisible(bool(public))
         self.test_button.setEnabled(hostfile is not None)
         if hostfile != self.tested:
@@ -217,9 +219,10 @@ class HostsDialog(QDialog):
             self.use_button.setEnabled(False)
             self.progress.setVisible(False)
             self.status.setText("")
+            self.verdict.hide()
             self._show_hosts([h.ssh for h in hostfile.hosts] if hostfile else [])
 
-    def _show_hosts(self, names: list[str], waiting: str = "") -> None:
+    def _show_hosts(self, names: list[str], waiting: str = "Not tested yet") -> None:
         self.names, self.results = names, [None] * len(names)
         self.table.show_hosts(names, waiting)
         self._show_fit()
@@ -240,6 +243,7 @@ class HostsDialog(QDialog):
         self.progress.setRange(0, len(names))
         self.progress.setValue(0)
         self.progress.setVisible(True)
+        self.verdict.hide()
         self.status.setText(f"Testing {len(names)} machine(s)… (at most {self.timeout:g} s)")
         runner, script, timeout = self.runner, self.script, self.timeout
         self.job = self.background.start(
@@ -266,7 +270,9 @@ class HostsDialog(QDialog):
         for result in results:
             self._on_result(result)
         self.progress.setVisible(False)
-        self.status.setText(summary(results, self.shares()))
+        self.status.setText(f"Tested {len(results)} machine(s).")
+        self.verdict.setText(summary(results, self.shares()))
+        self.verdict.show()
         self.use_button.setEnabled(all(r.ok for r in results))
 
     def _failed(self, exc: Exception) -> None:

@@ -8,9 +8,8 @@ from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from app.engine.distributed.hosts import is_private_link
-from app.engine.distributed.memory_split import HostShare, Verdict
+from app.engine.distributed.memory_split import HostShare, Verdict, gb
 from app.engine.distributed.probe import ProbeResult
-from app.ui.download_panel import human_bytes
 from app.ui.theme import current_theme
 
 NOT_PRIVATE = (
@@ -19,12 +18,7 @@ NOT_PRIVATE = (
 )
 COLUMNS = ("Machine", "Connection", "MLX", "SpecChat", "Free memory", "Its part of the main model")
 MACHINE, CONNECTION, MLX, SPECCHAT, FREE, FIT = range(len(COLUMNS))
-FIT_WORDS = {
-    Verdict.FITS: "Fits",
-    Verdict.TIGHT: "Fits, but tightly",
-    Verdict.NO: "Does not fit",
-    Verdict.UNKNOWN: "Not known yet",
-}
+FIT_WORDS = {Verdict.FITS: "Fits", Verdict.TIGHT: "Fits, but tightly", Verdict.NO: "Does not fit"}
 
 
 def link_words(ip: str) -> str:
@@ -54,12 +48,13 @@ class HostsTable(QTableWidget):
         header.setSectionResizeMode(CONNECTION, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(FIT, QHeaderView.ResizeMode.Stretch)
 
-    def show_hosts(self, names: list[str], waiting: str = "") -> None:
+    def show_hosts(self, names: list[str], waiting: str = "Not tested yet") -> None:
         self.setRowCount(len(names))
         for row, name in enumerate(names):
             label = f"{name} (this Mac)" if row == 0 else name
             for column, text in enumerate((label, waiting, "", "", "", "")):
                 self.setItem(row, column, QTableWidgetItem(text))
+        self.resizeRowsToContents()
 
     def text(self, row: int, column: int) -> str:
         item = self.item(row, column)
@@ -82,24 +77,29 @@ class HostsTable(QTableWidget):
     def show_result(self, row: int, result: ProbeResult) -> None:
         info = result.info
         if info is None:
-            self._set(row, CONNECTION, f"Not reachable: {result.problem}", problem="error")
+            self._set(row, CONNECTION, f"Not reachable\n{result.problem}", problem="error")
             for column in (MLX, SPECCHAT, FREE):
                 self._set(row, column, "—")
-            return
-        self._set(row, CONNECTION, f"Reachable ({info.hostname})", f"{info.platform}, Python {info.python}")
-        mismatch = "error" if result.mismatch else ""
-        tip = result.mismatch or ""
-        self._set(row, MLX, info.mlx_version or "not installed", tip, mismatch)
-        self._set(row, SPECCHAT, info.specchat_version, tip, mismatch)
-        self._set(row, FREE, f"{human_bytes(info.free_memory)} of {human_bytes(info.total_memory)}")
+        else:
+            self._set(
+                row, CONNECTION, f"Reachable ({info.hostname})", f"{info.platform}, Python {info.python}"
+            )
+            for column, name, version in (
+                (MLX, "MLX", info.mlx_version or "not installed"),
+                (SPECCHAT, "SpecChat", info.specchat_version),
+            ):
+                tip = (result.mismatch or "") if name in result.differs else ""
+                self._set(row, column, version, tip, "error" if tip else "")
+            self._set(row, FREE, f"{gb(info.free_memory)} of {gb(info.total_memory)}")
+        self.resizeRowToContents(row)
 
     def show_fit(self, shares: list[HostShare]) -> None:
         for row, share in enumerate(shares[: self.rowCount()]):
             verdict = share.verdict
             if verdict is Verdict.UNKNOWN:
-                self._set(row, FIT, f"Needs {human_bytes(share.need)}", share.explain())
+                self._set(row, FIT, f"Needs {gb(share.need)}; free memory not known yet", share.explain())
                 continue
-            words = f"{FIT_WORDS[verdict]}: needs {human_bytes(share.need)}"
+            words = f"{FIT_WORDS[verdict]}: needs {gb(share.need)} of {gb(share.free or 0)} free"
             problem = {Verdict.NO: "error", Verdict.TIGHT: "warning"}.get(verdict, "")
             self._set(row, FIT, words, share.explain(), problem)
 

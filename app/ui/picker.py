@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -81,11 +81,13 @@ class PickerDialog(QDialog):
         usable_memory: int | None = None,
         endpoint: str | None = None,
         download_root: Path | None = None,
+        settings: QSettings | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Choose models")
         self.sources, self.store, self.usable = sources, store, usable_memory
+        self.settings = settings  # where the machines dialog keeps its choice; the app's when None
         self.facts: dict[str, ModelFacts] = {}
         self.verdicts: dict[str, list[tuple[ModelFacts, Verdict]]] = {}
         self.picked: PickedPair | None = None
@@ -284,7 +286,8 @@ class PickerDialog(QDialog):
         """The machines dialog, for the selected main and draft; modal, like the picker."""
         main = self.current_main()
         draft = self.facts.get(self.current_draft_key() or "")
-        dialog = HostsDialog(app_settings(), main, draft, self.context.value(), parent=self)
+        settings = self.settings if self.settings is not None else app_settings()
+        dialog = HostsDialog(settings, main, draft, self.context.value(), parent=self)
         dialog.resize(900, 640)
         dialog.open()
         return dialog

@@ -24,11 +24,11 @@ GIB = 2**30
 
 
 def runner(host: str, script: str) -> list[str]:
-    """`this-mac` really runs the probe here; `studio` refuses ssh; `mini` runs other versions."""
+    """`this-mac` really runs the probe here; `studio` refuses ssh; `mini` runs another MLX."""
     if host == "studio":
         return ["bash", "-c", "echo 'ssh: connect to host studio port 22: Connection refused' >&2; exit 255"]
     if host == "mini":
-        other = replace(local_info(), hostname="mini", mlx_version="0.1.0", specchat_version="0.0.9")
+        other = replace(local_info(), hostname="mini", mlx_version="0.1.0")
         return ["echo", json.dumps(other.to_json())]
     return ["bash", "-c", script]
 
@@ -66,13 +66,14 @@ def test_enter_tests_every_machine_and_the_table_says_who_answered(qtbot, settin
     assert (t.text(0, MLX), t.text(0, SPECCHAT)) == (local_info().mlx_version, local_info().specchat_version)
     assert t.text(0, FREE).endswith(" free") is False and " of " in t.text(0, FREE)
     assert t.text(1, CONNECTION) == (
-        "Not reachable: Could not connect with ssh: ssh: connect to host studio port 22: Connection refused"
+        "Not reachable\nCould not connect with ssh: connect to host studio port 22: Connection refused"
     )
     assert t.text(1, MLX) == "—"
     error_bg = current_theme().error_bg
     assert t.item(2, MLX).background().color() == error_bg and t.text(2, MLX) == "0.1.0"
+    assert t.item(2, SPECCHAT).background().color() != error_bg  # the same SpecChat there
     assert t.item(0, MLX).background().color() != error_bg
-    words = dialog.status.text()
+    words = dialog.verdict.text()
     assert words.startswith("Fix these before using these machines")
     assert "studio: Could not connect with ssh" in words
     assert f"MLX 0.1.0 there but {local_info().mlx_version} on this Mac" in words
@@ -84,7 +85,7 @@ def test_every_machine_answering_lets_the_choice_be_kept(qtbot, settings, specch
     dialog.address.setCurrentIndex(1)  # bridge0: this Mac listens on the Thunderbolt link
     qtbot.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
     wait_tested(qtbot, dialog)
-    assert dialog.status.text().startswith("Every machine answered")
+    assert dialog.verdict.text().startswith("Every machine answered")
     assert dialog.use_button.isEnabled()
     qtbot.mouseClick(dialog.use_button, Qt.MouseButton.LeftButton)
     path = chosen_hostfile(settings)
@@ -106,13 +107,13 @@ def test_editing_after_a_test_asks_for_a_new_one(qtbot, settings):
     assert dialog.use_button.isEnabled()
     dialog.typed.setPlainText("this-mac 10.0.0.1\nstudio 10.0.0.2")
     assert not dialog.use_button.isEnabled()
-    assert [dialog.table.text(r, CONNECTION) for r in range(2)] == ["", ""]
+    assert [dialog.table.text(r, CONNECTION) for r in range(2)] == ["Not tested yet"] * 2
 
 
 def test_a_connection_that_is_not_private_is_warned_about(qtbot, settings):
     dialog = make(qtbot, settings, "this-mac 203.0.113.5\nstudio 10.0.0.2")
     assert dialog.warning.isVisibleTo(dialog) and NOT_PRIVATE in dialog.warning.text()
-    assert "203.0.113.5" in dialog.warning.text()
+    assert "(this-mac at 203.0.113.5)" in dialog.warning.text()
     dialog.address.setCurrentIndex(1)  # 169.254.1.1 on the bridge
     assert not dialog.warning.isVisibleTo(dialog)
     dialog.address.setCurrentIndex(2)  # en0's public address
@@ -172,7 +173,7 @@ def test_each_machines_share_of_the_main_is_weighed_against_its_free_memory(qtbo
     assert dialog.table.text(0, FIT).startswith("Does not fit: needs ")
     assert "draft" in dialog.table.item(0, FIT).toolTip()  # the draft counts on this Mac only
     assert "draft" not in dialog.table.item(1, FIT).toolTip()
-    assert "its part of the main model does not fit" in dialog.status.text()
+    assert "its part of the main model does not fit" in dialog.verdict.text()
     assert "split across 2 machines" in dialog.fit_note.text()
 
 
@@ -187,9 +188,13 @@ def test_the_shape_is_read_from_the_main_folder_off_the_gui_thread(qtbot, settin
 def test_the_picker_opens_it_for_the_selected_main(qtbot, toy_models, tmp_path):
     from tests.ui.test_picker import BIG, build_library, open_picker
 
-    picker = open_picker(qtbot, build_library(toy_models, tmp_path / "lib"), usable_memory=BIG)
+    settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    picker = open_picker(
+        qtbot, build_library(toy_models, tmp_path / "lib"), usable_memory=BIG, settings=settings
+    )
     dialog = picker.open_machines()
     qtbot.addWidget(dialog)
+    assert dialog.settings is settings  # the window's own settings, which the load reads
     assert dialog.main is not None and dialog.main.name == "toy-main"
     assert dialog.context == picker.context.value()
     assert picker.machines_button.text() == "Run the main model across machines…"

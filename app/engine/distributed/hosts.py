@@ -63,8 +63,9 @@ class Hostfile:
         first = replace(self.hosts[0], ips=(ip,))
         return replace(self, hosts=(first, *self.hosts[1:]))
 
-    def public_ips(self) -> list[str]:
-        return [ip for h in self.hosts for ip in h.ips if not is_private_link(ip)]
+    def public_links(self) -> list[tuple[str, str]]:
+        """(machine, address) for every address that is not on a private link."""
+        return [(h.ssh, ip) for h in self.hosts for ip in h.ips if not is_private_link(ip)]
 
 
 def is_private_link(ip: str) -> bool:

@@ -80,14 +80,18 @@ class HostShare:
         return Verdict.TIGHT if self.need > TIGHT * self.free else Verdict.FITS
 
     def explain(self) -> str:
-        gib = 2**30
-        parts = f"model part {self.weights / gib:.1f} GiB + its memory of the chat {self.kv / gib:.1f} GiB"
+        parts = f"model part {gb(self.weights)} + its memory of the chat {gb(self.kv)}"
         if self.draft:
-            parts += f" + draft {self.draft / gib:.1f} GiB"
-        parts += f" + {self.overhead / gib:.1f} GiB margin = {self.need / gib:.1f} GiB"
+            parts += f" + draft {gb(self.draft)}"
+        parts += f" + {gb(self.overhead)} margin = {gb(self.need)}"
         if self.free is None:
             return f"needs {parts}; its free memory is not known"
-        return f"needs {parts} of {self.free / gib:.1f} GiB free"
+        return f"needs {parts} of {gb(self.free)} free"
+
+
+def gb(n: int) -> str:
+    """Memory as macOS shows it: binary gigabytes, written GB."""
+    return f"{n / 2**30:.1f} GB"
 
 
 def kv_share(kv_total: int, kv_heads: int | None, machines: int) -> int:

@@ -74,6 +74,7 @@ class ProbeResult:
     info: HostInfo | None
     problem: str | None = None  # why it cannot be reached, in plain words
     mismatch: str | None = None  # versions differing from this Mac's: it would be refused
+    differs: tuple[str, ...] = ()  # which: "MLX", "SpecChat"
 
     @property
     def reachable(self) -> bool:
@@ -158,7 +159,7 @@ def _last_line(text: str) -> str:
 
 
 def _reason(code: int, stderr: str) -> str:
-    said = _last_line(stderr)
+    said = _last_line(stderr).removeprefix("ssh: ")
     if code == 255:  # ssh's own failures; a program run through it rarely exits with 255
         return f"Could not connect with ssh: {said or 'no reason given'}"
     if "invalid choice: 'probe-host'" in stderr:
@@ -189,15 +190,22 @@ def probe_host(host: str, runner: Runner, script: str, timeout: float) -> ProbeR
     return ProbeResult(host, info)
 
 
-def version_mismatch(here: HostInfo, there: HostInfo) -> str | None:
+def _versions(info: HostInfo) -> dict[str, str | None]:
+    return {"MLX": info.mlx_version, "SpecChat": info.specchat_version}
+
+
+def differing_versions(here: HostInfo, there: HostInfo) -> tuple[str, ...]:
     """Machines must run the same MLX and SpecChat: their ranks exchange raw arrays each step."""
+    ours, theirs = _versions(here), _versions(there)
+    return tuple(name for name in ours if ours[name] != theirs[name])
+
+
+def version_mismatch(here: HostInfo, there: HostInfo) -> str | None:
+    """The refusal in words, naming both versions of each that differs."""
+    ours, theirs = _versions(here), _versions(there)
     problems = [
-        f"{what} {theirs} there but {ours} on this Mac"
-        for what, ours, theirs in (
-            ("MLX", here.mlx_version, there.mlx_version),
-            ("SpecChat", here.specchat_version, there.specchat_version),
-        )
-        if ours != theirs
+        f"{name} {theirs[name] or 'missing'} there but {ours[name] or 'missing'} on this Mac"
+        for name in differing_versions(here, there)
     ]
     if not problems:
         return None
@@ -222,7 +230,10 @@ def probe_hosts(
     def one(host: str) -> ProbeResult:
         result = probe_host(host, runner, script, timeout)
         if result.info is not None:
-            result = ProbeResult(host, result.info, None, version_mismatch(here, result.info))
+            info = result.info
+            result = ProbeResult(
+                host, info, None, version_mismatch(here, info), differing_versions(here, info)
+            )
         if on_result is not None:
             with lock:
                 on_result(result)

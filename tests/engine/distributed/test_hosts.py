@@ -117,7 +117,7 @@ def test_private_links(ip, private):
 
 def test_public_ips_are_listed_for_the_warning():
     hostfile = parse_host_lines("a 169.254.1.1\nb 203.0.113.5")
-    assert hostfile.public_ips() == ["203.0.113.5"]
+    assert hostfile.public_links() == [("b", "203.0.113.5")]
 
 
 MAC_IFCONFIG = """lo0: flags=8049<UP,LOOPBACK,RUNNING,MULTICAST> mtu 16384

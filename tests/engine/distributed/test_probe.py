@@ -145,6 +145,13 @@ def test_different_versions_are_refused_naming_both():
     assert result.mismatch is not None
     assert f"MLX {theirs} there but 0.99.0 on this Mac" in result.mismatch
     assert f"SpecChat {__version__} there but 9.9.9 on this Mac" in result.mismatch
+    assert result.differs == ("MLX", "SpecChat")
+    here = replace(local_info(), mlx_version=None)
+    [result] = probe_hosts(["localhost"], runner=local_runner, script=script(), timeout=60, here=here)
+    assert result.differs == ("MLX",) and result.mismatch is not None
+    assert (
+        f"MLX {theirs} there but missing on this Mac" in result.mismatch and "SpecChat" not in result.mismatch
+    )
 
 
 def test_vm_stat_counts_free_inactive_and_purgeable_pages():
