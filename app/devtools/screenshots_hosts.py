@@ -30,9 +30,7 @@ def _answers() -> dict[str, str]:
     here = local_info()
     mac = replace(here, platform="Darwin 24.6.0 arm64", python="3.11.9")
     return {
-        "this-mac.local": json.dumps(
-            replace(mac, hostname="this-mac", free_memory=52 * GIB, total_memory=64 * GIB).to_json()
-        ),
+        "this-mac.local": json.dumps(replace(mac, free_memory=52 * GIB, total_memory=64 * GIB).to_json()),
         "mac-mini.local": json.dumps(
             replace(
                 mac, hostname="mac-mini", mlx_version="0.26.1", free_memory=19 * GIB, total_memory=24 * GIB

@@ -35,7 +35,16 @@ from app.engine.distributed.hosts import (
     write_hostfile,
 )
 from app.engine.distributed.memory_split import HostShare, ModelShape, model_shape, split_fit
-from app.engine.distributed.probe import TIMEOUT, ProbeResult, Runner, probe_hosts, ssh_runner
+from app.engine.distributed.probe import (
+    TIMEOUT,
+    HostInfo,
+    ProbeResult,
+    Runner,
+    first_machine_note,
+    local_info,
+    probe_hosts,
+    ssh_runner,
+)
 from app.engine.library.facts import ModelFacts
 from app.ui.background import BackgroundTasks, Job
 from app.ui.hosts_table import NOT_PRIVATE, HostsTable, link_words, summary
@@ -246,13 +255,14 @@ class HostsDialog(QDialog):
         self.verdict.hide()
         self.status.setText(f"Testing {len(names)} machine(s)… (at most {self.timeout:g} s)")
         runner, script, timeout = self.runner, self.script, self.timeout
-        self.job = self.background.start(
-            lambda job: probe_hosts(
-                names, runner=runner, script=script, timeout=timeout, on_result=job.report
-            ),
-            self._on_tested,
-            progress=self._on_result,
-        )
+
+        def work(job: Job[ProbeResult]) -> tuple[HostInfo, list[ProbeResult]]:
+            here = local_info()
+            return here, probe_hosts(
+                names, runner=runner, script=script, timeout=timeout, here=here, on_result=job.report
+            )
+
+        self.job = self.background.start(work, self._on_tested, progress=self._on_result)
 
     def _on_result(self, result: ProbeResult) -> None:
         if result.host not in self.names:
@@ -265,15 +275,17 @@ class HostsDialog(QDialog):
         self.status.setText(f"{answered} of {len(self.results)} machine(s) answered…")
         self._show_fit()
 
-    def _on_tested(self, results: list[ProbeResult]) -> None:
+    def _on_tested(self, outcome: tuple[HostInfo, list[ProbeResult]]) -> None:
+        here, results = outcome
         self.job = None
         for result in results:
             self._on_result(result)
         self.progress.setVisible(False)
         self.status.setText(f"Tested {len(results)} machine(s).")
-        self.verdict.setText(summary(results, self.shares()))
+        note = first_machine_note(here, results)
+        self.verdict.setText(summary(results, self.shares(), note))
         self.verdict.show()
-        self.use_button.setEnabled(all(r.ok for r in results))
+        self.use_button.setEnabled(all(r.ok for r in results))  # the note is advice, not a refusal
 
     def _failed(self, exc: Exception) -> None:
         self.job = None

@@ -104,21 +104,27 @@ class HostsTable(QTableWidget):
             self._set(row, FIT, words, share.explain(), problem)
 
 
-def summary(results: list[ProbeResult], shares: list[HostShare]) -> str:
-    """One plain paragraph: ready, or what to fix first."""
-    lines = [f"{r.host}: {r.problem}" for r in results if r.problem]
-    lines += [f"{r.host}: {r.mismatch}" for r in results if r.mismatch]
-    lines += [
-        f"{s.host}: its part of the main model does not fit ({s.explain()})."
-        for s in shares
-        if s.verdict is Verdict.NO
-    ]
-    if lines:
-        return "Fix these before using these machines:\n" + "\n".join(f"• {line}" for line in lines)
+def summary(results: list[ProbeResult], shares: list[HostShare], note: str | None = None) -> str:
+    """Plain words: what to fix first, what will not fit, or ready; then any advice."""
+    fix = [f"{r.host}: {r.problem}" for r in results if r.problem]
+    fix += [f"{r.host}: {r.mismatch}" for r in results if r.mismatch]
+    full = [f"{s.host}: {s.explain()}." for s in shares if s.verdict is Verdict.NO]
     tight = [s.host for s in shares if s.verdict is Verdict.TIGHT]
-    if tight:
-        return (
-            f"Every machine answered. Memory is tight on {', '.join(tight)}: "
-            "close other apps there, or choose a shorter context."
+    parts = []
+    if fix:
+        parts.append("Fix these before using these machines:\n" + "\n".join(f"• {line}" for line in fix))
+    if full:
+        parts.append(
+            "Its part of the main model does not fit here; add a machine or choose a shorter context:\n"
+            + "\n".join(f"• {line}" for line in full)
         )
-    return "Every machine answered with the same versions, and each part of the model fits."
+    if not parts:
+        parts.append("Every machine answered with the same versions, and each part of the model fits.")
+        if tight:
+            parts[0] = (
+                f"Every machine answered. Memory is tight on {', '.join(tight)}: "
+                "close other apps there, or choose a shorter context."
+            )
+    if note:
+        parts.append(note)
+    return "\n".join(parts)

@@ -27,6 +27,8 @@ def runner(host: str, script: str) -> list[str]:
     """`this-mac` really runs the probe here; `studio` refuses ssh; `mini` runs another MLX."""
     if host == "studio":
         return ["bash", "-c", "echo 'ssh: connect to host studio port 22: Connection refused' >&2; exit 255"]
+    if host == "other":
+        return ["echo", json.dumps(replace(local_info(), hostname="other-mac.local").to_json())]
     if host == "mini":
         other = replace(local_info(), hostname="mini", mlx_version="0.1.0")
         return ["echo", json.dumps(other.to_json())]
@@ -100,6 +102,16 @@ def test_every_machine_answering_lets_the_choice_be_kept(qtbot, settings, specch
     assert chosen_hostfile(settings) is None
 
 
+def test_a_first_machine_that_is_not_this_one_gets_advice(qtbot, settings):
+    dialog = make(qtbot, settings, "other 10.0.0.4\nthis-mac 10.0.0.1")
+    dialog.test()
+    wait_tested(qtbot, dialog)
+    words = dialog.verdict.text()
+    assert words.startswith("Every machine answered")
+    assert f"The first machine answered as other-mac.local, but this Mac is {local_info().hostname}" in words
+    assert dialog.use_button.isEnabled()
+
+
 def test_editing_after_a_test_asks_for_a_new_one(qtbot, settings):
     dialog = make(qtbot, settings, "this-mac 10.0.0.1")
     dialog.test()
@@ -166,14 +178,16 @@ def test_each_machines_share_of_the_main_is_weighed_against_its_free_memory(qtbo
     free = local_info().free_memory
     big = replace(main, size_bytes=4 * free)  # half of it is twice what this machine has free
     shape = ModelShape(weights=4 * free, whole=GIB, kv_heads=2)
-    dialog = make(qtbot, settings, "this-mac 10.0.0.1\nstudio 10.0.0.2", main=big, draft=draft, shape=shape)
+    dialog = make(qtbot, settings, "this-mac 10.0.0.1\n127.0.0.1", main=big, draft=draft, shape=shape)
     assert dialog.table.text(0, FIT).startswith("Needs ")  # before the test: what it needs
     dialog.test()
     wait_tested(qtbot, dialog)
     assert dialog.table.text(0, FIT).startswith("Does not fit: needs ")
     assert "draft" in dialog.table.item(0, FIT).toolTip()  # the draft counts on this Mac only
     assert "draft" not in dialog.table.item(1, FIT).toolTip()
-    assert "its part of the main model does not fit" in dialog.verdict.text()
+    assert "Its part of the main model does not fit here" in dialog.verdict.text()
+    assert "this-mac: needs model part" in dialog.verdict.text()
+    assert dialog.use_button.isEnabled()  # memory is told, not refused: other apps may be closed
     assert "split across 2 machines" in dialog.fit_note.text()
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from app import __version__
@@ -27,6 +28,7 @@ from app.engine.library.memory import available_ram
 # host, the shell script to run there -> the argv that runs it from here
 Runner = Callable[[str, str], list[str]]
 TIMEOUT = 10.0
+APP_ROOT = Path(__file__).resolve().parents[3]  # the folder holding the `app` package
 SSH_CONNECT_TIMEOUT = 5
 
 
@@ -130,11 +132,14 @@ def local_info() -> HostInfo:
     )
 
 
-def probe_script(python: str = sys.executable, cwd: str | None = None) -> str:
-    """What runs on each machine: like mlx.launch, go to this folder if it exists there, then run
-    the same Python as here."""
-    folder = shlex.quote(cwd or os.getcwd())
-    return f"if [ -d {folder} ]; then cd {folder}; fi; exec {shlex.quote(python)} -m app probe-host"
+def probe_script(python: str = sys.executable, root: str = str(APP_ROOT)) -> str:
+    """What runs on each machine, as the launcher starts a rank there: mlx.launch goes to this
+    folder if it exists there, and the launcher runs the same Python with `app` found in `root`."""
+    folder, path = shlex.quote(os.getcwd()), shlex.quote(root)
+    return (
+        f"if [ -d {folder} ]; then cd {folder}; fi; "
+        f"export PYTHONPATH={path}; exec {shlex.quote(python)} -m app probe-host"
+    )
 
 
 def ssh_runner(host: str, script: str) -> list[str]:
@@ -155,11 +160,11 @@ def ssh_runner(host: str, script: str) -> list[str]:
 
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
+    return lines[-1] if lines else ""
 
 
 def _reason(code: int, stderr: str) -> str:
-    said = _last_line(stderr).removeprefix("ssh: ")
+    said = _last_line(stderr).removeprefix("ssh: ")[:200]
     if code == 255:  # ssh's own failures; a program run through it rarely exits with 255
         return f"Could not connect with ssh: {said or 'no reason given'}"
     if "invalid choice: 'probe-host'" in stderr:
@@ -210,6 +215,20 @@ def version_mismatch(here: HostInfo, there: HostInfo) -> str | None:
     if not problems:
         return None
     return "Versions differ: " + "; ".join(problems) + ". Install the same versions on every machine."
+
+
+def first_machine_note(here: HostInfo, results: Sequence[ProbeResult]) -> str | None:
+    """The first machine runs the draft and is counted as this Mac: say so when it is another."""
+    first = results[0].info if results else None
+    if first is None:
+        return None
+    short = lambda name: name.split(".", 1)[0].lower()
+    if short(first.hostname) == short(here.hostname):
+        return None
+    return (
+        f"The first machine answered as {first.hostname}, but this Mac is {here.hostname}: "
+        "list this Mac first, since the first machine also runs the draft."
+    )
 
 
 def probe_hosts(

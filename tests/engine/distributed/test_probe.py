@@ -12,6 +12,8 @@ from pathlib import Path
 from app import __version__
 from app.engine.distributed.probe import (
     HostInfo,
+    ProbeResult,
+    first_machine_note,
     local_info,
     parse_vm_stat,
     probe_hosts,
@@ -98,12 +100,18 @@ def test_other_failures_quote_what_the_machine_said():
     assert result.problem == "The test program failed there (exit 3): boom"
 
 
-def test_a_machine_without_specchat_says_so(tmp_path):
+def test_the_probe_finds_specchat_where_the_launcher_puts_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # as on a machine where this folder exists but holds no app
+    [result] = probe_hosts(["mac"], runner=local_runner, script=probe_script(sys.executable, str(ROOT)))
+    assert result.ok  # found through PYTHONPATH, as the ranks are
     if Path("/usr/bin/python3").exists():  # a Python that has no SpecChat installed
-        bare = f"cd {tmp_path}; exec env -u PYTHONPATH /usr/bin/python3 -m app probe-host"
+        bare = probe_script("/usr/bin/python3", str(tmp_path))
         [result] = probe_hosts(["mac"], runner=local_runner, script=bare, timeout=60)
         assert result.problem is not None and "not installed" in result.problem
         assert "No module named app" in result.problem
+
+
+def test_a_machine_without_specchat_says_so():
     [result] = probe_hosts(["mac"], runner=local_runner, script="exec /no/such/python -m app probe-host")
     assert result.problem is not None and "not installed" in result.problem
 
@@ -165,3 +173,19 @@ def test_vm_stat_counts_free_inactive_and_purgeable_pages():
         "Pages purgeable:                           1000.\n"
     )
     assert parse_vm_stat(text) == (10000 + 20000 + 3000 + 1000) * 16384
+
+
+def test_the_first_machine_should_be_this_one():
+    here = replace(local_info(), hostname="this-mac")
+    answer = ProbeResult("a", replace(here, hostname="This-Mac.local"))
+    assert first_machine_note(here, [answer]) is None  # the same Mac under its .local name
+    assert first_machine_note(here, [ProbeResult("a", None, "down")]) is None
+    note = first_machine_note(here, [ProbeResult("a", replace(here, hostname="studio"))])
+    assert note is not None and "answered as studio, but this Mac is this-mac" in note
+
+
+def test_a_long_reply_is_read_whole_after_other_output():
+    info = replace(local_info(), hostname="m" * 300)  # longer than any quoted error line
+    reply = "Last login: today\n" + json.dumps(info.to_json()) + "\n"
+    [result] = probe_hosts(["mac"], runner=lambda h, s: ["printf", "%s", reply])
+    assert result.ok and result.info == info
