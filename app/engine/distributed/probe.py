@@ -217,13 +217,17 @@ def version_mismatch(here: HostInfo, there: HostInfo) -> str | None:
     return "Versions differ: " + "; ".join(problems) + ". Install the same versions on every machine."
 
 
+def _short_name(hostname: str) -> str:
+    """A name without its domain: "Mac.local" and "mac" are one machine."""
+    return hostname.split(".", 1)[0].lower()
+
+
 def first_machine_note(here: HostInfo, results: Sequence[ProbeResult]) -> str | None:
     """The first machine runs the draft and is counted as this Mac: say so when it is another."""
     first = results[0].info if results else None
     if first is None:
         return None
-    short = lambda name: name.split(".", 1)[0].lower()
-    if short(first.hostname) == short(here.hostname):
+    if _short_name(first.hostname) == _short_name(here.hostname):
         return None
     return (
         f"The first machine answered as {first.hostname}, but this Mac is {here.hostname}: "
