@@ -108,6 +108,7 @@ class PickerDialog(QDialog):
         self.use_button = QPushButton("Use this pair")
         self.machines_button = QPushButton("Run the main model across machines…")
         self.machines_button.setToolTip("Split a main model too large for this Mac across several Macs")
+        self.machines_button.setAutoDefault(False)  # Enter keeps choosing the pair
         self.import_button = QPushButton("Import GGUF…")
         self.import_button.setToolTip("Convert a GGUF file found in your model folders to MLX")
         self.import_button.setVisible(False)
