@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("models", "list the model library as the picker sees it: roles and compatible drafts"),
     "ui-bench": ("ui_bench", "stream a synthetic 2,000 tok/s answer through the chat window and report"),
 }
+# commands one SpecChat runs on another machine, not listed in --help
+HIDDEN: dict[str, tuple[str, str]] = {
+    "probe-host": ("probe_host", "print one JSON line about this machine for the connection test"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,10 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="load a toy pair offscreen, generate, print SMOKE_OK and exit",
     )
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         command_parser.set_defaults(_module=module_name)
+    for name, (module_name, help_text) in HIDDEN.items():
+        sub.add_parser(name, description=help_text).set_defaults(_module=module_name)
     return parser
 
 
@@ -70,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_gui()
     module = importlib.import_module(f"app.cli.{known._module}")
     sub_parser = argparse.ArgumentParser(
-        prog=f"python -m app {known.command}", description=COMMANDS[known.command][1]
+        prog=f"python -m app {known.command}", description={**COMMANDS, **HIDDEN}[known.command][1]
     )
     module.add_arguments(sub_parser)
     args = sub_parser.parse_args(argv[argv.index(known.command) + 1 :])

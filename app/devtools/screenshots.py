@@ -196,5 +196,9 @@ def render_all(out_dir: str) -> int:
     render_markdown(app, home, out, _wait, _save)
 
     render_library(app, out, _wait, _save)
+
+    from app.devtools.screenshots_hosts import render_hosts
+
+    render_hosts(app, home, out, _wait, _save)
     shutil.rmtree(home, ignore_errors=True)
     return 0

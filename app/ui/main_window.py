@@ -268,7 +268,7 @@ class MainWindow(ChatActions):
         self.stack.setCurrentWidget({None: self.view, WELCOME: self.welcome}.get(pane, self.empty))
 
     def picker(self) -> PickerDialog:
-        dialog = PickerDialog(self.sources, parent=self)
+        dialog = PickerDialog(self.sources, settings=self.settings, parent=self)
         dialog.import_requested.connect(self.start_import)
         dialog.downloads.failed.connect(self.report_error)
         self.new_models.follow(dialog, self.controller.pair[0] if self.controller.pair else None)

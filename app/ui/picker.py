@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -36,6 +36,8 @@ from app.ui.arena import arena_note
 from app.ui.background import BackgroundTasks
 from app.ui.download_panel import DownloadPanel, human_bytes
 from app.ui.draft_list import DraftSuggestions, fill_draft_rows, fill_mains
+from app.ui.hosts_dialog import HostsDialog
+from app.ui.window_state import app_settings
 
 PLAIN, LOOKUP = "plain", "lookup"
 KEY = Qt.ItemDataRole.UserRole
@@ -79,11 +81,13 @@ class PickerDialog(QDialog):
         usable_memory: int | None = None,
         endpoint: str | None = None,
         download_root: Path | None = None,
+        settings: QSettings | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Choose models")
         self.sources, self.store, self.usable = sources, store, usable_memory
+        self.settings = settings  # where the machines dialog keeps its choice; the app's when None
         self.facts: dict[str, ModelFacts] = {}
         self.verdicts: dict[str, list[tuple[ModelFacts, Verdict]]] = {}
         self.picked: PickedPair | None = None
@@ -102,6 +106,9 @@ class PickerDialog(QDialog):
         self.fit_label, self.state_label = QLabel(""), QLabel("Scanning models…")
         self.fit_label.setWordWrap(True)
         self.use_button = QPushButton("Use this pair")
+        self.machines_button = QPushButton("Run the main model across machines…")
+        self.machines_button.setToolTip("Split a main model too large for this Mac across several Macs")
+        self.machines_button.setAutoDefault(False)  # Enter keeps choosing the pair
         self.import_button = QPushButton("Import GGUF…")
         self.import_button.setToolTip("Convert a GGUF file found in your model folders to MLX")
         self.import_button.setVisible(False)
@@ -128,6 +135,7 @@ class PickerDialog(QDialog):
         bottom.addWidget(QLabel("Context length"))
         bottom.addWidget(self.context)
         bottom.addWidget(self.fit_label, 1)
+        bottom.addWidget(self.machines_button)
         bottom.addWidget(self.use_button)
         top = QHBoxLayout()
         top.addWidget(self.state_label, 1)
@@ -144,6 +152,7 @@ class PickerDialog(QDialog):
         self.show_incompatible.toggled.connect(lambda *_: self._fill_drafts())
         self.context.valueChanged.connect(lambda *_: self._update_fit())
         self.use_button.clicked.connect(self._on_use)
+        self.machines_button.clicked.connect(self.open_machines)
         self.import_button.clicked.connect(self._offer_import)
         self.downloads.downloaded.connect(lambda *_: self.refresh())
         self.refresh()
@@ -273,6 +282,16 @@ class PickerDialog(QDialog):
         mode = key if key in (PLAIN, LOOKUP) else "model"
         self.picked = PickedPair(main.path, key if mode == "model" else None, mode, self.context.value())
         self.accept()
+
+    def open_machines(self) -> HostsDialog:
+        """The machines dialog, for the selected main and draft; modal, like the picker."""
+        main = self.current_main()
+        draft = self.facts.get(self.current_draft_key() or "")
+        settings = self.settings if self.settings is not None else app_settings()
+        dialog = HostsDialog(settings, main, draft, self.context.value(), parent=self)
+        dialog.resize(900, 640)
+        dialog.open()
+        return dialog
 
     def _recommended_box(self) -> QGroupBox:
         box = QGroupBox("Recommended pairs to start with")
