@@ -59,13 +59,18 @@ def check_splits(spec: PairSpec, world: int) -> None:
 
 
 def build_sharded_pair(
-    name: str, agreement: float, seed: int, group: mx.distributed.Group | None
+    name: str,
+    agreement: float,
+    seed: int,
+    group: mx.distributed.Group | None,
+    bits: int | None = None,
 ) -> BuiltPair:
-    """The named toy pair with its main sharded over `group` when it has more than one rank."""
-    spec = pair_spec(name)
+    """The named toy pair (`bits` overrides its precision) with its main sharded over `group`
+    when it has more than one rank."""
+    spec = pair_spec(name, bits)
     world = group.size() if group is not None else 1
     check_splits(spec, world)
-    pair = build_pair(name, agreement=agreement, seed=seed)
+    pair = build_pair(spec.main, spec.draft, spec.bits, agreement, seed)
     assert pair.draft is not None
     main, draft = pair.main.model, pair.draft.model
     if group is not None and world > 1:

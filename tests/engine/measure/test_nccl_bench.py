@@ -82,11 +82,21 @@ def test_missing_backend_is_a_clear_error(
     assert "no-such-backend" in capsys.readouterr().err
 
 
-def test_two_ring_ranks_decode_like_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bits", ["16", "4"])
+def test_two_ring_ranks_decode_like_one(tmp_path: Path, bits: str) -> None:
     base = tmp_path / "base.json"
     env = {k: v for k, v in os.environ.items() if k not in nccl_bench.LAUNCH_ENV}
     one = subprocess.run(
-        [sys.executable, "-m", "app.engine.measure.nccl_bench", *TINY_ARGS, "--json", str(base)],
+        [
+            sys.executable,
+            "-m",
+            "app.engine.measure.nccl_bench",
+            *TINY_ARGS,
+            "--bits",
+            bits,
+            "--json",
+            str(base),
+        ],
         cwd=ROOT,
         env={**env, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -96,7 +106,7 @@ def test_two_ring_ranks_decode_like_one(tmp_path: Path) -> None:
     assert one.returncode == 0, one.stderr
     sharded = tmp_path / "sharded.json"
     two = subprocess.run(
-        [sys.executable, "-m", "app.engine.measure.nccl_bench", *TINY_ARGS, "--ranks", "2"]
+        [sys.executable, "-m", "app.engine.measure.nccl_bench", *TINY_ARGS, "--bits", bits, "--ranks", "2"]
         + ["--baseline", str(base), "--json", str(sharded)],
         cwd=ROOT,
         env={**env, "PYTHONPATH": str(ROOT)},
