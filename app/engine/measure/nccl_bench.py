@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     group = init_group(args.backend)
     pair = build_sharded_pair(args.pair, args.agreement, args.seed, group, args.bits)
     # the main's own text: it continues along its cycle, the draft follows at the agreement
-    prompt = pair.cycle(FIRST_TEXT_ID + args.seed, args.prompt_len)
+    prompt = pair.cycle(FIRST_TEXT_ID, args.prompt_len)
     expected = pair.cycle(int(pair.successor[prompt[-1]]), args.tokens)
     draft_ms = pass_ms(pair.draft, prompt, 1, args.repeats)
     # the second run repeats the first's shapes exactly: its rate leaves out first-seen-shape costs
@@ -141,17 +141,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     for k in args.k:
         cold = speculative_decode(pair.main, pair.draft, prompt, args.tokens, k)
-        run_ = speculative_decode(pair.main, pair.draft, prompt, args.tokens, k)
-        produced = len(run_.tokens) - 1
+        timed = speculative_decode(pair.main, pair.draft, prompt, args.tokens, k)
+        produced = len(timed.tokens) - 1
         result["speculative"][str(k)] = {
-            "tokens": run_.tokens,
-            "tok_s": produced / run_.seconds,
+            "tokens": timed.tokens,
+            "tok_s": produced / timed.seconds,
             "cold_tok_s": produced / cold.seconds,
-            "speedup": produced / run_.seconds / plain_tok_s,
-            "rounds": run_.rounds,
-            "accepted_per_round": run_.accepted / max(run_.rounds, 1),
-            "acceptance": run_.accepted / max(run_.rounds * k, 1),
-            "diverges_at": first_divergence(plain.tokens, run_.tokens),
+            "speedup": produced / timed.seconds / plain_tok_s,
+            "rounds": timed.rounds,
+            "accepted_per_round": timed.accepted / max(timed.rounds, 1),
+            "acceptance": timed.accepted / max(timed.rounds * k, 1),
+            "diverges_at": first_divergence(plain.tokens, timed.tokens),
             "pass": vars(measure_pass(pair, group, prompt, k + 1, args.repeats)),
         }
     if args.baseline:
