@@ -1,11 +1,12 @@
 """Plain and speculative greedy decoding of a main sharded over several GPUs (or CPU ring ranks).
 
-Every rank builds the same random-weight main from a seed, shards it with mlx-lm's
-`model.shard(group)` and runs the same loops; rank 0 prints the table. Run it with one process
-for the one-device baseline (`--json` saves its tokens) and under `mlx.launch` for the sharded
-run (`--baseline` compares with that file). Communication per pass is timed two ways: the same
-pass with every all_sum removed (the difference is what the collectives cost inside a forward),
-and the pass's all_sums alone.
+Every rank builds the same toy pair (toy_pair.py: real Qwen2.5 shapes, random weights, a chosen
+greedy agreement between main and draft) from a seed, shards the main with mlx-lm's
+`model.shard(group)`, keeps the draft whole and runs the same loops; rank 0 prints the table.
+Run it with one process for the one-device baseline (`--json` saves its tokens) and with
+`--ranks N` (or under `mlx.launch`) for the sharded run (`--baseline` compares with that file).
+Communication per pass is timed two ways: the same pass with every all_sum removed (the
+difference is what the collectives cost inside a forward), and the pass's all_sums alone.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import mlx.core as mx
 
 from app.engine.measure.local_launch import launch
-from app.engine.measure.shard_model import expected_tokens
+from app.engine.measure.shard_model import speculative_tok_s
+from app.engine.measure.toy_shapes import FIRST_TEXT_ID, PAIRS, pair_spec
 from app.engine.measure.tp_decode import (
     all_sum_ms,
     first_divergence,
@@ -30,9 +32,15 @@ from app.engine.measure.tp_decode import (
     plain_decode,
     speculative_decode,
 )
-from app.engine.measure.tp_models import LAYER_GAIN, SHAPES, BuiltPair, build_pair, restore, without_all_sums
+from app.engine.measure.tp_models import (
+    BuiltPair,
+    SplitError,
+    build_sharded_pair,
+    check_splits,
+    restore,
+    without_all_sums,
+)
 
-DTYPES = {"bfloat16": mx.bfloat16, "float16": mx.float16, "float32": mx.float32}
 COLUMNS = (
     "mode",
     "cold tok/s",
@@ -43,6 +51,7 @@ COLUMNS = (
     "all_sum ms",
     "comm share",
     "acc/round",
+    "speedup",
     "vs plain",
 )
 MODULE = "app.engine.measure.nccl_bench"
@@ -80,7 +89,6 @@ def measure_pass(
     group: mx.distributed.Group | None,
     prompt: list[int],
     tokens: int,
-    dtype: mx.Dtype,
     repeats: int,
 ) -> PassCosts:
     full = pass_ms(pair.main, prompt, tokens, repeats)
@@ -91,7 +99,9 @@ def measure_pass(
         local = pass_ms(pair.main, prompt, tokens, repeats)
     finally:
         restore(pair.main, saved)
-    isolated = all_sum_ms(group, 2 * pair.shape.layers, (1, tokens, pair.shape.hidden), dtype, repeats)
+    shape = pair.spec.main
+    dtype = getattr(mx, pair.spec.dtype)
+    isolated = all_sum_ms(group, 2 * shape.layers, (1, tokens, shape.hidden), dtype, repeats)
     return PassCosts(tokens, full, local, isolated)
 
 
@@ -99,42 +109,50 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.device == "cpu":
         mx.set_default_device(mx.cpu)
     group = init_group(args.backend)
-    dtype = DTYPES[args.dtype]
-    pair = build_pair(args.size, args.seed, dtype, args.draft_layers, group, args.layer_gain)
-    mx.random.seed(args.seed + 1)
-    prompt = cast("list[int]", mx.random.randint(0, pair.shape.vocab, (args.prompt_len,)).tolist())
+    pair = build_sharded_pair(args.pair, args.agreement, args.seed, group, args.bits)
+    # the main's own text: it continues along its cycle, the draft follows at the agreement
+    prompt = pair.cycle(FIRST_TEXT_ID, args.prompt_len)
+    expected = pair.cycle(int(pair.successor[prompt[-1]]), args.tokens)
     draft_ms = pass_ms(pair.draft, prompt, 1, args.repeats)
     # the second run repeats the first's shapes exactly: its rate leaves out first-seen-shape costs
     plain_cold = plain_decode(pair.main, prompt, args.tokens)
     plain = plain_decode(pair.main, prompt, args.tokens)
+    plain_tok_s = (len(plain.tokens) - 1) / plain.seconds
+    spec = pair.spec
     result: dict[str, Any] = {
-        "size": args.size,
-        "dtype": args.dtype,
+        "pair": spec.name,
+        "main": spec.main.name,
+        "draft": spec.draft.name,
+        "bits": spec.bits,
+        "dtype": spec.dtype,
+        "agreement": args.agreement,
         "world": group.size() if group else 1,
         "device": str(mx.default_device()),
-        "draft_layers": args.draft_layers,
         "draft_step_ms": draft_ms,
         "plain": {
             "tokens": plain.tokens,
             "margins": plain.margins,
-            "tok_s": (len(plain.tokens) - 1) / plain.seconds,
+            "follows_cycle": plain.tokens == expected,
+            "tok_s": plain_tok_s,
             "cold_tok_s": (len(plain_cold.tokens) - 1) / plain_cold.seconds,
-            "pass": vars(measure_pass(pair, group, prompt, 1, dtype, args.repeats)),
+            "pass": vars(measure_pass(pair, group, prompt, 1, args.repeats)),
         },
         "speculative": {},
     }
     for k in args.k:
         cold = speculative_decode(pair.main, pair.draft, prompt, args.tokens, k)
-        spec = speculative_decode(pair.main, pair.draft, prompt, args.tokens, k)
-        produced = len(spec.tokens) - 1
+        timed = speculative_decode(pair.main, pair.draft, prompt, args.tokens, k)
+        produced = len(timed.tokens) - 1
         result["speculative"][str(k)] = {
-            "tokens": spec.tokens,
-            "tok_s": produced / spec.seconds,
+            "tokens": timed.tokens,
+            "tok_s": produced / timed.seconds,
             "cold_tok_s": produced / cold.seconds,
-            "accepted_per_round": spec.accepted / max(spec.rounds, 1),
-            "acceptance": spec.accepted / max(spec.rounds * k, 1),
-            "diverges_at": first_divergence(plain.tokens, spec.tokens),
-            "pass": vars(measure_pass(pair, group, prompt, k + 1, dtype, args.repeats)),
+            "speedup": produced / timed.seconds / plain_tok_s,
+            "rounds": timed.rounds,
+            "accepted_per_round": timed.accepted / max(timed.rounds, 1),
+            "acceptance": timed.accepted / max(timed.rounds * k, 1),
+            "diverges_at": first_divergence(plain.tokens, timed.tokens),
+            "pass": vars(measure_pass(pair, group, prompt, k + 1, args.repeats)),
         }
     if args.baseline:
         result["vs_baseline"] = compare(result, json.loads(Path(args.baseline).read_text()))
@@ -162,7 +180,7 @@ def _cell(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def _row(mode: str, run: dict[str, Any], acc: str, agrees: str) -> list[str]:
+def _row(mode: str, run: dict[str, Any], acc: str, speedup: str, agrees: str) -> list[str]:
     costs = run["pass"]
     full, local, isolated = costs["pass_ms"], costs["local_ms"], costs["all_sum_ms"]
     comm = None if local is None else full - local
@@ -177,30 +195,40 @@ def _row(mode: str, run: dict[str, Any], acc: str, agrees: str) -> list[str]:
         _cell(isolated, ".2f"),
         _cell(share, ".0%"),
         acc,
+        speedup,
         agrees,
     ]
 
 
 def format_report(result: dict[str, Any]) -> str:
-    rows = [list(COLUMNS), _row("plain", result["plain"], "-", "-")]
+    rows = [list(COLUMNS), _row("plain", result["plain"], "-", "-", "-")]
     for k, spec in result["speculative"].items():
         agrees = "same" if spec["diverges_at"] is None else f"differs at {spec['diverges_at']}"
-        rows.append(_row(f"spec k={k}", spec, f"{spec['accepted_per_round']:.2f}", agrees))
+        acc = f"{spec['accepted_per_round']:.2f}"
+        rows.append(_row(f"spec k={k}", spec, acc, f"{spec['speedup']:.2f}x", agrees))
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    follows = "follows" if result["plain"]["follows_cycle"] else "LEAVES"
+    precision = result["dtype"] if result["bits"] == 16 else f"{result['bits']}-bit"
     lines = [
-        f"main {result['size']} {result['dtype']} over {result['world']} rank(s) on {result['device']}; "
-        f"draft = first {result['draft_layers']} layers, {result['draft_step_ms']:.2f} ms a step on every rank",
+        f"pair {result['pair']}: main {result['main']} {precision} over "
+        f"{result['world']} rank(s) on {result['device']}; draft {result['draft']} whole on every rank, "
+        f"{result['draft_step_ms']:.2f} ms a step; agreement {result['agreement']:g}; "
+        f"plain {follows} the main's built cycle",
         *("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows),
     ]
     plain_ms = result["plain"]["pass"]["pass_ms"]
+    draft_ms = result["draft_step_ms"]
     for k, spec in result["speculative"].items():
         verify = spec["pass"]["pass_ms"]
         projected = ", ".join(
-            f"a={a:g}: {expected_tokens(a, int(k)) / ((int(k) * result['draft_step_ms'] + verify) / 1e3):.1f}"
-            for a in (0.6, 0.8)
+            f"a={a:g}: {speculative_tok_s(verify, draft_ms, a, int(k)):.1f}" for a in (0.6, 0.8)
         )
+        measured_a = spec["acceptance"]
+        at_measured = speculative_tok_s(verify, draft_ms, measured_a, int(k))
         lines.append(
-            f"k={k}: verify pass {verify / plain_ms:.2f}x a plain pass; tok/s at acceptance {projected}"
+            f"k={k}: verify pass {verify / plain_ms:.2f}x a plain pass; tok/s projected from pass times "
+            f"at acceptance {projected}; at the measured a={measured_a:.2f}: {at_measured:.1f} "
+            f"(measured {spec['tok_s']:.1f})"
         )
     if "vs_baseline" in result:
         vs = result["vs_baseline"]
@@ -218,18 +246,15 @@ def format_report(result: dict[str, Any]) -> str:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", choices=sorted(SHAPES), default="1.5b")
-    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bfloat16")
+    parser.add_argument("--pair", choices=list(PAIRS), default="1.5b-bf16", help="toy_shapes pair")
+    parser.add_argument("--bits", type=int, choices=(4, 16), help="override the pair's precision")
+    parser.add_argument("--agreement", type=float, default=0.9, help="draft's greedy agreement")
     parser.add_argument("--backend", default="nccl", help="nccl on GPUs, ring for CPU ranks")
     parser.add_argument("--device", choices=("gpu", "cpu"), default="gpu")
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--prompt-len", type=int, default=32)
     parser.add_argument("--k", type=lambda s: [int(x) for x in s.split(",")], default=[3, 5])
-    parser.add_argument("--draft-layers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--layer-gain", type=float, default=LAYER_GAIN, help="layer weight std x sqrt(fan-in)"
-    )
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per pass shape")
     parser.add_argument("--ranks", type=int, default=1, help="start this many local ranks itself")
     parser.add_argument("--timeout", type=float, default=570.0, help="seconds before --ranks stops them")
@@ -243,12 +268,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.ranks > 1 and not any(name in os.environ for name in LAUNCH_ENV):
-        argv = sys.argv[1:] if argv is None else list(argv)
-        return launch(MODULE, argv, args.ranks, args.backend, args.timeout)
     try:
+        if args.ranks > 1 and not any(name in os.environ for name in LAUNCH_ENV):
+            # a main that cannot split is refused before any rank starts building it
+            check_splits(pair_spec(args.pair, args.bits), args.ranks)
+            argv = sys.argv[1:] if argv is None else list(argv)
+            return launch(MODULE, argv, args.ranks, args.backend, args.timeout)
         result = run(args)
-    except SetupError as error:
+    except (SetupError, SplitError) as error:
         print(f"nccl_bench: {error}", file=sys.stderr)
         return 2
     rank = int(os.environ.get("MLX_RANK", "0"))

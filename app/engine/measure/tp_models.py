@@ -1,147 +1,111 @@
-"""Real-shape random-weight Qwen2.5-like mains, built in memory from a seed, for sharding benchmarks.
+"""The sharding benchmark's models: toy_pair's real-shape random pair, its main sharded over the
+group with mlx-lm's `model.shard(group)`, its draft whole on every rank.
 
-Nothing is written to disk (a 32B bf16 model would fill it). Every rank builds the same weights
-from the same seed, so a sharded run and a one-device run decode the same model. The draft is the
-main's first layers with the main's embedding, final norm and head (as the toy pair's draft is):
-it agrees with the main often, so speculation has real acceptance even with random weights. It
-runs whole on every rank: every rank drafts the same tokens, so the ranks stay in lock-step with
-no broadcast of the draft's tokens.
+Every rank builds the same pair from the same seed, so a sharded run and a one-device run decode
+the same model. The draft runs whole on every rank: every rank drafts the same tokens, so the
+ranks stay in lock-step with no broadcast of the draft's tokens. toy_pair gives the pair a chosen
+greedy agreement with the top-1 logit far ahead of the rest, so speculation has real acceptance
+and a sharded run's different summation order cannot flip a greedy choice.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import mlx.core as mx
-import mlx.nn as nn
-from mlx.utils import tree_flatten, tree_unflatten
-from mlx_lm.models import qwen2
+import mlx.nn
+import numpy as np
 
-# A unit embedding keeps the token identity in the residual stream, so the draft (shared
-# embedding and head) often agrees with the main; layer weights scale as gain / sqrt(fan-in) so
-# each layer moves the stream by about the same amount at every shape, tiny or 14B.
-EMBED_STD = 1.0
-HEAD_STD = 0.15
-BIAS_STD = 0.02
-LAYER_GAIN = 0.8
+from app.engine.measure.toy import VOCAB_SIZE
+from app.engine.measure.toy_pair import GROUP_SIZE, build_pair
+from app.engine.measure.toy_shapes import PairSpec, greedy_maps, pair_spec
 
-
-@dataclass(frozen=True)
-class MainShape:
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    intermediate: int
-    vocab: int
-
-
-SHAPES = {
-    # CPU tests: small enough for two ring ranks on a shared 2-core machine
-    "tiny": MainShape(hidden=64, layers=4, heads=4, kv_heads=2, intermediate=128, vocab=256),
-    "1.5b": MainShape(hidden=1536, layers=28, heads=12, kv_heads=2, intermediate=8960, vocab=151936),
-    "14b": MainShape(hidden=5120, layers=48, heads=40, kv_heads=8, intermediate=13824, vocab=152064),
-    "32b": MainShape(hidden=5120, layers=64, heads=40, kv_heads=8, intermediate=27648, vocab=152064),
-}
-
-
-def _args(shape: MainShape, layers: int) -> qwen2.ModelArgs:
-    return qwen2.ModelArgs(
-        model_type="qwen2",
-        hidden_size=shape.hidden,
-        num_hidden_layers=layers,
-        intermediate_size=shape.intermediate,
-        num_attention_heads=shape.heads,
-        rms_norm_eps=1e-6,
-        vocab_size=shape.vocab,
-        num_key_value_heads=shape.kv_heads,
-        tie_word_embeddings=False,
-    )
-
-
-def _std(path: str, shape: tuple[int, ...], gain: float) -> float:
-    if path.startswith("model.embed_tokens"):
-        return EMBED_STD
-    if path.startswith("lm_head"):
-        return HEAD_STD
-    if len(shape) == 1:
-        return BIAS_STD
-    return gain / math.sqrt(shape[-1])
-
-
-def _random_parameters(model: Any, seed: int, dtype: mx.Dtype, gain: float) -> dict[str, Any]:
-    """Normal weights (unit norms) drawn in a fixed order, lazily: only what is kept is computed."""
-    mx.random.seed(seed)
-    flat: list[tuple[str, mx.array]] = []
-    for path, value in cast("list[tuple[str, mx.array]]", tree_flatten(model.parameters())):
-        if path.endswith("norm.weight"):
-            flat.append((path, mx.ones(value.shape, dtype=dtype)))
-        else:
-            flat.append(
-                (path, mx.random.normal(value.shape, dtype=dtype, scale=_std(path, value.shape, gain)))
-            )
-    params: dict[str, Any] = tree_unflatten(flat)
-    return params
+nn: Any = mlx.nn  # mlx declares no types for its modules
 
 
 @dataclass
 class BuiltPair:
     main: Any
     draft: Any
-    shape: MainShape
-    draft_layers: int
+    spec: PairSpec
     sharded: bool
+    successor: np.ndarray  # the main's greedy next token of each toy id
+
+    def cycle(self, start: int, length: int) -> list[int]:
+        """`length` ids of the main's own greedy text from `start`: a prompt the main continues
+        along its cycle and the draft follows at the pair's agreement."""
+        ids = [start]
+        while len(ids) < length:
+            ids.append(int(self.successor[ids[-1]]))
+        return ids
 
 
-def build_pair(
-    shape_name: str,
+class SplitError(ValueError):
+    """The main cannot be sharded over this many ranks; the message says which size."""
+
+
+def check_splits(spec: PairSpec, world: int) -> None:
+    """Raise before building when the main's heads or (4-bit) quantization groups do not split."""
+    shape = spec.main
+    for n, name in ((shape.heads, "heads"), (shape.kv_heads, "KV heads")):
+        if n % world:
+            raise SplitError(f"{spec.name}: {n} {name} do not split over {world} ranks")
+    if spec.bits != 16:
+        # a sharded-to-all projection splits its input: each part must hold whole groups
+        for n, name in ((shape.hidden, "hidden"), (shape.intermediate, "intermediate")):
+            if n % (world * GROUP_SIZE):
+                raise SplitError(f"{spec.name}: {name} {n} is not {world} parts of whole groups")
+
+
+def build_sharded_pair(
+    name: str,
+    agreement: float,
     seed: int,
-    dtype: mx.Dtype,
-    draft_layers: int,
     group: mx.distributed.Group | None,
-    gain: float = LAYER_GAIN,
+    bits: int | None = None,
 ) -> BuiltPair:
-    """The main (sharded over `group` when it has more than one rank) and its whole draft."""
-    shape = SHAPES[shape_name]
-    if not 0 < draft_layers < shape.layers:
-        raise ValueError(f"draft layers must be between 1 and {shape.layers - 1}")
-    main = qwen2.Model(_args(shape, shape.layers))
-    main.update(_random_parameters(main, seed, dtype, gain))
-    draft = qwen2.Model(_args(shape, draft_layers))
-    shared = {
-        "model": {
-            "embed_tokens": main.model.embed_tokens.parameters(),
-            "norm": main.model.norm.parameters(),
-            "layers": [layer.parameters() for layer in main.model.layers[:draft_layers]],
-        },
-        "lm_head": main.lm_head.parameters(),
-    }
-    draft.update(shared)
-    sharded = group is not None and group.size() > 1
-    if group is not None and sharded:
-        for n, name in ((shape.heads, "heads"), (shape.kv_heads, "KV heads")):
-            if n % group.size():
-                raise ValueError(f"{n} {name} do not split over {group.size()} ranks")
+    """The named toy pair (`bits` overrides its precision) with its main sharded over `group`
+    when it has more than one rank."""
+    spec = pair_spec(name, bits)
+    world = group.size() if group is not None else 1
+    check_splits(spec, world)
+    pair = build_pair(spec.main, spec.draft, spec.bits, agreement, seed)
+    assert pair.draft is not None
+    main, draft = pair.main.model, pair.draft.model
+    if group is not None and world > 1:
         main.shard(group)
-    mx.eval(main.parameters(), draft.parameters())
-    return BuiltPair(main=main, draft=draft, shape=shape, draft_layers=draft_layers, sharded=sharded)
+        # the whole layers are freed once the shards are evaluated
+        mx.eval(main.parameters())
+    successor = greedy_maps(VOCAB_SIZE, agreement, seed).main
+    return BuiltPair(main=main, draft=draft, spec=spec, sharded=world > 1, successor=successor)
 
 
-class LocalPartial(nn.Module):  # type: ignore[misc,name-defined]
-    """A sharded-to-all projection without its all_sum: the same matmul, so timing it shows what
-    a pass costs with communication removed (its outputs are wrong, only its time is used)."""
+class LocalPartial(nn.Module):  # type: ignore[misc]
+    """A sharded-to-all projection without its all_sum: the same (plain or quantized) matmul, so
+    timing it shows what a pass costs with communication removed (its outputs are wrong, only its
+    time is used)."""
 
-    def __init__(self, weight: mx.array, bias: mx.array | None) -> None:
+    def __init__(self, proj: Any) -> None:
         super().__init__()
-        self.weight = weight
-        if bias is not None:
-            self.bias = bias
+        self.proj = proj
 
     def __call__(self, x: mx.array) -> mx.array:
-        y = x @ self.weight.T
-        return y + self.bias if "bias" in self else y
+        p = self.proj
+        if "scales" in p:
+            y = mx.quantized_matmul(
+                x,
+                p["weight"],
+                scales=p["scales"],
+                biases=p.get("biases"),
+                transpose=True,
+                group_size=p.group_size,
+                bits=p.bits,
+                mode=getattr(p, "mode", "affine"),
+            )
+        else:
+            y = x @ p["weight"].T
+        return y + p["bias"] if "bias" in p else y
 
 
 def without_all_sums(main: Any) -> list[tuple[Any, Any]]:
@@ -149,10 +113,8 @@ def without_all_sums(main: Any) -> list[tuple[Any, Any]]:
     saved = []
     for layer in main.model.layers:
         saved.append((layer.self_attn.o_proj, layer.mlp.down_proj))
-        for parent, name in ((layer.self_attn, "o_proj"), (layer.mlp, "down_proj")):
-            proj = getattr(parent, name)
-            bias = proj.get("bias")
-            setattr(parent, name, LocalPartial(proj["weight"], bias))
+        layer.self_attn.o_proj = LocalPartial(layer.self_attn.o_proj)
+        layer.mlp.down_proj = LocalPartial(layer.mlp.down_proj)
     return saved
 
 

@@ -1,5 +1,5 @@
-"""The sharding benchmark: greedy speculation equals plain decoding, and a main sharded over two
-CPU ring ranks decodes the same tokens as one rank."""
+"""The sharding benchmark: greedy speculation equals plain decoding with real acceptance, and a
+toy main sharded over two CPU ring ranks decodes the same tokens as one rank."""
 
 from __future__ import annotations
 
@@ -8,32 +8,59 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import mlx.core as mx
+import mlx.nn
 import pytest
 
 from app.engine.measure import local_launch, nccl_bench
+from app.engine.measure.toy_shapes import FIRST_TEXT_ID, pair_spec
 from app.engine.measure.tp_decode import first_divergence, plain_decode, speculative_decode
-from app.engine.measure.tp_models import build_pair
+from app.engine.measure.tp_models import LocalPartial, SplitError, build_sharded_pair, check_splits
 
+nn: Any = mlx.nn  # mlx declares no types for its modules
 ROOT = Path(__file__).resolve().parents[3]
-TINY_ARGS = ["--size", "tiny", "--dtype", "float32", "--device", "cpu", "--backend", "ring"]
-TINY_ARGS += ["--tokens", "24", "--prompt-len", "8", "--k", "2,4", "--repeats", "1"]
+TINY_ARGS = ["--pair", "tiny", "--agreement", "0.9", "--device", "cpu", "--backend", "ring"]
+TINY_ARGS += ["--tokens", "20", "--prompt-len", "8", "--k", "2,4", "--repeats", "1"]
 
 
-def test_speculative_greedy_equals_plain() -> None:
+@pytest.mark.parametrize("agreement", [0.9, 0.0])
+def test_speculative_greedy_equals_plain(agreement: float) -> None:
     mx.set_default_device(mx.cpu)
-    pair = build_pair("tiny", seed=3, dtype=mx.float32, draft_layers=2, group=None)
-    prompt = [5, 17, 99, 3, 42, 7]
+    pair = build_sharded_pair("tiny", agreement, seed=3, group=None)
+    prompt = pair.cycle(FIRST_TEXT_ID + 5, 6)
     plain = plain_decode(pair.main, prompt, 30)
-    assert len(plain.tokens) == 30 and len(set(plain.tokens)) > 3
-    accepted = 0
+    # the main continues its own cycle, far from any tie
+    assert plain.tokens == pair.cycle(int(pair.successor[prompt[-1]]), 30)
+    assert min(plain.margins) > 5.0
     for k in (1, 2, 4):
         spec = speculative_decode(pair.main, pair.draft, prompt, 30, k)
         assert spec.tokens == plain.tokens
-        accepted += spec.accepted
-    # the shared embedding and head make the draft a useful one
-    assert accepted > 0
+        if agreement == 0.0:
+            assert spec.accepted == 0
+        else:
+            assert spec.accepted / spec.rounds > 0.5 * k
+
+
+def test_local_partial_is_the_projection_without_its_sum() -> None:
+    mx.set_default_device(mx.cpu)
+    linear = nn.Linear(128, 64, bias=True)
+    quantized = nn.QuantizedLinear.from_linear(linear, 64, 4)
+    x = mx.random.normal((1, 3, 128))
+    for layer in (linear, quantized):
+        assert mx.allclose(LocalPartial(layer)(x), layer(x)).item()
+
+
+def test_splits_follow_the_head_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("14b-bf16", "7b-4bit"):
+        for world in (1, 2, 4):
+            check_splits(pair_spec(name), world)
+    # 1.5B has 2 KV heads
+    with pytest.raises(SplitError, match="KV heads"):
+        check_splits(pair_spec("1.5b-bf16"), 4)
+    assert nccl_bench.main(["--pair", "7b-4bit", "--ranks", "3"]) == 2
+    assert "28 heads do not split over 3 ranks" in capsys.readouterr().err
 
 
 def test_first_divergence() -> None:
@@ -55,11 +82,21 @@ def test_missing_backend_is_a_clear_error(
     assert "no-such-backend" in capsys.readouterr().err
 
 
-def test_two_ring_ranks_decode_like_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bits", ["16", "4"])
+def test_two_ring_ranks_decode_like_one(tmp_path: Path, bits: str) -> None:
     base = tmp_path / "base.json"
     env = {k: v for k, v in os.environ.items() if k not in nccl_bench.LAUNCH_ENV}
     one = subprocess.run(
-        [sys.executable, "-m", "app.engine.measure.nccl_bench", *TINY_ARGS, "--json", str(base)],
+        [
+            sys.executable,
+            "-m",
+            "app.engine.measure.nccl_bench",
+            *TINY_ARGS,
+            "--bits",
+            bits,
+            "--json",
+            str(base),
+        ],
         cwd=ROOT,
         env={**env, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -69,7 +106,7 @@ def test_two_ring_ranks_decode_like_one(tmp_path: Path) -> None:
     assert one.returncode == 0, one.stderr
     sharded = tmp_path / "sharded.json"
     two = subprocess.run(
-        [sys.executable, "-m", "app.engine.measure.nccl_bench", *TINY_ARGS, "--ranks", "2"]
+        [sys.executable, "-m", "app.engine.measure.nccl_bench", *TINY_ARGS, "--bits", bits, "--ranks", "2"]
         + ["--baseline", str(base), "--json", str(sharded)],
         cwd=ROOT,
         env={**env, "PYTHONPATH": str(ROOT)},
@@ -86,10 +123,16 @@ def test_two_ring_ranks_decode_like_one(tmp_path: Path) -> None:
     baseline = json.loads(base.read_text())
     assert (result["world"], baseline["world"]) == (2, 1)
     assert result["plain"]["tokens"] == baseline["plain"]["tokens"]
+    assert result["plain"]["follows_cycle"] and baseline["plain"]["follows_cycle"]
     assert result["vs_baseline"]["plain_diverges_at"] is None
     for k in ("2", "4"):
         assert result["speculative"][k]["tokens"] == baseline["plain"]["tokens"]
         assert result["speculative"][k]["pass"]["all_sum_ms"] is not None
+        assert result["speculative"][k]["pass"]["local_ms"] is not None
+        # at agreement 0.9 most drafted tokens are kept, on one rank and on two
+        for run in (result, baseline):
+            assert run["speculative"][k]["accepted_per_round"] > 0.5
+            assert run["speculative"][k]["speedup"] > 0
     assert baseline["plain"]["pass"]["all_sum_ms"] is None
     assert "equal the 1-rank baseline" in two.stdout
 
