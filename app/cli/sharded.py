@@ -24,6 +24,9 @@ def run(args: argparse.Namespace, sampling: SamplingParams, colour: bool) -> int
     except (RanksLost, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    # where each rank runs, so a lost one can be found (and, in tests, stopped)
+    where = ", ".join(f"rank {r.rank}: {r.host} pid {r.pid}" for r in pair.ranks)
+    print(f"[{len(pair.ranks)} ranks] {where}", file=sys.stderr, flush=True)
     try:
         messages = ([{"role": "system", "content": args.system}] if args.system else []) + [
             {"role": "user", "content": args.prompt}
