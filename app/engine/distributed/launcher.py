@@ -51,8 +51,10 @@ def launch_command(
     ranks: int | None = None,
     hostfile: str | os.PathLike[str] | None = None,
     python: str | None = None,
+    module: str = "app.engine.distributed.rank",
 ) -> list[str]:
-    """`mlx.launch`'s command line for N local ranks or for a hostfile's machines."""
+    """`mlx.launch`'s command line running `python -m module rank_args` on N local ranks or on a
+    hostfile's machines (each needs this Python at the same path, and the models)."""
     if (ranks is None) == (hostfile is None):
         raise ValueError("give either a number of local ranks or a hostfile")
     python = python or sys.executable
@@ -66,7 +68,7 @@ def launch_command(
             launch += ["--env", setting]
     else:
         launch += ["--hostfile", str(hostfile)]
-    return [*launch, "--", python, "-m", "app.engine.distributed.rank", *rank_args]
+    return [*launch, "--", python, "-m", module, *rank_args]
 
 
 class Launch:

@@ -14,14 +14,16 @@ import os
 import socket
 import sys
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import mlx.core as mx
 from mlx_lm.utils import load as mlx_load
 
 import app
-from app.engine.decoding.loading import LoadedModel, ModelLoadError, check_safetensors, load_model
+from app.engine.decoding.loading import LoadedModel, ModelLoadError, ModelPair, check_safetensors, load_model
 from app.engine.distributed.collective import Channel, ShardedMain, follow
 from app.engine.distributed.serve import Output, serve
 from app.engine.distributed.wire import RankInfo, Ready, version_mismatch
@@ -64,37 +66,64 @@ def _load(args: argparse.Namespace, group: Any, rank: int) -> tuple[LoadedModel 
     return main, draft, ""
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass
+class Joined:
+    """Rank 0 once every rank has loaded its shard: the pair to decode with."""
+
+    pair: ModelPair
+    sharded: ShardedMain
+    ranks: list[RankInfo]
+
+
+def join(main: str, draft: str | None, report: Callable[[dict[str, Any]], None]) -> Joined | int:
+    """Join the group, check versions, load. Rank 0 gets the pair (`report` carries its word to
+    the caller); a follower runs rank 0's passes until stopped; either gets an exit code on a
+    failure, which `report` names on rank 0."""
     group = mx.distributed.init(strict=True)
     channel = Channel(group)
     rank = channel.rank
-    out = Output(sys.stdout) if rank == 0 else None
     me = RankInfo(rank, socket.gethostname(), os.getpid(), mx.__version__, app.__version__)
     infos = [RankInfo.from_text(text) for text in channel.gather_text(me.to_text())]
     mismatch = version_mismatch(infos)
     if mismatch is not None:
-        if out is not None:
-            out.send({"t": "fatal", "message": mismatch})
+        if rank == 0:
+            report({"t": "fatal", "message": mismatch})
         print(f"rank {rank}: {mismatch}", file=sys.stderr)
         return 3
-    if out is not None:
-        out.send({"t": "hello", "ranks": [i.to_text() for i in infos]})
-    main, draft, error = _load(args, group, rank)
+    if rank == 0:
+        report({"t": "hello", "ranks": [i.to_text() for i in infos]})
+    args = argparse.Namespace(main=main, draft=draft)
+    shard, draft_model, error = _load(args, group, rank)
     errors = channel.gather_text(error)
     failed = [f"rank {i} ({infos[i].host}): {e}" for i, e in enumerate(errors) if e]
     if failed:
-        if out is not None:
-            out.send({"t": "fatal", "message": "could not load the model: " + "; ".join(failed)})
+        if rank == 0:
+            report({"t": "fatal", "message": "could not load the model: " + "; ".join(failed)})
         return 4
-    assert main is not None
-    if out is None:
-        follow(main.model, channel)
+    assert shard is not None
+    if rank != 0:
+        follow(shard.model, channel)
         return 0
-    sharded = ShardedMain(main.model, channel)
-    pair_main = LoadedModel(model=sharded, tokenizer=main.tokenizer, config=main.config, source=main.source)
-    ready = Ready(ranks=infos, main=args.main, draft=args.draft)
-    serve(pair_main, draft, sharded, ready, out, sys.stdin)
+    sharded = ShardedMain(shard.model, channel)
+    pair_main = LoadedModel(model=sharded, tokenizer=shard.tokenizer, config=shard.config, source=shard.source)
+    return Joined(ModelPair(main=pair_main, draft=draft_model), sharded, infos)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Output(sys.stdout)
+    joined = join(args.main, args.draft, out.send)
+    if isinstance(joined, int):
+        return joined
+    ready = Ready(ranks=joined.ranks, main=args.main, draft=args.draft)
+    serve(joined.pair, joined.sharded, ready, out, sys.stdin)
     return 0
+
+
+def exit_now(code: int) -> NoReturn:
+    """Leave without MLX's group teardown, which may wait on a peer that is gone."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,12 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         # a lost peer or a bug: say it, and leave at once (a collective may never return)
         print(f"rank {os.environ.get('MLX_RANK', '?')}: {type(exc).__name__}: {exc}", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # MLX's group teardown may wait on a peer that is gone
+        exit_now(1)
+    exit_now(code)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from typing import IO, Any
 from app.engine.decoding.context import ContextTooLong, answer_room, context_length
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import EngineError, ErrorKind
-from app.engine.decoding.loading import LoadedModel, ModelPair
+from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import TemplateError, format_chat
@@ -120,15 +120,14 @@ class _Server:
 
 
 def serve(
-    main: LoadedModel,
-    draft: LoadedModel | None,
+    pair: ModelPair,
     sharded: ShardedMain,
     ready: Ready,
     out: Output,
     stdin: IO[str],
 ) -> None:
     """Answer the caller's commands until it closes (or goes away), then stop the followers."""
-    server = _Server(ModelPair(main=main, draft=draft), sharded, out)
+    server = _Server(pair, sharded, out)
     ready.can_speculate = server.session.can_speculate
     ready.speculation_refusal = server.session.speculation_refusal
     out.send({"t": "ready", "ready": {**asdict(ready), "ranks": [r.to_text() for r in ready.ranks]}})
