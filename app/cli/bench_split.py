@@ -52,7 +52,11 @@ def launch(args: argparse.Namespace) -> int:
         ["bench", *rank_arguments(sys.argv[2:])], ranks=args.ranks, hostfile=args.hostfile, module="app"
     )
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
         start_new_session=True,
     )
     assert process.stdout is not None and process.stderr is not None

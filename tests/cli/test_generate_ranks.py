@@ -12,13 +12,25 @@ from app.engine.measure.toy import ToyModels
 
 
 def _args(models: ToyModels, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "app", "generate", "--main", str(models.main), "--draft", str(models.draft), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "app",
+        "generate",
+        "--main",
+        str(models.main),
+        "--draft",
+        str(models.draft),
+        *extra,
+    ]
 
 
 def test_two_ranks_print_what_one_process_prints(toy_models: ToyModels) -> None:
     common = ("--k", "3", "--max-tokens", "10", "--color", "never", "The quick brown fox")
     alone = subprocess.run(_args(toy_models, *common), capture_output=True, text=True, timeout=300)
-    split = subprocess.run(_args(toy_models, "--ranks", "2", *common), capture_output=True, text=True, timeout=300)
+    split = subprocess.run(
+        _args(toy_models, "--ranks", "2", *common), capture_output=True, text=True, timeout=300
+    )
     assert alone.returncode == 0 and split.returncode == 0, split.stderr
     assert split.stdout == alone.stdout
     assert "[2 ranks]" in split.stderr and "[length] 10 tokens" in split.stderr
@@ -45,7 +57,10 @@ def test_a_killed_rank_ends_the_answer_with_the_text_so_far(toy_models: ToyModel
     assert written
     # the pair then answers in one process, and what was printed is the start of its answer
     alone = subprocess.run(
-        _args(toy_models, "--max-tokens", "300", "--color", "never", prompt), capture_output=True, text=True, timeout=300
+        _args(toy_models, "--max-tokens", "300", "--color", "never", prompt),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert alone.returncode == 0
     assert alone.stdout.startswith(written) and len(written) < len(alone.stdout.rstrip("\n"))

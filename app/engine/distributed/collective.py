@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
@@ -37,6 +37,11 @@ INFO_BYTES = 256
 
 class RankDiverged(RuntimeError):
     """A follower's cache holds fewer tokens than rank 0 says: the ranks are out of step."""
+
+
+def _ints(array: mx.array) -> list[int]:
+    """A 1-d integer array's values (`tolist` is typed for any shape)."""
+    return [int(v) for v in cast("list[int]", array.tolist())]
 
 
 class Channel:
@@ -58,7 +63,7 @@ class Channel:
         mx.eval(out)
         self.seconds += time.perf_counter() - start
         self.calls += 1
-        return [int(v) for v in out.tolist()]
+        return _ints(out)
 
     def send(self, op: int, offset: int = 0, ids: list[int] | None = None) -> None:
         """Rank 0: share a command (the ids past INLINE go in a second collective)."""
@@ -82,7 +87,7 @@ class Channel:
         mine = mx.array(list(raw), dtype=mx.uint8)
         out = mx.distributed.all_gather(mine, group=self.group)
         mx.eval(out)
-        flat = bytes(int(v) for v in out.tolist())
+        flat = bytes(_ints(out))
         return [
             flat[i * INFO_BYTES : (i + 1) * INFO_BYTES].rstrip(b"\0").decode(errors="replace")
             for i in range(self.size)
@@ -128,7 +133,7 @@ class ShardedMain:
             raise ValueError("a sharded main runs one sequence at a time")
         self._flush()
         # the followers need the ids themselves: a lazy input (a queued step's token) is read here
-        ids = [int(v) for v in inputs.reshape(-1).tolist()]
+        ids = _ints(inputs.reshape(-1))
         self._channel.send(OP_FORWARD, _offset(cache), ids)
         out: mx.array = self._model(inputs, cache=cache, **kwargs)
         self._last = out

@@ -52,7 +52,9 @@ def load_shard(source: str, group: Any) -> LoadedModel:
     return LoadedModel(model=model, tokenizer=tokenizer, config=config, source=source)
 
 
-def _load(args: argparse.Namespace, group: Any, rank: int) -> tuple[LoadedModel | None, LoadedModel | None, str]:
+def _load(
+    args: argparse.Namespace, group: Any, rank: int
+) -> tuple[LoadedModel | None, LoadedModel | None, str]:
     """This rank's shard (and rank 0's draft), or the reason it failed in one line."""
     try:
         main = load_shard(args.main, group)
@@ -61,8 +63,16 @@ def _load(args: argparse.Namespace, group: Any, rank: int) -> tuple[LoadedModel 
         return None, None, f"{type(exc).__name__}: {exc}"
     if draft is not None:
         main_vocab, draft_vocab = main.config.get("vocab_size"), draft.config.get("vocab_size")
-        if isinstance(main_vocab, int) and isinstance(draft_vocab, int) and abs(main_vocab - draft_vocab) > 128:
-            return None, None, f"the draft's vocabulary ({draft_vocab}) does not match the main's ({main_vocab})"
+        if (
+            isinstance(main_vocab, int)
+            and isinstance(draft_vocab, int)
+            and abs(main_vocab - draft_vocab) > 128
+        ):
+            return (
+                None,
+                None,
+                f"the draft's vocabulary ({draft_vocab}) does not match the main's ({main_vocab})",
+            )
     return main, draft, ""
 
 
@@ -82,7 +92,9 @@ def join(main: str, draft: str | None, report: Callable[[dict[str, Any]], None])
     group = mx.distributed.init(strict=True)
     channel = Channel(group)
     rank = channel.rank
-    me = RankInfo(rank, socket.gethostname(), os.getpid(), mx.__version__, app.__version__)
+    me = RankInfo(
+        rank, socket.gethostname(), os.getpid(), str(getattr(mx, "__version__", "?")), app.__version__
+    )
     infos = [RankInfo.from_text(text) for text in channel.gather_text(me.to_text())]
     mismatch = version_mismatch(infos)
     if mismatch is not None:
@@ -105,7 +117,9 @@ def join(main: str, draft: str | None, report: Callable[[dict[str, Any]], None])
         follow(shard.model, channel)
         return 0
     sharded = ShardedMain(shard.model, channel)
-    pair_main = LoadedModel(model=sharded, tokenizer=shard.tokenizer, config=shard.config, source=shard.source)
+    pair_main = LoadedModel(
+        model=sharded, tokenizer=shard.tokenizer, config=shard.config, source=shard.source
+    )
     return Joined(ModelPair(main=pair_main, draft=draft_model), sharded, infos)
 
 

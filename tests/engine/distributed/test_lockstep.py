@@ -44,12 +44,12 @@ def _conversation(pair: ShardedPair, models: ToyModels, spec: PolicySpec) -> Non
     for turn in range(3):
         prompt = prompts[-1]
         sharded = _finished(pair.generate(prompt, spec, max_tokens=TOKENS))
-        alone = _finished(
-            generate(local, prompt, policy=_local_policy(spec, adaptive), max_tokens=TOKENS)
-        )
+        alone = _finished(generate(local, prompt, policy=_local_policy(spec, adaptive), max_tokens=TOKENS))
         assert sharded == alone, f"turn {turn}"
         # the follow-up extends the answer; the edit keeps only the first half of the prompt
-        prompts.append(prompt + list(sharded) + [201, 959] if turn == 0 else first[: len(first) // 2] + [316, 90])
+        prompts.append(
+            prompt + list(sharded) + [201, 959] if turn == 0 else first[: len(first) // 2] + [316, 90]
+        )
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,11 @@ def test_a_silent_rank_ends_the_answer_and_the_pair_answers_locally(toy_models: 
     assert isinstance(last, EngineError) and "lost a rank" in last.message and "no word" in last.message
     # what was streamed is the main's own answer so far, and the pair still loads and answers here
     local = ChatSession(load_pair(toy_models.main, toy_models.draft))
-    done = [e for e in generate(local, ids, max_tokens=len(tokens), stop_ids=[]) if isinstance(e, GenerationFinished)]
+    done = [
+        e
+        for e in generate(local, ids, max_tokens=len(tokens), stop_ids=[])
+        if isinstance(e, GenerationFinished)
+    ]
     assert done[0].token_ids == tuple(t.id for t in tokens)
 
 
