@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -28,6 +29,11 @@ from app.engine.distributed.wire import Decoder, PolicySpec, RankInfo, encode, p
 
 PASS_FACTOR = 20  # a pass this many times slower than the slowest seen means a lost rank
 _EOF: dict[str, Any] = {"t": "eof"}
+
+
+def _plain(line: str) -> str:
+    """A launcher line without its terminal colours."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
 
 
 class RanksLost(RuntimeError):
@@ -111,7 +117,10 @@ class ShardedPair:
             rank, how = lost[0]
             host = next((r.host for r in self.ranks if r.rank == rank), None)
             named = f"rank {rank}{f' ({host})' if host else ''} {how}; "
-        self.lost = f"lost a rank: {named}{why}"
+        elif self._launch.errors:  # the launcher itself failed (a bad hostfile, no ssh): its last word
+            why += f" ({_plain(self._launch.errors[-1])})"
+        start = "lost a rank" if self.ready else "could not start the ranks"
+        self.lost = f"{start}: {named}{why}"
         raise RanksLost(self.lost)
 
     def _wait_ready(self, timeout: float) -> None:
@@ -188,9 +197,18 @@ class ShardedPair:
                 "acceptance": acceptance,
             }
         )
+        ended = False
+        self._prefill_seen = 0.0
+        try:
+            yield from self._stream(request, cancel)
+            ended = True
+        finally:
+            if not ended and self.lost is None:  # the reader stopped early: let rank 0 stop too
+                self._launch.write(encode({"t": "cancel", "id": request}))
+
+    def _stream(self, request: int, cancel: Event | None) -> Iterator[GenerationEvent]:
         cancelled = False
         last = time.monotonic()
-        self._prefill_seen = 0.0
         while True:
             if cancel is not None and cancel.is_set() and not cancelled:
                 self._launch.write(encode({"t": "cancel", "id": request}))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from threading import Event
 
 import pytest
 
 from app.engine.decoding.decode import generate
-from app.engine.decoding.events import GenerationFinished
+from app.engine.decoding.events import GenerationFinished, TokenEvent
 from app.engine.decoding.loading import load_pair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import ChatSession
@@ -70,6 +71,23 @@ def test_two_ranks_fixed_k_is_token_identical(two_ranks: ShardedPair, toy_models
 
 def test_two_ranks_adaptive_is_token_identical(two_ranks: ShardedPair, toy_models: ToyModels) -> None:
     _conversation(two_ranks, toy_models, PolicySpec("adaptive"))
+
+
+def test_a_cancelled_answer_leaves_the_ranks_in_step(two_ranks: ShardedPair, toy_models: ToyModels) -> None:
+    ids = two_ranks.render([{"role": "user", "content": "Hello"}])
+    cancel = Event()
+    events = []
+    for event in two_ranks.generate(ids, PolicySpec("fixed", 2), max_tokens=200, cancel=cancel, stop_ids=[]):
+        events.append(event)
+        if isinstance(event, TokenEvent):
+            cancel.set()
+    finished = events[-1]
+    assert isinstance(finished, GenerationFinished) and finished.reason == "cancelled"
+    assert len(finished.token_ids) < 200
+    # an answer left unread is stopped too; then the next answer is still the main's own
+    for _ in two_ranks.generate(ids, PolicySpec("plain"), max_tokens=200, stop_ids=[]):
+        break
+    _conversation(two_ranks, toy_models, PolicySpec("fixed", 3))
 
 
 def test_three_ranks_agree_and_close_cleanly(toy_models: ToyModels) -> None:
