@@ -113,7 +113,7 @@ class ShardedPair:
         self._launch.kill()
         lost = self._launch.lost_ranks()
         named = ""
-        if lost:
+        if lost and self.ready:  # at start rank 0's own report names the ranks that failed
             rank, how = lost[0]
             host = next((r.host for r in self.ranks if r.rank == rank), None)
             named = f"rank {rank}{f' ({host})' if host else ''} {how}; "

@@ -56,3 +56,17 @@ def test_different_versions_are_named() -> None:
     assert "rank 2 (air) runs MLX 0.31.0" in message and "rank 0 (studio) runs MLX 0.32.4" in message
     assert "mini" not in message
     assert version_mismatch(infos[:2]) is None
+
+
+def test_a_hostfile_that_is_not_there_is_named(tmp_path) -> None:
+    with pytest.raises(RanksLost, match="could not start the ranks.*doesn't exist"):
+        ShardedPair("main", None, Placement(hostfile=str(tmp_path / "hosts.json")))
+
+
+def test_a_main_that_cannot_be_split_is_refused_by_every_rank(toy_models: ToyModels) -> None:
+    """The toy main's 4 heads do not divide by 3: each rank says so before loading weights."""
+    with pytest.raises(RanksLost) as refused:
+        ShardedPair(toy_models.main, None, Placement(ranks=3))
+    message = str(refused.value)
+    assert message.startswith("could not start the ranks")
+    assert all(f"rank {r} (" in message for r in range(3)) and "does not divide by 3 ranks" in message
