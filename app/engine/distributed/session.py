@@ -117,7 +117,7 @@ class ShardedPair:
             rank, how = lost[0]
             host = next((r.host for r in self.ranks if r.rank == rank), None)
             named = f"rank {rank}{f' ({host})' if host else ''} {how}; "
-        elif self._launch.errors:  # the launcher itself failed (a bad hostfile, no ssh): its last word
+        elif not lost and self._launch.errors:  # the launcher itself failed (a bad hostfile, no ssh): its last word
             why += f" ({_plain(self._launch.errors[-1])})"
         start = "lost a rank" if self.ready else "could not start the ranks"
         self.lost = f"{start}: {named}{why}"
