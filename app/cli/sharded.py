@@ -10,6 +10,7 @@ import sys
 
 from app.engine.decoding.events import EngineError, GenerationFinished, Provenance, TokenEvent
 from app.engine.decoding.sampling import SamplingParams
+from app.engine.decoding.templates import TemplateError
 from app.engine.distributed.session import Placement, RanksLost, ShardedPair
 from app.engine.distributed.wire import PolicySpec
 
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace, sampling: SamplingParams, colour: bool) -> int
                 print(f"\n[{event.kind}] {event.message}", file=sys.stderr)
             elif isinstance(event, EngineError):
                 failure = event.message
-    except (RanksLost, ValueError) as exc:
+    except (RanksLost, TemplateError, ValueError) as exc:
         failure = str(exc)
     finally:
         pair.close()

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import queue
 import threading
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from threading import Event
 from typing import IO, Any
 
 from app.engine.decoding.context import ContextTooLong, answer_room, context_length
 from app.engine.decoding.decode import generate
-from app.engine.decoding.events import EngineError, ErrorKind
+from app.engine.decoding.events import EngineError, ErrorKind, RoundEvent
 from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import ChatSession
@@ -61,7 +61,7 @@ class _Server:
         self.adaptive: dict[str, AdaptiveDraftLength] = {}
 
     def policy(self, spec: PolicySpec) -> DraftPolicy:
-        if spec.mode == "plain":
+        if spec.mode in ("plain", "off"):
             return PlainDecoding()
         if spec.mode == "fixed":
             return FixedDraftLength(spec.k)
@@ -115,6 +115,10 @@ class _Server:
             acceptance=message.get("acceptance"),
         )
         for event in events:
+            if isinstance(event, RoundEvent) and event.accepted < len(event.proposed):
+                # the refused drafts as text: the caller has no tokenizer
+                refused = str(self.pair.tokenizer.decode(list(event.proposed[event.accepted :])))
+                event = replace(event, refused_text=refused)
             self.out.send({"t": "event", "id": request, "e": pack(event)})
         self.out.send({"t": "done", "id": request})
 
@@ -130,6 +134,7 @@ def serve(
     server = _Server(pair, sharded, out)
     ready.can_speculate = server.session.can_speculate
     ready.speculation_refusal = server.session.speculation_refusal
+    ready.context_length = context_length(pair.main.config)
     out.send({"t": "ready", "ready": {**asdict(ready), "ranks": [r.to_text() for r in ready.ranks]}})
     commands: queue.Queue[tuple[dict[str, Any], Event] | None] = queue.Queue()
     threading.Thread(target=_read_commands, args=(stdin, commands), daemon=True).start()

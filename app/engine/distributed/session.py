@@ -24,6 +24,7 @@ from typing import Any
 from app.engine.decoding.decode import GenerationEvent
 from app.engine.decoding.events import EngineError, ErrorKind, PrefillProgress, RoundEvent
 from app.engine.decoding.sampling import SamplingParams
+from app.engine.decoding.templates import TemplateError
 from app.engine.distributed.launcher import Launch, launch_command
 from app.engine.distributed.wire import Decoder, PolicySpec, RankInfo, encode, pack, unpack
 
@@ -117,7 +118,9 @@ class ShardedPair:
             rank, how = lost[0]
             host = next((r.host for r in self.ranks if r.rank == rank), None)
             named = f"rank {rank}{f' ({host})' if host else ''} {how}; "
-        elif not lost and self._launch.errors:  # the launcher itself failed (a bad hostfile, no ssh): its last word
+        elif (
+            not lost and self._launch.errors
+        ):  # the launcher itself failed (a bad hostfile, no ssh): its last word
             why += f" ({_plain(self._launch.errors[-1])})"
         start = "lost a rank" if self.ready else "could not start the ranks"
         self.lost = f"{start}: {named}{why}"
@@ -144,6 +147,17 @@ class ShardedPair:
     def can_speculate(self) -> bool:
         return bool(self.ready.get("can_speculate"))
 
+    @property
+    def speculation_refusal(self) -> str | None:
+        refusal = self.ready.get("speculation_refusal")
+        return str(refusal) if refusal else None
+
+    @property
+    def context_length(self) -> int | None:
+        """How many positions the main reads (its config's word), None where it does not say."""
+        limit = self.ready.get("context_length")
+        return int(limit) if limit is not None else None
+
     def _request(self, message: dict[str, Any]) -> int:
         if self.lost is not None:
             raise RanksLost(self.lost)
@@ -166,7 +180,7 @@ class ShardedPair:
         reply = self._reply(self._request({"t": "render", "messages": [dict(m) for m in messages]}))
         if reply["t"] == "failed":
             error: EngineError = unpack(reply["error"])
-            raise ValueError(error.message)
+            raise TemplateError(error.message)
         return [int(i) for i in reply["ids"]]
 
     def reset(self) -> None:

@@ -117,3 +117,4 @@ class Ready:
     draft: str | None = None
     can_speculate: bool = False
     speculation_refusal: str | None = None
+    context_length: int | None = None

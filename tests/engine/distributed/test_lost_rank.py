@@ -59,7 +59,7 @@ def test_different_versions_are_named() -> None:
 
 
 def test_a_hostfile_that_is_not_there_is_named(tmp_path) -> None:
-    with pytest.raises(RanksLost, match="could not start the ranks.*doesn't exist"):
+    with pytest.raises(RanksLost, match=r"could not start the ranks.*doesn.t exist"):
         ShardedPair("main", None, Placement(hostfile=str(tmp_path / "hosts.json")))
 
 
