@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 
 from app.engine.measure.toy import ToyModels
 
@@ -50,7 +51,15 @@ def test_a_killed_rank_ends_the_answer_with_the_text_so_far(toy_models: ToyModel
     assert found, ranks
     first = run.stdout.read(1)  # the answer has begun (the toy never stops within 300 tokens)
     os.kill(int(found.group(1)), signal.SIGKILL)
-    rest, errors = run.communicate(timeout=240)
+    # read through the same buffered files (communicate would skip what they already hold);
+    # a CLI that hung instead of ending would be killed, and fail below
+    watchdog = threading.Timer(240, run.kill)
+    watchdog.start()
+    try:
+        rest, errors = run.stdout.read(), run.stderr.read()
+        run.wait()
+    finally:
+        watchdog.cancel()
     assert run.returncode == 1
     assert "lost a rank: rank 1" in errors, errors
     written = (first + rest).rstrip("\n")
