@@ -9,14 +9,17 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.cli.options import add_model_arguments
+from app.cli.options import add_distributed_arguments, add_model_arguments
 
 if TYPE_CHECKING:  # imported when a command runs, so --help starts without MLX
+    from app.engine.decoding.loading import ModelPair
     from app.engine.measure.bench import BenchRun
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
+    add_distributed_arguments(parser)
+    parser.add_argument("--split-rank", action="store_true", help=argparse.SUPPRESS)  # one rank's own run
     parser.add_argument(
         "--prompts", default="builtin", help="'builtin' or a JSON file of {id, class, prompt}"
     )
@@ -156,18 +159,35 @@ def format_oracle(runs: list[BenchRun]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.cli import bench_split
+
+    if args.split_rank:
+        return bench_split.run_rank(args, measure)
+    if args.ranks is not None or args.hostfile is not None:
+        return bench_split.launch(args)
     from app.engine.decoding.loading import ModelLoadError
-    from app.engine.decoding.sampling import SamplingParams
     from app.engine.library.pairing import load_checked_pair
-    from app.engine.measure.bench import load_prompts, run_benchmark
 
     if args.device != "default":
         import mlx.core as mx
 
         mx.set_default_device(mx.cpu if args.device == "cpu" else mx.gpu)
     try:
-        prompts = load_prompts(args.prompts, args.classes)
         pair = load_checked_pair(args.main, args.draft, force=args.force)
+    except (ModelLoadError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return measure(args, pair)
+
+
+def measure(args: argparse.Namespace, pair: ModelPair) -> int:
+    """Run the benchmark with a loaded pair (in one process, or as rank 0 of a split main)."""
+    from app.engine.decoding.loading import ModelLoadError
+    from app.engine.decoding.sampling import SamplingParams
+    from app.engine.measure.bench import load_prompts, run_benchmark
+
+    try:
+        prompts = load_prompts(args.prompts, args.classes)
         sampling = SamplingParams(temperature=args.temperature, seed=args.seed)
         ks = tuple(int(k) for k in str(args.k).split(","))
         acceptances = tuple(args.acceptance.split(",")) if args.acceptance else None

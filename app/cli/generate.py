@@ -6,7 +6,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from app.cli.options import add_model_arguments, add_sampling_arguments, sampling_from_args
+from app.cli.options import (
+    add_distributed_arguments,
+    add_model_arguments,
+    add_sampling_arguments,
+    sampling_from_args,
+)
 
 if TYPE_CHECKING:
     from app.engine.api import Notice
@@ -15,6 +20,7 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     add_sampling_arguments(parser)
+    add_distributed_arguments(parser)
     parser.add_argument("prompt", help="the user's message")
     parser.add_argument("--system", help="system prompt")
     parser.add_argument("--k", type=int, default=4, help="draft length (1-16; default 4)")
@@ -35,6 +41,11 @@ def _print_notices(notices: tuple[Notice, ...], shown: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.ranks is not None or args.hostfile is not None:
+        from app.cli import sharded
+
+        colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+        return sharded.run(args, sampling_from_args(args), colour)
     from app.engine.api import ModelLoadError, Provenance, TemplateError, load_pair
 
     try:

@@ -35,3 +35,20 @@ def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
         repetition_penalty=args.repetition_penalty,
         seed=args.seed,
     )
+
+
+def add_distributed_arguments(parser: argparse.ArgumentParser) -> None:
+    """Split the main model across processes (one machine) or machines (mlx.launch's hostfile)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--ranks", type=int, help="split the main over N local processes (MLX ring backend on 127.0.0.1)"
+    )
+    where.add_argument(
+        "--hostfile", help="split the main over the machines of an mlx.launch JSON hostfile (ssh)"
+    )
+    parser.add_argument(
+        "--rank-timeout",
+        type=float,
+        default=30.0,
+        help="with --ranks/--hostfile: seconds without a token, at least, before a rank counts as lost",
+    )

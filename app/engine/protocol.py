@@ -109,6 +109,9 @@ class LoadPair:
     main: str
     draft: str | None = None
     warm_up: bool | None = None
+    # the main split across N local processes or an mlx.launch hostfile's Macs (`distributed`)
+    ranks: int | None = None
+    hostfile: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

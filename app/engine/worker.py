@@ -13,7 +13,7 @@ import itertools
 import queue
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mlx.core as mx
@@ -25,6 +25,8 @@ from app.engine.decoding.policy import DraftPolicy
 from app.engine.decoding.renderer import close_renderers
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates import TemplateError, format_chat
+from app.engine.distributed.session import Placement, RanksLost, ShardedPair
+from app.engine.distributed.wire import PolicySpec
 from app.engine.features.arena import run_arena_job
 from app.engine.features.baselines import Preemptible, filler_ids, measure_plain
 from app.engine.features.lossless import check_answer
@@ -83,6 +85,7 @@ class EngineWorker:
         self._pair: ModelPair | None = None
         self._session: ChatSession | None = None
         self._policies: dict[SpeculationMode, DraftPolicy] = {}
+        self._sharded: ShardedPair | None = None  # a main split across ranks, in child processes
 
     def start(self) -> None:
         self._thread.start()
@@ -124,6 +127,7 @@ class EngineWorker:
             item = self._queue.get()
             if item is None:
                 close_renderers()  # the pair goes with the worker, and its template's child too
+                self._close_sharded()
                 return
             request, command = item
             with self._lock:
@@ -193,6 +197,8 @@ class EngineWorker:
             case ResetSession():
                 if self._session is not None:
                     self._session.reset()
+                if self._sharded is not None:
+                    self._sharded.reset()
             case CheckLossless():
                 reply(
                     check_answer(
@@ -220,10 +226,27 @@ class EngineWorker:
             case Generate():
                 self._generate(reply, command)
 
+    def _close_sharded(self) -> None:
+        if self._sharded is not None:
+            self._sharded.close()
+            self._sharded = None
+
     def _load(self, reply: Callable[[Reply], None], command: LoadPair) -> None:
         self._pair = self._session = None
         self._policies = {}
+        self._close_sharded()
         close_renderers()  # the unloaded pair's template child; the next pair starts its own
+        if command.ranks is not None or command.hostfile is not None:
+            try:
+                self._sharded = ShardedPair(
+                    command.main, command.draft, Placement(command.ranks, command.hostfile)
+                )
+            except (RanksLost, ValueError, OSError) as exc:
+                reply(EngineError(str(exc), kind=ErrorKind.LOAD))
+                return
+            self._loaded = (command.main, command.draft)
+            reply(PairLoaded(command.main, command.draft, self._sharded.speculation_refusal))
+            return
         try:
             pair = load_checked_pair(command.main, command.draft, store=self._memory)
         except ModelLoadError as exc:
@@ -242,20 +265,35 @@ class EngineWorker:
         reply(PairLoaded(command.main, command.draft, refusal, device))
 
     def _generate(self, reply: Callable[[Reply], None], command: Generate) -> None:
-        if self._session is None or self._pair is None:
+        sharded = self._sharded
+        if sharded is None and (self._session is None or self._pair is None):
             reply(EngineError("no model is loaded", kind=ErrorKind.STATE))
             return
-        tokenizer = self._pair.tokenizer
+        encode: Callable[[list[Mapping[str, Any]]], list[int]]
+        if sharded is not None:  # rendered on rank 0, which holds the tokenizer
+            encode, limit = sharded.render, sharded.context_length
+        else:
+            assert self._pair is not None
+            tokenizer = self._pair.tokenizer
+            limit = context_length(self._pair.main.config)
+
+            def encode(messages: list[Mapping[str, Any]]) -> list[int]:
+                return format_chat(tokenizer, [dict(m) for m in messages])
+
         try:
             # the gate comes before prefill: a conversation past the main's context is refused
             # (or shortened) in the time it takes to tokenize it, not after minutes of prefill
             fitted = fit_conversation(
                 command.messages,
-                lambda messages: format_chat(tokenizer, [dict(m) for m in messages]),
-                context_length(self._pair.main.config),
+                encode,
+                limit,
                 command.max_tokens,
                 drop_oldest=command.overflow is ContextOverflow.DROP_OLDEST,
             )
+        except RanksLost as exc:
+            self._sharded = None
+            reply(EngineError(str(exc), kind=ErrorKind.ERROR))
+            return
         except TemplateError as exc:
             reply(EngineError(str(exc), kind=ErrorKind.TEMPLATE))
             return
@@ -265,6 +303,10 @@ class EngineWorker:
         if fitted.dropped:
             reply(EngineError(fitted.note, kind=ErrorKind.NOTICE))
         prompt = fitted.ids
+        if sharded is not None:
+            self._generate_sharded(reply, sharded, command, prompt, fitted.max_tokens)
+            return
+        assert self._pair is not None and self._session is not None
         reply(GenerationContext(self._pair.main.source, len(prompt)))
         policy = self._policy_for(command.speculation)
         events = generate(
@@ -281,6 +323,26 @@ class EngineWorker:
                 event = _forwarded(event, tokenizer, policy, len(prompt))
             reply(event)
         self._remember(command.speculation)
+
+    def _generate_sharded(
+        self,
+        reply: Callable[[Reply], None],
+        sharded: ShardedPair,
+        command: Generate,
+        prompt: list[int],
+        room: int,
+    ) -> None:
+        """The answer from rank 0 (which decodes refused drafts itself); a lost rank unloads."""
+        reply(GenerationContext(self._loaded[0], len(prompt)))
+        speculation = command.speculation
+        mode = "plain" if speculation.mode is SpeculationMode.OFF else speculation.mode.value
+        spec = PolicySpec(mode, speculation.k)
+        for event in sharded.generate(
+            prompt, spec, command.sampling, room, self._cancel, acceptance=speculation.acceptance
+        ):
+            reply(event)
+        if sharded.lost is not None:
+            self._sharded = None
 
 
 def _forwarded(event: RoundEvent, tokenizer: Any, policy: DraftPolicy, prompt_tokens: int) -> RoundEvent:

@@ -42,6 +42,8 @@ SHAPES = {
     # fast enough for unit tests on the CPU build
     "tiny": ToyShape(hidden=256, main_layers=6, draft_layers=1, heads=4, kv_heads=2, intermediate=768),
     # Qwen2.5-1.5B's layer sizes: step costs of a real model on a GPU, text of a random one
+    # heads and KV heads that divide by 3, so the main can be split over 3 ranks in tests
+    "tiny3": ToyShape(hidden=384, main_layers=4, draft_layers=1, heads=6, kv_heads=3, intermediate=768),
     "1.5b": ToyShape(hidden=1536, main_layers=28, draft_layers=4, heads=12, kv_heads=2, intermediate=8960),
 }
 STD = 0.02

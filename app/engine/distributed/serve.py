@@ -1,0 +1,149 @@
+"""Rank 0's side of the conversation with the caller: render, generate, cancel, reset, close.
+
+Rank 0 runs the app's own decode loop (`decoding.decode.generate`) over a `ChatSession` whose
+main is the sharded one, so what it streams is what one process would. A thread reads the
+caller's commands, so a cancel reaches an answer between its rounds.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import asdict, replace
+from threading import Event
+from typing import IO, Any
+
+from app.engine.decoding.context import ContextTooLong, answer_room, context_length
+from app.engine.decoding.decode import generate
+from app.engine.decoding.events import EngineError, ErrorKind, RoundEvent
+from app.engine.decoding.loading import ModelPair
+from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
+from app.engine.decoding.session import ChatSession
+from app.engine.decoding.templates import TemplateError, format_chat
+from app.engine.distributed.collective import ShardedMain
+from app.engine.distributed.wire import Decoder, PolicySpec, Ready, encode, pack, unpack
+from app.engine.policy.adaptive import AdaptiveDraftLength
+
+
+class Output:
+    """Messages to the caller, on rank 0's stdout (the launcher forwards it)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            self._stream.write(encode(message))
+            self._stream.flush()
+
+
+def _read_commands(stream: IO[str], commands: queue.Queue[tuple[dict[str, Any], Event] | None]) -> None:
+    """The caller's commands in order; a cancel is applied at once to the answer it names."""
+    decoder = Decoder()
+    cancels: dict[int, Event] = {}
+    for line in stream:
+        message = decoder.feed(line)
+        if message is None:
+            continue
+        if message["t"] == "cancel":
+            cancels.setdefault(int(message["id"]), Event()).set()
+            continue
+        flag = cancels.setdefault(int(message.get("id", -1)), Event())
+        commands.put((message, flag))
+    commands.put(None)  # the caller is gone: stop the ranks
+
+
+class _Server:
+    def __init__(self, pair: ModelPair, sharded: ShardedMain, out: Output) -> None:
+        self.pair, self.sharded, self.out = pair, sharded, out
+        self.session = ChatSession(pair)
+        self.adaptive: dict[str, AdaptiveDraftLength] = {}
+
+    def policy(self, spec: PolicySpec) -> DraftPolicy:
+        if spec.mode in ("plain", "off"):
+            return PlainDecoding()
+        if spec.mode == "fixed":
+            return FixedDraftLength(spec.k)
+        if spec.mode in ("adaptive", "lookup"):
+            if spec.mode not in self.adaptive:
+                self.adaptive[spec.mode] = AdaptiveDraftLength(use_draft=spec.mode == "adaptive")
+            return self.adaptive[spec.mode]
+        raise ValueError(f"unknown mode {spec.mode!r}")
+
+    def failed(self, request: int, error: EngineError) -> None:
+        self.out.send({"t": "failed", "id": request, "error": pack(error)})
+
+    def handle(self, message: dict[str, Any], cancel: Event) -> None:
+        request = int(message.get("id", -1))
+        kind = message["t"]
+        if kind == "render":
+            try:
+                ids = format_chat(self.pair.tokenizer, list(message["messages"]))
+            except TemplateError as exc:
+                self.failed(request, EngineError(str(exc), kind=ErrorKind.TEMPLATE))
+                return
+            self.out.send({"t": "rendered", "id": request, "ids": ids})
+        elif kind == "reset":
+            self.session.reset()
+            self.out.send({"t": "done", "id": request})
+        elif kind == "generate":
+            self.generate(request, message, cancel)
+        else:
+            self.failed(request, EngineError(f"unknown command {kind!r}", kind=ErrorKind.STATE))
+
+    def generate(self, request: int, message: dict[str, Any], cancel: Event) -> None:
+        ids = [int(i) for i in message["ids"]]
+        try:
+            limit = context_length(self.pair.main.config)
+            max_tokens = answer_room(len(ids), int(message["max_tokens"]), limit)
+            policy = self.policy(PolicySpec(**message["policy"]))
+        except ContextTooLong as exc:
+            self.failed(request, EngineError(str(exc), kind=ErrorKind.CONTEXT))
+            return
+        except ValueError as exc:
+            self.failed(request, EngineError(str(exc), kind=ErrorKind.STATE))
+            return
+        events = generate(
+            self.session,
+            ids,
+            sampling=unpack(message["sampling"]),
+            policy=policy,
+            max_tokens=max_tokens,
+            cancel=cancel,
+            stop_ids=message.get("stop_ids"),
+            acceptance=message.get("acceptance"),
+        )
+        for event in events:
+            if isinstance(event, RoundEvent) and event.accepted < len(event.proposed):
+                # the refused drafts as text: the caller has no tokenizer
+                refused = str(self.pair.tokenizer.decode(list(event.proposed[event.accepted :])))
+                event = replace(event, refused_text=refused)
+            self.out.send({"t": "event", "id": request, "e": pack(event)})
+        self.out.send({"t": "done", "id": request})
+
+
+def serve(
+    pair: ModelPair,
+    sharded: ShardedMain,
+    ready: Ready,
+    out: Output,
+    stdin: IO[str],
+) -> None:
+    """Answer the caller's commands until it closes (or goes away), then stop the followers."""
+    server = _Server(pair, sharded, out)
+    ready.can_speculate = server.session.can_speculate
+    ready.speculation_refusal = server.session.speculation_refusal
+    ready.context_length = context_length(pair.main.config)
+    out.send({"t": "ready", "ready": {**asdict(ready), "ranks": [r.to_text() for r in ready.ranks]}})
+    commands: queue.Queue[tuple[dict[str, Any], Event] | None] = queue.Queue()
+    threading.Thread(target=_read_commands, args=(stdin, commands), daemon=True).start()
+    try:
+        while (item := commands.get()) is not None and item[0]["t"] != "close":
+            server.handle(*item)
+        sharded.stop()
+    except Exception as exc:
+        out.send({"t": "fatal", "message": f"{type(exc).__name__}: {exc}"})
+        raise
+    channel = sharded.channel
+    out.send({"t": "closed", "collective_seconds": channel.seconds, "collectives": channel.calls})
