@@ -118,6 +118,7 @@ class FakeEngine(EngineWorker):
         warm_up_shapes: int = 0,
         warm_up_seconds: float = 0.0,
         device: Device | None = None,
+        lose_ranks_after: int | None = None,
     ) -> None:
         super().__init__(emit, name="specchat-fake-engine")
         self.plain_rate = plain_rate or rate / 1.8  # what a baseline measurement finds
@@ -127,6 +128,9 @@ class FakeEngine(EngineWorker):
         self.prefill_chunks, self.prompt_tokens = prefill_chunks, prompt_tokens
         self.warm_up_shapes, self.warm_up_seconds = warm_up_shapes, warm_up_seconds
         self.device = device  # what PairLoaded says the pair runs on (None: nothing said)
+        # a pair loaded across machines loses one after this many tokens of an answer
+        self.lose_ranks_after = lose_ranks_after
+        self.split = False
         self.clock = clock or WallClock()
         self.script = script or VOCAB
         self.commands: list[Command] = []
@@ -141,8 +145,11 @@ class FakeEngine(EngineWorker):
             case LoadPair():
                 self.clock.sleep(self.load_seconds)
                 self.loaded = command.main
+                self.split = command.hostfile is not None
                 self._warm_up_shapes(request)
-                self._emit(WorkerMessage(request, PairLoaded(command.main, command.draft, None, self.device)))
+                machines = 2 if self.split else None
+                loaded = PairLoaded(command.main, command.draft, None, self.device, machines)
+                self._emit(WorkerMessage(request, loaded))
             case Generate():
                 self._scripted_answer(request, command)
             case MeasureBaseline():
@@ -213,6 +220,14 @@ class FakeEngine(EngineWorker):
             if self._cancel.is_set():
                 reason = FinishReason.CANCELLED
                 break
+            if self.split and self.lose_ranks_after is not None and n >= self.lose_ranks_after:
+                emit(
+                    EngineError(
+                        "lost a rank: rank 1 (mac2.local) stopped answering", kind=ErrorKind.RANKS_LOST
+                    )
+                )
+                self.split = False
+                return
             bypass = command.speculation.mode == SpeculationMode.OFF or (rnd // 12) % 4 == 3
             k = 0 if bypass else self.k
             source = Provenance.LOOKUP if rnd % 5 == 4 else Provenance.DRAFT

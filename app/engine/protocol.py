@@ -211,6 +211,7 @@ class PairLoaded:
     draft: str | None
     speculation_refusal: str | None
     device: Device | None = None  # where MLX runs the pair; None when the sender does not say
+    machines: int | None = None  # ranks the main is split over; None: in this process alone
 
 
 @dataclass(frozen=True, slots=True)

@@ -245,7 +245,14 @@ class EngineWorker:
                 reply(EngineError(str(exc), kind=ErrorKind.LOAD))
                 return
             self._loaded = (command.main, command.draft)
-            reply(PairLoaded(command.main, command.draft, self._sharded.speculation_refusal))
+            reply(
+                PairLoaded(
+                    command.main,
+                    command.draft,
+                    self._sharded.speculation_refusal,
+                    machines=len(self._sharded.ranks) or None,
+                )
+            )
             return
         try:
             pair = load_checked_pair(command.main, command.draft, store=self._memory)
@@ -292,7 +299,7 @@ class EngineWorker:
             )
         except RanksLost as exc:
             self._sharded = None
-            reply(EngineError(str(exc), kind=ErrorKind.ERROR))
+            reply(EngineError(str(exc), kind=ErrorKind.RANKS_LOST))
             return
         except TemplateError as exc:
             reply(EngineError(str(exc), kind=ErrorKind.TEMPLATE))

@@ -42,6 +42,7 @@ from app.engine.store.history import LOOKUP, RunHistory
 from app.engine.store.transcript import MessageState, Role, Transcript
 from app.engine.store.write_failure import STORAGE_ERRORS, answer_not_started, message_not_sent
 from app.ui.engine_bridge import EngineBridge
+from app.ui.hosts_dialog import chosen_hostfile
 from app.ui.live_answer import Live
 from app.ui.plain_speed import BaselineStatus, PlainBaselines
 from app.ui.settings_dialog import ChatSettings
@@ -94,6 +95,7 @@ class ChatController(QObject):
         self.plain.status.connect(self.baseline_status)
         self.plain.status.connect(lambda _s: self.history_changed.emit())
         self.conversation: int | None = None
+        self.settings = settings  # read again at each load: the machines the main is split over
         defaults: Any = settings.value("defaults", {}) or {}
         self.chat_settings = ChatSettings.from_dict(dict(defaults))
         self.live: Live | None = None
@@ -109,14 +111,18 @@ class ChatController(QObject):
         return self.live is not None
 
     # -- models ---------------------------------------------------------------------------------
-    def load_pair(self, main: str, draft: str | None, mode: str = "model") -> None:
-        """Switching mid-stream saves the partial answer first, then queues the load."""
+    def load_pair(self, main: str, draft: str | None, mode: str = "model", *, alone: bool = False) -> None:
+        """Switching mid-stream saves the partial answer first, then queues the load. The main
+        is split over the machines chosen in the picker unless `alone` (or none are chosen)."""
         if self.live is not None:
             self.stop()
         self.pair = None
         self.mode_override = {"plain": "off", "lookup": "lookup"}.get(mode)
         self.loading = (main, draft)
-        self.load_request = self.bridge.submit(LoadPair(main, draft))
+        hostfile = None if alone else chosen_hostfile(self.settings)
+        self.load_request = self.bridge.submit(
+            LoadPair(main, draft, hostfile=str(hostfile) if hostfile else None)
+        )
         self.strip.set_state("Loading models…")
         self.strip.clear_stats()  # the last answer's numbers belong to the pair being replaced
 
@@ -304,6 +310,10 @@ class ChatController(QObject):
                     live = None
                 elif isinstance(event, EngineError) and event.kind == "notice":
                     self.notice.emit(event.message)
+                elif isinstance(event, EngineError) and event.kind == "ranks_lost":
+                    self._finish(live, MessageState.ERROR)
+                    live = None
+                    self._reload_alone(event.message)
                 elif isinstance(event, EngineError):
                     self.failed.emit(f"The answer failed: {event.message}")
                     self._finish(live, MessageState.ERROR)
@@ -325,6 +335,8 @@ class ChatController(QObject):
             )
             self.strip.set_state("Ready")
             where = f"  ·  running on the {event.device.upper()}" if event.device else ""
+            if event.machines:
+                where = f"  ·  main split over {event.machines} machines"
             self.pair_changed.emit(f"{_name(event.main)}  +  {draft}{where}")
             if event.speculation_refusal:
                 self.notice.emit(event.speculation_refusal)
@@ -340,6 +352,17 @@ class ChatController(QObject):
             main, helper = self.loading
             pair = f"{main} with the draft {helper}" if helper else main
             self.failed.emit(f"Could not load {pair}: {event.message}")
+
+    def _reload_alone(self, why: str) -> None:
+        """A machine holding part of the main stopped answering: the text so far is kept, and
+        the pair is loaded on this machine alone (the machines stay chosen for the next start)."""
+        pair = self.pair or self.loading
+        self.failed.emit(
+            f"The answer stopped: {why}. The text so far is kept. Loading the models on this Mac alone; "
+            "choose “Run the main model across machines…” in the model picker to try the machines again."
+        )
+        mode = {"off": "plain", "lookup": "lookup"}.get(self.mode_override or "", "model")
+        self.load_pair(pair[0], pair[1], mode, alone=True)
 
     def _record(self, live: Live, state: MessageState) -> None:
         """Keep the answer's speed in the history; plain answers are baseline evidence, and a

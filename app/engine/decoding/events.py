@@ -24,6 +24,7 @@ class ErrorKind(enum.StrEnum):
     TEMPLATE = "template"  # the model's chat template failed on the conversation
     CONTEXT = "context"  # the conversation is longer than the main model reads
     NOTICE = "notice"  # information only: the command goes on
+    RANKS_LOST = "ranks_lost"  # a machine holding part of the main stopped answering: reload locally
 
 
 class Provenance(str, enum.Enum):

@@ -234,7 +234,7 @@ class ShardedPair:
                         self._give_up(f"no word from the ranks for {self.deadline():.0f} s")
                     continue
             except RanksLost as exc:
-                yield EngineError(str(exc), kind=ErrorKind.ERROR)
+                yield EngineError(str(exc), kind=ErrorKind.RANKS_LOST)
                 return
             last = time.monotonic()
             if message.get("id") != request:

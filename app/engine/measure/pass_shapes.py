@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 import mlx.core as mx
@@ -61,7 +62,7 @@ def reads(model: Any, make: Callable[[], Any]) -> list[tuple[int, float]]:
 
 def main(argv: list[str]) -> int:
     names = argv or ["tiny"]
-    print(f"device {mx.default_device()}, mlx {mx.__version__}; ms per pass", flush=True)
+    print(f"device {mx.default_device()}, mlx {metadata.version('mlx')}; ms per pass", flush=True)
     for name in names:
         model = build_pair(name).main.model
         for make, label in ((KVCache, "mlx-lm cache"), (PaddedKVCache, "padded keys")):
