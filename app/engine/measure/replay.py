@@ -194,7 +194,9 @@ def replay(
         plan = (
             DraftPlan(0, Provenance.MAIN)
             if queued
-            else as_plan(policy.choose(RoundContext(has_draft, remaining, t, len(candidates), tuple(candidates))))
+            else as_plan(
+                policy.choose(RoundContext(has_draft, remaining, t, len(candidates), tuple(candidates)))
+            )
         )
         result.policy_seconds += time.perf_counter() - tick
         k, source = playable(plan, remaining, len(candidates), has_draft)

@@ -25,7 +25,9 @@ def _trace(p_hit: float, seed: int, n: int = 128) -> Trace:
 
 
 def test_a_catch_up_read_costs_a_pass_per_size_it_is_split_into():
-    draft = lambda lag: GPU.draft_seconds(2, lag) - GPU.draft_seconds(2, 0)  # noqa: E731
+    def draft(lag: int) -> float:
+        return GPU.draft_seconds(2, lag) - GPU.draft_seconds(2, 0)
+
     assert draft(1) == 0.0  # pending and one token: one pass of size 2
     assert draft(15) == 0.0  # 16 tokens: one read size
     assert draft(16) == pytest.approx(0.9)  # 17 = 16 + 1
@@ -85,7 +87,9 @@ def test_a_bypassed_draft_decodes_on_queued_steps_within_a_few_percent_of_plain(
         log = policy.log
         clean = sum(1 for e, _ in log if e.k == 0 and not e.overlapped)
         # a plain round after a plain round whose pass was not queued: only around a clean one
-        unqueued = sum(1 for (e0, ahead), (e1, _) in zip(log, log[1:]) if e0.k == 0 and e1.k == 0 and not ahead)
+        unqueued = sum(
+            1 for (e0, ahead), (e1, _) in zip(log, log[1:]) if e0.k == 0 and e1.k == 0 and not ahead
+        )
         assert clean <= 1 + len(log) // policy.config.clean_every
         assert unqueued <= 2 * clean, (unqueued, clean)
     assert min(ratios[1:]) >= 0.95, ratios  # a probe in a 128-token answer costs it 2-4%

@@ -267,7 +267,9 @@ def test_a_bypassed_draft_queues_every_plain_step_but_around_the_clean_ones(toy_
             continue
         log = policy.log
         clean = sum(1 for e, _ in log if e.k == 0 and not e.overlapped)
-        unqueued = sum(1 for (e0, ahead), (e1, _) in zip(log, log[1:]) if e0.k == 0 and e1.k == 0 and not ahead)
+        unqueued = sum(
+            1 for (e0, ahead), (e1, _) in zip(log, log[1:]) if e0.k == 0 and e1.k == 0 and not ahead
+        )
         assert clean <= 1 + len(log) // policy.config.clean_every
         assert unqueued <= 2 * clean, [(e.index, e.k, e.overlapped, a, e.policy.get("why")) for e, a in log]
     plain = drive(ChatSession(toy_useless_pair), toy_prompt, PlainDecoding(), max_tokens=100, stop_ids=[])
