@@ -22,14 +22,15 @@ import random
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
+from app.engine.decoding.buckets import split
 from app.engine.decoding.events import Provenance, RoundEvent
 from app.engine.decoding.lookup import PromptLookup
-from app.engine.decoding.policy import MAX_DRAFT, DraftPolicy, RoundContext, as_plan, playable
+from app.engine.decoding.policy import MAX_DRAFT, DraftPlan, DraftPolicy, RoundContext, as_plan, playable
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,10 @@ class Trace:
 class CostModel:
     """Seconds per pass. `verify[n - 1]` is a main pass over n tokens (n = 1 is a plain step);
     a draft round of k tokens costs `draft_fixed + draft_step * k`, plus `draft_read` per skipped
-    token it reads in its first step; `noise` is the spread (log-normal sigma) of every timed pass."""
+    token it reads in its first step and `read_piece` per pass size beyond the first that read is
+    split into (buckets.py: on a launch-bound GPU every piece costs about a step); `queued`, when
+    set, is a plain step queued under the round before (decode's queue_ahead), which hides the
+    sync a step timed alone pays; `noise` is the spread (log-normal sigma) of every timed pass."""
 
     verify: tuple[float, ...]
     draft_step: float
@@ -63,6 +67,8 @@ class CostModel:
     overhead: float = 0.0
     noise: float = 0.0
     name: str = ""
+    read_piece: float = 0.0
+    queued: float = 0.0
 
     def verify_seconds(self, n: int) -> float:
         if n <= len(self.verify):
@@ -71,12 +77,11 @@ class CostModel:
         return self.verify[-1] + slope * (n - len(self.verify))
 
     def draft_seconds(self, k: int, lag: int) -> float:
-        return self.draft_fixed + self.draft_step * k + self.draft_read * lag
+        pieces = len(split(lag + 1)) - 1 if self.read_piece and lag else 0  # pending + skipped
+        return self.draft_fixed + self.draft_step * k + self.draft_read * lag + self.read_piece * pieces
 
     def with_noise(self, noise: float) -> CostModel:
-        return CostModel(
-            self.verify, self.draft_step, self.draft_fixed, self.draft_read, self.overhead, noise, self.name
-        )
+        return replace(self, noise=noise)
 
     @classmethod
     def shaped(cls, name: str, step: float = 0.01, noise: float = 0.0) -> CostModel:
@@ -87,7 +92,10 @@ class CostModel:
           in catch-up;
         * 'bandwidth' (a GPU, Apple's included: reading the weights dominates): a pass over n
           tokens costs 1 + 0.04 (n - 1) steps; a draft a third of the main (small models are
-          bound by kernel launches, not by their size), catch-up reads nearly free.
+          bound by kernel launches, not by their size), catch-up reads nearly free;
+        * 'gpu-4bit' (a 4-bit 7B pair on an H100, launch-bound): a queued plain step 1, a pass
+          timed alone over n tokens 1.27 + 0.67 (n - 1), a draft step 0.8 and every further
+          pass size a catch-up read is split into 0.9. Only here are plain steps queued.
         """
         if name == "compute":
             verify = tuple(step * (1.0 if n == 1 else 0.6 + 0.4 * n) for n in range(1, MAX_DRAFT + 2))
@@ -95,7 +103,12 @@ class CostModel:
         if name == "bandwidth":
             verify = tuple(step * (1.0 + 0.04 * (n - 1)) for n in range(1, MAX_DRAFT + 2))
             return cls(verify, 0.33 * step, 0.02 * step, 0.01 * step, 0.02 * step, noise, name)
-        raise ValueError(f"unknown cost shape {name!r}: 'compute' or 'bandwidth'")
+        if name == "gpu-4bit":
+            # an H100 under MLX CUDA, Qwen2.5-7B 4-bit with a 0.5B 4-bit draft
+            # (docs/measurements/2026-11-26-adaptive-4bit-gpu.md)
+            verify = tuple(step * (1.27 + 0.67 * (n - 1)) for n in range(1, MAX_DRAFT + 2))
+            return cls(verify, 0.8 * step, 0.0, 0.0, 0.02 * step, noise, name, 0.9 * step, step)
+        raise ValueError(f"unknown cost shape {name!r}: 'compute', 'bandwidth' or 'gpu-4bit'")
 
 
 class SimulatedClock:
@@ -173,12 +186,17 @@ def replay(
     result = ReplayResult(0, 0.0, 0)
     policy.begin_answer()
     t, lag, start = 0, 0, clock.now
+    queued = False  # this round's plain step was queued under the last (choose_ahead said so)
     while t < len(answer):
         remaining = len(answer) - t
         candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0]
         tick = time.perf_counter()
-        plan = as_plan(
-            policy.choose(RoundContext(has_draft, remaining, t, len(candidates), tuple(candidates)))
+        plan = (
+            DraftPlan(0, Provenance.MAIN)
+            if queued
+            else as_plan(
+                policy.choose(RoundContext(has_draft, remaining, t, len(candidates), tuple(candidates)))
+            )
         )
         result.policy_seconds += time.perf_counter() - tick
         k, source = playable(plan, remaining, len(candidates), has_draft)
@@ -197,11 +215,17 @@ def replay(
             accepted = _leading(a == b for a, b in zip(candidates[:k], answer[t:]))
         else:
             proposed, accepted = (), 0
-        verify_s = timed(costs.verify_seconds(k + 1))
+        verify_s = timed(costs.queued if queued else costs.verify_seconds(k + 1))
         if slow and result.rounds in slow:
             result.slow_seconds += (slow[result.rounds] - 1.0) * (draft_s + verify_s)
             draft_s, verify_s = draft_s * slow[result.rounds], verify_s * slow[result.rounds]
-        overhead = timed(costs.overhead) if costs.overhead else 0.0
+        overhead = timed(costs.overhead) if costs.overhead and not queued else 0.0
+        was_queued, queued = queued, False
+        if costs.queued and k == 0 and remaining > 1:  # as decode's queue_ahead asks
+            tick = time.perf_counter()
+            ahead = RoundContext(has_draft, remaining - 1, t + 1, len(candidates), tuple(candidates))
+            queued = policy.choose_ahead(ahead)
+            result.policy_seconds += time.perf_counter() - tick
         clock.now += draft_s + verify_s + overhead
         emitted = answer[t : t + min(accepted + 1, remaining)]
         tick = time.perf_counter()
@@ -222,6 +246,7 @@ def replay(
             confidence=(
                 tuple(trace.main_confidence[t : t + len(emitted)]) if policy.wants_confidence else ()
             ),
+            overlapped=was_queued or queued,
         )
         tick = time.perf_counter()
         policy.observe(event)
