@@ -4,8 +4,9 @@
 Builds a random pair at Qwen2.5's sizes in memory (toy_pair.py), warms it up as the app does
 after loading, then per prompt decodes with plain, mlx-lm's speculative loop, fixed k, adaptive
 and plain again (plain2: the noise band), each timed from the outside as `bench` times them.
-It prints each mode's speed against plain, the worst round against the median plain step (a
-stall a user sees), and the first answer against later ones (what warm-up should make equal).
+It prints each mode's speed against plain, the worst round against the median plain step, the
+worst stall (a round beyond the median of its own kind, in plain steps), and the first answer
+against later ones (what warm-up should make equal).
 `--pair tiny` runs on a CPU in seconds.
 """
 
@@ -33,7 +34,18 @@ from app.engine.measure.toy_shapes import PAIRS
 from app.engine.policy.adaptive import AdaptiveDraftLength
 from app.engine.policy.warmup import compile_pass_shapes
 
-COLUMNS = ("prompt", "mode", "tok/s", "ratio", "accepted", "rounds", "worst/step", ">3 steps", "same")
+COLUMNS = (
+    "prompt",
+    "mode",
+    "tok/s",
+    "ratio",
+    "accepted",
+    "rounds",
+    "worst/step",
+    ">3 steps",
+    "stall",
+    "same",
+)
 SLOW_STEPS = 3.0  # a round longer than this many plain steps is a stall worth counting
 FIRST_ANSWER_SLACK = 0.10  # the first answer should take at most this much longer than later ones
 
@@ -51,13 +63,29 @@ class ModeRun:
     accepted: int
     rounds: int
     worst_step: float  # longest round (mlx-lm: longest gap between tokens), in seconds
+    worst_excess: float  # longest round beyond its kind's median (`_excess`), in seconds
     slow_rounds: int  # rounds over SLOW_STEPS median plain steps
     plain_step: float  # the median gap between plain's tokens for this prompt, in seconds
     same_as_plain: bool
+    slow: tuple[str, ...] = ()  # each round over SLOW_STEPS plain steps: what it was and its parts
 
 
 def _gaps(stamps: Sequence[float]) -> list[float]:
     return [b - a for a, b in zip(stamps, stamps[1:])]
+
+
+def _excess(run: TimedRun) -> float:
+    """The longest round's time beyond the median of rounds of its own kind (same k, queued or
+    not, catching up or not), in seconds: a stall, as against what those passes cost once
+    compiled. mlx-lm's tokens' gaps stand in for its rounds."""
+    if not run.log:
+        gaps = _gaps(run.stamps)
+        return max(gaps) - statistics.median(gaps) if gaps else 0.0
+    kinds: dict[tuple[int, bool, bool], list[float]] = {}
+    for r in run.log:
+        if r.wall_seconds > 0:
+            kinds.setdefault((r.k, r.overlapped, r.catch_up > 0), []).append(r.wall_seconds)
+    return max((max(w) - statistics.median(w) for w in kinds.values()), default=0.0)
 
 
 def _reduce(prompt: str, mode: str, run: TimedRun, plain: TimedRun | None, step: float) -> ModeRun:
@@ -73,9 +101,17 @@ def _reduce(prompt: str, mode: str, run: TimedRun, plain: TimedRun | None, step:
         accepted=run.accepted,
         rounds=run.rounds,
         worst_step=max(walls, default=0.0),
+        worst_excess=_excess(run),
         slow_rounds=sum(w > SLOW_STEPS * step for w in walls) if step > 0 else 0,
         plain_step=step,
         same_as_plain=plain is None or run.ids == plain.ids,
+        slow=tuple(
+            f"round {i}: k={r.k} {r.why or r.source} catch-up {r.catch_up} "
+            f"{'queued' if r.overlapped else 'alone'}; draft {r.draft_seconds * 1e3:.1f} ms, "
+            f"verify {r.verify_seconds * 1e3:.1f} ms, round {r.wall_seconds * 1e3:.1f} ms"
+            for i, r in enumerate(run.log)
+            if step > 0 and r.wall_seconds > SLOW_STEPS * step
+        ),
     )
 
 
@@ -135,6 +171,7 @@ def format_table(results: Sequence[Sequence[ModeRun]]) -> list[str]:
                 str(r.rounds),
                 f"{r.worst_step / r.plain_step:.1f}" if r.plain_step > 0 else "-",
                 str(r.slow_rounds),
+                f"{r.worst_excess / r.plain_step:.1f}" if r.plain_step > 0 else "-",
                 "yes" if r.same_as_plain else "NO",
             )
             lines.append("  ".join(f"{c:>10}" for c in cells))
@@ -197,6 +234,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run_prompts(pair, prompts, args.tokens, ks, args.mlx_k, report)
     print("\n".join(format_table(results)))
     print("\n".join(format_summary(results)))
+    for runs in results:  # what the adaptive answers' stalls were made of
+        for r in runs:
+            if r.mode == "adaptive" and r.slow:
+                print(
+                    f"{r.prompt} adaptive, plain step {r.plain_step * 1e3:.1f} ms, rounds over {SLOW_STEPS:g} steps:"
+                )
+                print("\n".join(f"    {line}" for line in r.slow))
     measured = measure_agreement(pair, prompts[0][1], args.tokens)
     print(f"agreement measured: {measured:.2f} over {args.tokens} tokens of {prompts[0][0]}")
     return 0

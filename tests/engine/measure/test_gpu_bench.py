@@ -17,11 +17,12 @@ def test_tiny_run_prints_every_mode_for_every_prompt(capsys) -> None:
     rows = [line.split() for line in lines[3 : 3 + 2 * len(modes)]]
     assert [r[1] for r in rows] == modes * 2
     assert len({r[0] for r in rows}) == 2
-    for prompt, mode, rate, ratio, accepted, rounds, worst, slow, same in rows:
+    for prompt, mode, rate, ratio, accepted, rounds, worst, slow, stall, same in rows:
         taken, offered = map(int, accepted.split("/"))
         assert float(rate) > 0 and 0 < float(ratio) < 20 and math.isfinite(float(worst))
         assert same == "yes"  # greedy: every mode gives plain's answer
         assert taken <= offered and int(slow) <= int(rounds)
+        assert 0 <= float(stall) <= float(worst)  # beyond its kind's median: never more than the round
         if mode.startswith("plain"):
             assert (offered, int(rounds)) == (0, 40)
         elif mode != "adaptive":  # adaptive may rightly bypass a draft that does not pay on a CPU
