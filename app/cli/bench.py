@@ -156,6 +156,7 @@ def format_oracle(runs: list[BenchRun]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.engine.blas import ensure_blas
     from app.engine.decoding.loading import ModelLoadError
     from app.engine.decoding.sampling import SamplingParams
     from app.engine.library.pairing import load_checked_pair
@@ -191,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"main={args.main} draft={args.draft} k={args.k} max_tokens={args.max_tokens} temperature={args.temperature}"
     )
+    print(f"BLAS: {ensure_blas().describe()}")  # on the CPU build it sets prefill speed several-fold
     print(format_table(runs))
     if args.repeats > 1 and any(r.mode == "plain" for r in runs):
         print("per prompt, paired: each repeat's speed over plain's in the same repeat")
