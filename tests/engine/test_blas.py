@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.blas import BUILTIN, BlasStatus, candidates, find_blas
+from app.engine.blas import BUILTIN, BlasStatus, candidates, ensure_blas, find_blas
 
 ROOT = Path(__file__).parents[2]
 LINUX = sys.platform.startswith("linux")
@@ -136,3 +136,12 @@ def test_descriptions_name_the_library_or_the_reason() -> None:
     slow = BlasStatus(BUILTIN, note="no OpenBLAS found on this machine")
     assert not slow.optimized and slow.describe() == f"{BUILTIN} (no OpenBLAS found on this machine)"
     assert ("libopenblas0-pthread" in slow.advice()) == LINUX
+
+
+@pytest.mark.skipif(not LINUX, reason="MLX uses Accelerate on macOS; nothing is loaded")
+def test_the_test_session_itself_runs_on_the_library_found() -> None:
+    """tests/conftest.py loads it before any test module imports MLX, so the suite runs as users do."""
+    path = installed()
+    if os.environ.get("SPECCHAT_BLAS"):
+        pytest.skip("SPECCHAT_BLAS chooses for this session")
+    assert ensure_blas().path == str(path), ensure_blas().describe()
