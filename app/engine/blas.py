@@ -1,6 +1,6 @@
 """An optimized BLAS for MLX's CPU build on Linux, loaded before MLX is.
 
-MLX's Linux CPU wheel links the reference (netlib) BLAS, which reads a long prompt about seven
+MLX's Linux CPU wheel links the reference (netlib) BLAS, which reads a long prompt three to five
 times slower than OpenBLAS. The wheel's library finds `cblas_sgemm` and LAPACK through the
 dynamic linker's global scope first, so a BLAS loaded with RTLD_GLOBAL before `mlx.core` is
 imported takes over every float32 matmul. `ensure_blas()` does that once per process and
@@ -50,7 +50,7 @@ class BlasStatus:
         """What would make MLX faster here, when a Linux machine runs on the reference BLAS."""
         if self.optimized or self.name != BUILTIN or not sys.platform.startswith("linux"):
             return ""
-        return f"`sudo apt install {DEBIAN_PACKAGE}` reads prompts about 5x faster; SpecChat finds it itself."
+        return f"`sudo apt install {DEBIAN_PACKAGE}` reads prompts 3 to 5 times faster; SpecChat finds it itself."
 
 
 _status: BlasStatus | None = None
