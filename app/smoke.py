@@ -35,6 +35,9 @@ class SmokeFailure(Exception):
 
 
 def run_smoke_test(timeout: float | None = None) -> int:
+    from app.engine.blas import ensure_blas
+
+    ensure_blas()  # a no-op after `python -m app`, which loaded it; first when called directly
     if timeout is None:
         timeout = float(os.environ.get("SPECCHAT_SMOKE_TIMEOUT", DEFAULT_TIMEOUT))
     # The smoke test never shows a window, on any platform.

@@ -12,6 +12,9 @@ import sys
 
 
 def main() -> int:
+    from app.engine.blas import ensure_blas
+
+    ensure_blas()  # before the module or command imports MLX: only then can MLX use it
     argv = sys.argv[1:]
     if len(argv) >= 2 and argv[0] == "-m" and argv[1].split(".")[0] == "app":
         module = argv[1]

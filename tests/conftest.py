@@ -1,4 +1,7 @@
-"""Shared fixtures: the toy model pair is written once per test session."""
+"""Shared fixtures: the toy model pair is written once per test session.
+
+The optimized BLAS is loaded first, as the app does, so tests run MLX the way users do.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.blas import ensure_blas
 from app.engine.measure.toy import ToyModels, write_toy_models
+
+ensure_blas()  # before any test module imports MLX; nothing above does
 
 
 @pytest.fixture(scope="session")

@@ -182,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
 def measure(args: argparse.Namespace, pair: ModelPair) -> int:
     """Run the benchmark with a loaded pair (in one process, or as rank 0 of a split main)."""
+    from app.engine.blas import ensure_blas
     from app.engine.decoding.loading import ModelLoadError
     from app.engine.decoding.sampling import SamplingParams
     from app.engine.measure.bench import load_prompts, run_benchmark
@@ -211,6 +212,7 @@ def measure(args: argparse.Namespace, pair: ModelPair) -> int:
     print(
         f"main={args.main} draft={args.draft} k={args.k} max_tokens={args.max_tokens} temperature={args.temperature}"
     )
+    print(f"BLAS: {ensure_blas().describe()}")  # on the CPU build it sets prefill speed several-fold
     print(format_table(runs))
     if args.repeats > 1 and any(r.mode == "plain" for r in runs):
         print("per prompt, paired: each repeat's speed over plain's in the same repeat")

@@ -6,8 +6,11 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMenu, QMenuBar
+from PySide6.QtWidgets import QMenu, QMenuBar, QWidget
 
+from app import PRODUCT_NAME
+from app.engine.blas import ensure_blas
+from app.ui.about import AboutDialog
 from app.ui.appearance import Appearance
 from app.ui.chat_controller import ChatController
 from app.ui.dashboard import Dashboard
@@ -88,3 +91,10 @@ def build_menus(w: MainWindow) -> None:
     w.appearance.add_menu(view)
     help_menu = bar.addMenu("&Help")
     add_action(w, help_menu, "Glossary…", lambda: GlossaryDialog(bar.window()).open())
+    about = add_action(w, help_menu, f"About {PRODUCT_NAME}…", lambda: _about(bar.window()))
+    about.setMenuRole(QAction.MenuRole.AboutRole)  # macOS moves it to the application menu
+
+
+def _about(parent: QWidget) -> None:
+    blas = ensure_blas()  # recorded at start-up, before MLX was imported; read here, never reloaded
+    AboutDialog(blas.describe(), blas.advice(), parent).open()

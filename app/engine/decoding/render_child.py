@@ -56,6 +56,7 @@ def _write(out: BinaryIO, reply: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    # No BLAS is loaded here (app.engine.blas): rendering never imports MLX.
     # Ctrl-C in a terminal reaches the whole process group; the parent decides when this ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = json.loads(argv[0]) if argv else {}

@@ -191,4 +191,7 @@ def _child_main(raw: str) -> int:
 
 
 if __name__ == "__main__":
+    from app.engine.blas import ensure_blas
+
+    ensure_blas()  # the same BLAS as the app, so the import's float dtype choice reads it right
     raise SystemExit(_child_main(sys.argv[1]))

@@ -27,6 +27,7 @@ import time
 import numpy as np
 import pytest
 
+from app.engine.gguf.destination import PROVENANCE_FILE
 from app.engine.gguf.fixtures import cache_root
 from tests.engine.gguf.conftest import imported, need_gguf, need_torch
 
@@ -188,8 +189,9 @@ def _converted_float32(key: str) -> list[tuple[str, np.ndarray]]:
 
 @pytest.mark.parametrize("key", KEYS)
 def test_conversion_is_exact_before_rounding(key: str) -> None:
-    """Separates the conversion from bfloat16 storage: every stored tensor is exactly the
-    float32 conversion rounded to bfloat16, and the float32 conversion itself, loaded into the
+    """Separates the conversion from its storage: every stored tensor is exactly the float32
+    conversion rounded to the import's dtype (bfloat16, or float32 on a Linux CPU with a fast
+    BLAS: convert.dense_dtype), and the float32 conversion itself, loaded into the
     imported folder's model (its config, names and transforms), agrees with the reference at
     >= 99% (measured 100% for all three)."""
     import mlx.core as mx
@@ -198,13 +200,15 @@ def test_conversion_is_exact_before_rounding(key: str) -> None:
 
     need_torch()
     started = time.monotonic()
-    model, _ = load(str(imported(key, 16)))
+    folder = imported(key, 16)
+    dtype = getattr(mx, json.loads((folder / PROVENANCE_FILE).read_text()).get("dtype", "bfloat16"))
+    model, _ = load(str(folder))
     stored = dict(tree_flatten(model.parameters()))
     converted = _converted_float32(key)
     assert {n for n, _ in converted} == set(stored)
     for name, w in converted:
-        want = mx.array(w).astype(mx.bfloat16)
-        assert stored[name].dtype == mx.bfloat16 and mx.array_equal(stored[name], want).item(), name
+        want = mx.array(w).astype(dtype)
+        assert stored[name].dtype == dtype and mx.array_equal(stored[name], want).item(), name
     model.set_dtype(mx.float32)
     model.load_weights([(n, mx.array(w)) for n, w in converted], strict=True)
     del converted, stored

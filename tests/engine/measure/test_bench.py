@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
+from app.engine.blas import BUILTIN, ensure_blas
 from app.engine.features.prompts import BUILTIN_PROMPTS, PROMPT_CLASSES
 from app.engine.measure.bench import run_benchmark
 
@@ -70,6 +72,8 @@ def test_bench_command_prints_ratios_and_writes_json(toy_models, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "×plain" in result.stdout and "×mlx_lm" in result.stdout
+    # the child finds the same BLAS this process loaded (tests/conftest.py), and names it
+    assert f"BLAS: {ensure_blas().describe()}" in result.stdout.splitlines()
     runs = json.loads(out.read_text())
     assert {r["mode"] for r in runs} == {"plain", "mlx_lm", "fixed"} and all(set(r) >= REQUIRED for r in runs)
 
@@ -175,3 +179,24 @@ def test_repeats_are_paired_with_plain_and_plain2_shows_the_noise(toy_useless_pa
     assert (float(row[3]), float(row[4]), int(row[5])) == (round(ratios[0], 2), round(ratios[2], 2), 3)
     worst = {line.split()[2]: line.split() for line in table if line.startswith("worst prompt")}
     assert set(worst) == {"plain2", "adaptive"} and worst["adaptive"][4] in ("code-1", "prose-1")
+
+
+def test_bench_header_says_when_mlx_runs_on_its_own_blas(toy_models):
+    env = {**os.environ, "SPECCHAT_BLAS": "none"}
+    args = [
+        "bench",
+        "--main",
+        str(toy_models.main),
+        "--modes",
+        "plain",
+        "--max-tokens",
+        "4",
+        "--classes",
+        "code",
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    want = f"BLAS: {BUILTIN} (SPECCHAT_BLAS=none)" if sys.platform.startswith("linux") else "BLAS: "
+    assert any(line.startswith(want) for line in result.stdout.splitlines()), result.stdout
