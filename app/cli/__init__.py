@@ -56,8 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from app.engine.blas import ensure_blas
+    from app.engine.kernel_cache import keep_compiled_kernels
 
     ensure_blas()  # before any command imports MLX: only then can MLX's CPU build use it
+    keep_compiled_kernels()  # before the first GPU pass compiles anything
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     # Parse once to find the command, then let its module add its own arguments. `--help` is

@@ -28,6 +28,7 @@ from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.templates import format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS
 from app.engine.features.timed_run import TimedRun, run_timed
+from app.engine.kernel_cache import keep_compiled_kernels
 from app.engine.measure.bench import run_mlx_lm
 from app.engine.measure.toy_pair import build_pair, measure_agreement
 from app.engine.measure.toy_shapes import PAIRS
@@ -219,7 +220,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.prompts < 1 or args.tokens < 2:
         parser.error("--prompts must be at least 1 and --tokens at least 2")
 
-    print(f"device: {mx.default_device()}  pair: {args.pair}  agreement asked: {args.agreement:.2f}")
+    kernels = keep_compiled_kernels()  # as the app does: compiled kernels outlive the process
+    print(
+        f"device: {mx.default_device()}  pair: {args.pair}  agreement asked: {args.agreement:.2f}  "
+        f"compiled kernels kept in: {kernels or 'MLX default'}"
+    )
     start = time.perf_counter()
     pair = build_pair(args.pair, bits=args.bits, agreement=args.agreement, seed=args.seed)
     built = time.perf_counter()

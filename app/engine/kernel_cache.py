@@ -1,0 +1,43 @@
+"""Keep the GPU kernels MLX compiles on Linux (CUDA) across runs of the app.
+
+MLX's CUDA backend compiles kernels at run time for each new shape family and saves them under
+the system's temporary folder, which a reboot empties: a 4-bit 7B pair's warm-up then spends
+about two minutes compiling again (docs/measurements/2026-11-26-gpu-bench-real-shapes.md).
+Pointing `MLX_PTX_CACHE_DIR` at a folder in the user's cache makes that a once-per-machine
+cost. MLX reads the variable when it first compiles, so this must run before any pass; a value
+the user set is kept. Metal (macOS) ships its kernels prebuilt and needs nothing here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import metadata
+from pathlib import Path
+
+VARIABLE = "MLX_PTX_CACHE_DIR"
+
+
+def kernel_cache_dir() -> Path:
+    """Per MLX version: kernels compiled by one version are not read by another."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    try:
+        version = metadata.version("mlx")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return Path(base).expanduser() / "specchat" / "mlx-kernels" / version
+
+
+def keep_compiled_kernels() -> Path | None:
+    """Set MLX's kernel cache folder on Linux unless already set; the folder, or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    if os.environ.get(VARIABLE):
+        return Path(os.environ[VARIABLE])
+    folder = kernel_cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # an unwritable home: MLX keeps its temporary-folder default
+    os.environ[VARIABLE] = str(folder)
+    return folder
