@@ -32,9 +32,30 @@ KEY_STEP = 256  # KVCache's own allocation step: a padded view is a slice of a b
 PADDABLE_MODEL_TYPES = frozenset({"qwen2", "qwen3", "llama", "mistral"})
 
 
+# Past this many entries widths double instead of stepping: few enough widths for the warm-up to
+# build them all, at the price of attention over up to twice the keys in long conversations
+LINEAR_WIDTHS_UP_TO = 1024
+
+
 def key_width(length: int) -> int:
-    """The key length attention sees for `length` real entries."""
-    return max(1, -(-length // KEY_STEP)) * KEY_STEP
+    """The key length attention sees for `length` real entries: a multiple of 256 up to 1024,
+    then a power of two."""
+    width = max(1, -(-length // KEY_STEP)) * KEY_STEP
+    if width <= LINEAR_WIDTHS_UP_TO:
+        return width
+    return 1 << (length - 1).bit_length()
+
+
+def widths_up_to(length: int) -> list[int]:
+    """Every key width a conversation of up to `length` tokens hands attention."""
+    widths: list[int] = []
+    n = 1
+    while not widths or widths[-1] < key_width(length):
+        width = key_width(n)
+        if not widths or width > widths[-1]:
+            widths.append(width)
+        n = width + 1
+    return widths
 
 
 class PaddedKVCache(KVCache):

@@ -6,9 +6,12 @@ length once cost 37.7 s mid-answer on an H200. The controller explores a pair wi
 at two draft lengths and a plain step, and prices every other size from them: when those rounds
 are the first of their shapes, a paying draft is priced under plain and bypassed. So a fixed-k
 round at each size comes first, then a read of every pass size the engine splits its passes
-into (`decoding/buckets.py`) by each model. `bench` does it before its timed runs; the worker
-after loading a pair on a GPU, so that compile time is part of loading, shown as such, and not
-of the first answer.
+into (`decoding/buckets.py`) by each model. With padded keys (a GPU), attention is built per
+(pass size, key width) too, so every size of several tokens then runs at every key width a
+conversation of up to `WARM_CONTEXT` tokens meets; without that, a probe's catch-up read at a
+new width cost 30-85 ms on an H100 (docs/measurements/2026-11-26-gpu-bench-real-shapes.md).
+`bench` does it before its timed runs; the worker after loading a pair on a GPU, so that compile
+time is part of loading, shown as such, and not of the first answer.
 """
 
 from __future__ import annotations
@@ -22,9 +25,12 @@ from app.engine.decoding.buckets import PASS_SIZES, on_gpu, run
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import RoundEvent
 from app.engine.decoding.loading import LoadedModel, ModelPair
+from app.engine.decoding.padded_cache import widths_up_to
 from app.engine.decoding.policy import FixedDraftLength
 from app.engine.decoding.session import ChatSession
 from app.engine.policy.adaptive import MAX_K
+
+WARM_CONTEXT = 2048  # conversations up to this long meet no key width the warm-up did not build
 
 
 def compiles_per_shape() -> bool:
@@ -33,10 +39,32 @@ def compiles_per_shape() -> bool:
     return on_gpu()
 
 
-def warm_up_steps(pair: ModelPair, max_k: int = MAX_K) -> int:
+def warm_up_steps(pair: ModelPair, max_k: int = MAX_K, *, padded: bool | None = None) -> int:
     """How many steps `compile_pass_shapes` reports: one per draft length, one per pass size
-    and model."""
-    return 0 if pair.draft is None else max_k + 2 * len(PASS_SIZES)
+    and model, and with padded keys one per key width and model."""
+    if pair.draft is None:
+        return 0
+    widths = len(widths_up_to(WARM_CONTEXT)) if _padded(pair, padded) else 0
+    return max_k + 2 * len(PASS_SIZES) + 2 * widths
+
+
+def _padded(pair: ModelPair, padded: bool | None) -> bool:
+    return ChatSession(pair, padded_keys=padded).padded_keys
+
+
+def _widths(session: ChatSession, model: LoadedModel, prompt: list[int], width: int) -> None:
+    """Every pass size of several tokens ending at key width `width`, so that attention's
+    (size, width) shapes are built. Only shapes matter here: the cache is a fresh one filled
+    with the prompt repeated, and its offset is set directly before each pass."""
+    cache = session.new_cache(model)
+    ids = (prompt * (width // len(prompt) + 1))[:width]
+    for at in range(0, width, 512):  # a pass size; the last width's entries fill the buffer
+        mx.eval(model.model(mx.array(ids[at : at + 512], dtype=mx.uint32)[None], cache=cache))
+    for size in PASS_SIZES:
+        if 1 < size <= width:
+            for layer in cache:
+                layer.offset = width - size
+            mx.eval(model.model(mx.array(ids[:size], dtype=mx.uint32)[None], cache=cache))
 
 
 def _read(session: ChatSession, model: LoadedModel, prompt: list[int], size: int) -> None:
@@ -54,12 +82,13 @@ def compile_pass_shapes(
     *,
     cancel: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,
+    padded: bool | None = None,
 ) -> int:
     """One round drafting k tokens for every k up to `max_k`, by default the longest the
     controller plays (fixed k's own first round compiles its size), plain steps with them; then
     a read of every pass size by both models. Returns the rounds played. Needs a draft model;
     without one it does nothing. `progress(done, total)` follows each step; `cancel` stops
-    between steps."""
+    between steps. `padded`: whether the caches pad keys (default: as the session's, on a GPU)."""
     if pair.draft is None or not prompt:
         return 0
     rounds: list[int] = []
@@ -74,12 +103,19 @@ def compile_pass_shapes(
 
         return play
 
-    session = ChatSession(pair)  # only for the kind of cache it makes: nothing is fed to it
+    # only for the kind of cache it makes: nothing is fed to it
+    session = ChatSession(pair, padded_keys=padded)
     steps = [round_of(k) for k in range(1, max_k + 1)] + [
         (lambda m=model, n=size: _read(session, m, prompt, n))
         for model in (pair.main, pair.draft)
         for size in PASS_SIZES
     ]
+    if session.padded_keys:
+        steps += [
+            (lambda m=model, w=width: _widths(session, m, prompt, w))
+            for model in (pair.main, pair.draft)
+            for width in widths_up_to(WARM_CONTEXT)
+        ]
     for done, run_step in enumerate(steps, 1):
         if cancel is not None and cancel.is_set():
             break

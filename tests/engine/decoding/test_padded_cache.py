@@ -30,6 +30,8 @@ def _ids(n: int, seed: int) -> mx.array:
 
 def test_key_width_steps_every_256_entries():
     assert [key_width(n) for n in (0, 1, 255, 256, 257, 600)] == [256, 256, 256, 256, 512, 768]
+    # past 1024 entries widths double, so a long conversation meets few of them
+    assert [key_width(n) for n in (1024, 1025, 2048, 2049, 5000)] == [1024, 2048, 2048, 4096, 8192]
 
 
 def test_same_logits_and_tokens_as_the_plain_cache_and_only_padded_key_lengths(toy_pair):

@@ -5,7 +5,8 @@ import threading
 from app.engine.decoding.buckets import PASS_SIZES
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import RoundEvent
-from app.engine.policy.warmup import compile_pass_shapes, warm_up_steps
+from app.engine.decoding.padded_cache import widths_up_to
+from app.engine.policy.warmup import WARM_CONTEXT, compile_pass_shapes, warm_up_steps
 from tests.engine.helpers import spied
 
 
@@ -39,6 +40,25 @@ def test_every_pass_size_is_compiled_by_both_models_with_progress(toy_pair, toy_
     total = warm_up_steps(pair, 2)
     assert total == 2 + 2 * len(PASS_SIZES)
     assert steps == [(i, total) for i in range(1, total + 1)]
+
+
+def test_with_padded_keys_every_size_meets_every_key_width(toy_pair, toy_prompt):
+    """Attention is built per (pass size, key width) on a GPU: a conversation of up to
+    WARM_CONTEXT tokens must meet none the warm-up did not run."""
+    pair, main, draft = spied(toy_pair)
+    steps: list[tuple[int, int]] = []
+    compile_pass_shapes(pair, toy_prompt, max_k=1, padded=True, progress=lambda d, t: steps.append((d, t)))
+    widths = widths_up_to(WARM_CONTEXT)
+    assert widths == [256, 512, 768, 1024, 2048]
+    for spy in (main, draft):
+        for width in widths:
+            for size in PASS_SIZES:
+                if 1 < size <= width:
+                    assert (width - size, size) in spy.passes, (width, size)
+    total = warm_up_steps(pair, 1, padded=True)
+    assert total == 1 + 2 * len(PASS_SIZES) + 2 * len(widths)
+    assert steps == [(i, total) for i in range(1, total + 1)]
+    assert warm_up_steps(pair, 1, padded=False) == 1 + 2 * len(PASS_SIZES)  # the CPU's default
 
 
 def test_a_cancel_stops_the_warm_up_between_steps(toy_pair, toy_prompt):
