@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import partial
 
 import mlx.core as mx
 
@@ -105,17 +106,11 @@ def compile_pass_shapes(
 
     # only for the kind of cache it makes: nothing is fed to it
     session = ChatSession(pair, padded_keys=padded)
-    steps = [round_of(k) for k in range(1, max_k + 1)] + [
-        (lambda m=model, n=size: _read(session, m, prompt, n))
-        for model in (pair.main, pair.draft)
-        for size in PASS_SIZES
-    ]
+    steps: list[Callable[[], None]] = [round_of(k) for k in range(1, max_k + 1)]
+    steps += [partial(_read, session, m, prompt, n) for m in (pair.main, pair.draft) for n in PASS_SIZES]
     if session.padded_keys:
-        steps += [
-            (lambda m=model, w=width: _widths(session, m, prompt, w))
-            for model in (pair.main, pair.draft)
-            for width in widths_up_to(WARM_CONTEXT)
-        ]
+        widths = widths_up_to(WARM_CONTEXT)
+        steps += [partial(_widths, session, m, prompt, w) for m in (pair.main, pair.draft) for w in widths]
     for done, run_step in enumerate(steps, 1):
         if cancel is not None and cancel.is_set():
             break
