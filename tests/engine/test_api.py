@@ -28,10 +28,14 @@ def specchat_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def _example() -> str:
+def _examples() -> list[str]:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
-    assert len(blocks) == 1, "docs/api.md should hold exactly one Python example"
-    return str(blocks[0])
+    assert len(blocks) == 2, "docs/api.md holds two Python examples: one process, and a split main"
+    return [str(b) for b in blocks]
+
+
+def _example() -> str:
+    return _examples()[0]
 
 
 def _plain_ids(pair: ModelPair, question: str, max_tokens: int) -> tuple[int, ...]:
@@ -55,6 +59,18 @@ def test_the_documented_example_runs_and_prints_what_it_says(toy_models, tmp_pat
     assert sum(line.startswith("draft ") for line in tokens) == int(summary[3]) > 0
     replaced = [line for line in tokens if "instead of the draft's" in line]
     assert replaced and all(line.startswith("main ") for line in replaced)
+
+
+def test_the_documented_split_main_example_runs(toy_models, tmp_path, monkeypatch):
+    """The second example starts two local ranks; its answer must arrive and the ranks end."""
+    (tmp_path / "toy").symlink_to(toy_models.main.parent)
+    monkeypatch.chdir(tmp_path)
+    seen: list[object] = []
+    code = _examples()[1].replace("    ...  #", "    seen.append(event)  #")
+    scope = {"__name__": "__main__", "seen": seen}
+    exec(compile(code, str(DOC), "exec"), scope)
+    assert any(isinstance(e, GenerationFinished) for e in seen)
+    assert scope["pair"].lost  # closed: the ranks were ended
 
 
 @pytest.mark.parametrize("mode", ["fixed", "adaptive", "lookup", "plain"])
