@@ -79,6 +79,7 @@ class Prober:
         self.config = config
         self.due = 0  # rounds a source may sit out before a probe, as of the last full choice
         self.extra = RecentMedian(5)  # a probe's measured cost beyond plain (`follow`)
+        self.paid = RecentMedian(5)  # the same with its catch-up read: what a probe really took
         self.verdicts, self.verdict_hits = 0, 0  # the draft's proposals judged, and right
         self._wall: float | None = None  # the last round's wall time, when it was a probe
         self._read = 0  # the tokens that probe read
@@ -127,6 +128,7 @@ class Prober:
             k = min(config.probe_k, available[s])
             passes = draft[s][k] + costs[k + 1] - costs[1]
             extra = max(passes, self.extra.value)
+            measured = self.paid.value  # whole probes as measured, their reads included (0: none yet)
             # of plain decoding as played (queued): the round overhead is a speculative round's
             base = budget = config.probe_budget / sum(s is not LOOKUP for s in at.sources) * at.plain
             close = at.best_speedup.get(s, 0.0) >= config.close_call
@@ -149,17 +151,20 @@ class Prober:
             # step hides, against plain steps as played (on an H100, 4-bit 7B, the passes alone
             # said 2 steps timed alone where it cost 3.5 queued ones, and rechecks every 8 rounds
             # cost a fresh pair's first answer 9%)
-            paid = max(passes + plain_round - at.plain, self.extra.value)
+            paid = max(passes + plain_round - at.plain, self.extra.value, measured)
             if (at.played[s] < 3 or learning) and paid <= 2 * at.plain:
                 interval = 8
             elif (
                 s is DRAFT
                 and not link.informative()
+                and measured <= budget * max(config.close_probe_every, math.ceil(extra / budget))
                 and self._speedup_by_record(at, available[s], draft[s], plain_round) >= 1.0
             ):
                 # reads all it skipped: its hindsight over the whole stretch is what corrects
                 # the record (reading only a window, the record learns too little per probe
-                # and blind probes go on through hard answers)
+                # and blind probes go on through hard answers); not where whole probes measured
+                # more than this spacing affords (on an H100 a 4-bit draft's reads of 36-193
+                # skipped tokens made probes of 8-25 plain steps, one per 128-token answer)
                 interval = max(config.close_probe_every, math.ceil(extra / budget))
             else:
                 floor = config.close_probe_every if close else 4
@@ -172,9 +177,15 @@ class Prober:
                     if at.read_rate is not None
                     else config.probe_read
                 )
+                # never closer than whole probes as measured afford: the model above prices a
+                # read per token, where a GPU pays per pass size it is split into
+                interval = max(interval, math.ceil(measured / budget))
             interval = math.ceil(interval / share)
-            self.due = min(self.due, interval, 512)
-            if at.since_used[s] >= min(interval, 512):
+            # probes never stop: every 512 rounds at the least, or as far apart as their measured
+            # cost needs to keep within the budget (up to 4096 rounds)
+            cap = min(max(512, math.ceil(measured / budget)), 4096)
+            self.due = min(self.due, interval, cap)
+            if at.since_used[s] >= min(interval, cap):
                 return DraftPlan(k, s, limit)
         return None
 
@@ -207,6 +218,7 @@ class Prober:
             read = self._read * read_rate * plain_round
             after = wall - plain if event.k == 0 else 0.0  # the draft resumed: no queue to restart
             self.extra.add(max(0.0, self._wall - plain + after - read))
+            self.paid.add(max(0.0, self._wall - plain + after))
         self._wall, self._read = None, 0
         if event.k and event.policy.get("why") == "probe":
             self._wall, self._read = wall, event.catch_up
