@@ -80,9 +80,13 @@ class Prober:
         self.due = 0  # rounds a source may sit out before a probe, as of the last full choice
         self.extra = RecentMedian(5)  # a probe's measured cost beyond plain (`follow`)
         self.paid = RecentMedian(5)  # the same with its catch-up read: what a probe really took
+        # probes in a row whose every proposal was right and after which the draft stayed out:
+        # the draft is dear, not the text hard, and more blind probes cannot change that
+        self.fruitless = 0
         self.verdicts, self.verdict_hits = 0, 0  # the draft's proposals judged, and right
         self._wall: float | None = None  # the last round's wall time, when it was a probe
         self._read = 0  # the tokens that probe read
+        self._right = False  # whether every token that probe proposed was right
 
     def judged(self, verdicts: int, hits: int) -> None:
         """Count the draft's proposals judged (in rounds or in hindsight) and those right."""
@@ -151,20 +155,24 @@ class Prober:
             # step hides, against plain steps as played (on an H100, 4-bit 7B, the passes alone
             # said 2 steps timed alone where it cost 3.5 queued ones, and rechecks every 8 rounds
             # cost a fresh pair's first answer 9%)
-            paid = max(passes + plain_round - at.plain, self.extra.value, measured)
+            paid = max(passes + plain_round - at.plain, self.extra.value)
             if (at.played[s] < 3 or learning) and paid <= 2 * at.plain:
                 interval = 8
             elif (
                 s is DRAFT
                 and not link.informative()
-                and measured <= budget * max(config.close_probe_every, math.ceil(extra / budget))
+                and (
+                    self.fruitless < 1
+                    or measured <= budget * max(config.close_probe_every, math.ceil(extra / budget))
+                )
                 and self._speedup_by_record(at, available[s], draft[s], plain_round) >= 1.0
             ):
                 # reads all it skipped: its hindsight over the whole stretch is what corrects
                 # the record (reading only a window, the record learns too little per probe
-                # and blind probes go on through hard answers); not where whole probes measured
-                # more than this spacing affords (on an H100 a 4-bit draft's reads of 36-193
-                # skipped tokens made probes of 8-25 plain steps, one per 128-token answer)
+                # and blind probes go on through hard answers); not once a probe right on all
+                # it proposed left the draft out and whole probes, as measured, cost more than
+                # this spacing affords (an H100's 4-bit draft, right on 90% but dear: reads of
+                # 36-193 skipped tokens made probes of 8-25 plain steps, one every answer)
                 interval = max(config.close_probe_every, math.ceil(extra / budget))
             else:
                 floor = config.close_probe_every if close else 4
@@ -219,9 +227,11 @@ class Prober:
             after = wall - plain if event.k == 0 else 0.0  # the draft resumed: no queue to restart
             self.extra.add(max(0.0, self._wall - plain + after - read))
             self.paid.add(max(0.0, self._wall - plain + after))
+            self.fruitless = self.fruitless + 1 if event.k == 0 and self._right else 0
         self._wall, self._read = None, 0
         if event.k and event.policy.get("why") == "probe":
             self._wall, self._read = wall, event.catch_up
+            self._right = event.accepted == event.k
 
     @property
     def following(self) -> bool:
