@@ -162,7 +162,7 @@ def test_replay_compares_the_one_time_rule_on_and_off_around_a_slow_round(
     assert main(args) == 0
     out = capsys.readouterr().out.splitlines()
     round_6 = next(line for line in out if line.strip().startswith("round   6"))
-    assert "rule on 0.983x (  0 differ, 1 left out)" in round_6 and "(263 differ, 0 left out)" in round_6
+    assert "rule on 0.988x (  0 differ, 1 left out)" in round_6 and "(352 differ, 0 left out)" in round_6
     assert any(line.strip().startswith("rule off: speed against no slow round worst") for line in out)
     assert main([*args[:-1], "5:x"]) == 2
     assert "error" in capsys.readouterr().err

@@ -56,7 +56,7 @@ class CostModel:
     """Seconds per pass. `verify[n - 1]` is a main pass over n tokens (n = 1 is a plain step);
     a draft round of k tokens costs `draft_fixed + draft_step * k`, plus `draft_read` per skipped
     token it reads in its first step and `read_piece` per pass size beyond the first that read is
-    split into (buckets.py: on a launch-bound GPU every piece costs about a step); `queued`, when
+    split into (buckets.py: on a GPU every piece costs a pass); `queued`, when
     set, is a plain step queued under the round before (decode's queue_ahead), which hides the
     sync a step timed alone pays; `noise` is the spread (log-normal sigma) of every timed pass."""
 
@@ -107,7 +107,7 @@ class CostModel:
             # an H100 under MLX CUDA, Qwen2.5-7B 4-bit with a 0.5B 4-bit draft
             # (docs/measurements/2026-11-26-adaptive-4bit-gpu.md)
             verify = tuple(step * (1.27 + 0.67 * (n - 1)) for n in range(1, MAX_DRAFT + 2))
-            return cls(verify, 0.8 * step, 0.0, 0.0, 0.02 * step, noise, name, 0.9 * step, step)
+            return cls(verify, 0.8 * step, 0.0, 0.08 * step, 0.02 * step, noise, name, 2.0 * step, step)
         raise ValueError(f"unknown cost shape {name!r}: 'compute', 'bandwidth' or 'gpu-4bit'")
 
 

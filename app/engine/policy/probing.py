@@ -79,9 +79,14 @@ class Prober:
         self.config = config
         self.due = 0  # rounds a source may sit out before a probe, as of the last full choice
         self.extra = RecentMedian(5)  # a probe's measured cost beyond plain (`follow`)
+        self.paid = RecentMedian(5)  # the same with its catch-up read: what a probe really took
+        # probes in a row whose every proposal was right and after which the draft stayed out:
+        # the draft is dear, not the text hard, and more blind probes cannot change that
+        self.fruitless = 0
         self.verdicts, self.verdict_hits = 0, 0  # the draft's proposals judged, and right
         self._wall: float | None = None  # the last round's wall time, when it was a probe
         self._read = 0  # the tokens that probe read
+        self._right = False  # whether every token that probe proposed was right
 
     def judged(self, verdicts: int, hits: int) -> None:
         """Count the draft's proposals judged (in rounds or in hindsight) and those right."""
@@ -127,6 +132,7 @@ class Prober:
             k = min(config.probe_k, available[s])
             passes = draft[s][k] + costs[k + 1] - costs[1]
             extra = max(passes, self.extra.value)
+            measured = self.paid.value  # whole probes as measured, their reads included (0: none yet)
             # of plain decoding as played (queued): the round overhead is a speculative round's
             base = budget = config.probe_budget / sum(s is not LOOKUP for s in at.sources) * at.plain
             close = at.best_speedup.get(s, 0.0) >= config.close_call
@@ -155,11 +161,18 @@ class Prober:
             elif (
                 s is DRAFT
                 and not link.informative()
+                and (
+                    self.fruitless < 1
+                    or measured <= budget * max(config.close_probe_every, math.ceil(extra / budget))
+                )
                 and self._speedup_by_record(at, available[s], draft[s], plain_round) >= 1.0
             ):
                 # reads all it skipped: its hindsight over the whole stretch is what corrects
                 # the record (reading only a window, the record learns too little per probe
-                # and blind probes go on through hard answers)
+                # and blind probes go on through hard answers); not once a probe right on all
+                # it proposed left the draft out and whole probes, as measured, cost more than
+                # this spacing affords (an H100's 4-bit draft, right on 90% but dear: reads of
+                # 36-193 skipped tokens made probes of 8-25 plain steps, one every answer)
                 interval = max(config.close_probe_every, math.ceil(extra / budget))
             else:
                 floor = config.close_probe_every if close else 4
@@ -172,9 +185,15 @@ class Prober:
                     if at.read_rate is not None
                     else config.probe_read
                 )
+                # never closer than whole probes as measured afford: the model above prices a
+                # read per token, where a GPU pays per pass size it is split into
+                interval = max(interval, math.ceil(measured / budget))
             interval = math.ceil(interval / share)
-            self.due = min(self.due, interval, 512)
-            if at.since_used[s] >= min(interval, 512):
+            # probes never stop: every 512 rounds at the least, or as far apart as their measured
+            # cost needs to keep within the budget (up to 4096 rounds)
+            cap = min(max(512, math.ceil(measured / budget)), 4096)
+            self.due = min(self.due, interval, cap)
+            if at.since_used[s] >= min(interval, cap):
                 return DraftPlan(k, s, limit)
         return None
 
@@ -207,9 +226,12 @@ class Prober:
             read = self._read * read_rate * plain_round
             after = wall - plain if event.k == 0 else 0.0  # the draft resumed: no queue to restart
             self.extra.add(max(0.0, self._wall - plain + after - read))
+            self.paid.add(max(0.0, self._wall - plain + after))
+            self.fruitless = self.fruitless + 1 if event.k == 0 and self._right else 0
         self._wall, self._read = None, 0
         if event.k and event.policy.get("why") == "probe":
             self._wall, self._read = wall, event.catch_up
+            self._right = event.accepted == event.k
 
     @property
     def following(self) -> bool:

@@ -28,10 +28,10 @@ def test_a_catch_up_read_costs_a_pass_per_size_it_is_split_into():
     def draft(lag: int) -> float:
         return GPU.draft_seconds(2, lag) - GPU.draft_seconds(2, 0)
 
-    assert draft(1) == 0.0  # pending and one token: one pass of size 2
-    assert draft(15) == 0.0  # 16 tokens: one read size
-    assert draft(16) == pytest.approx(0.9)  # 17 = 16 + 1
-    assert draft(124) == pytest.approx(4 * 0.9)  # 125 = 64 + 32 + 16 + 9 + 4
+    assert draft(1) == pytest.approx(0.08)  # pending and one token: one pass of size 2
+    assert draft(15) == pytest.approx(15 * 0.08)  # 16 tokens: one read size
+    assert draft(16) == pytest.approx(2.0 + 16 * 0.08)  # 17 = 16 + 1
+    assert draft(124) == pytest.approx(4 * 2.0 + 124 * 0.08)  # 125 = 64 + 32 + 16 + 9 + 4
     assert COMPUTE.draft_seconds(2, 16) == pytest.approx(0.15 * 2 + 0.12 + 0.12 * 16)  # per token, unchanged
 
 
@@ -92,7 +92,8 @@ def test_a_bypassed_draft_decodes_on_queued_steps_within_a_few_percent_of_plain(
         )
         assert clean <= 1 + len(log) // policy.config.clean_every
         assert unqueued <= 2 * clean, (unqueued, clean)
-    assert min(ratios[1:]) >= 0.95, ratios  # a probe in a 128-token answer costs it 2-4%
+    # a probe (k = 2 and a 16-token read, ~7 plain steps) costs the 128-token answer holding it 6%
+    assert min(ratios[1:]) >= 0.93, ratios
     assert sum(ratios[1:]) / len(ratios[1:]) >= 0.97, ratios
     assert ratios[0] >= 0.93, ratios  # the first answer explores the draft
 
@@ -114,4 +115,27 @@ def test_a_fresh_controller_does_not_recheck_a_draft_every_8_rounds_where_a_prob
         probes += sum(e.policy.get("why") == "probe" for e, _ in policy.log)
         ratios.append(replay(trace, PlainDecoding(), costs).seconds / mine.seconds)
     assert probes <= 4, probes  # 16 when priced by the passes alone
-    assert sum(ratios) / len(ratios) >= 0.955, ratios
+    assert sum(ratios) / len(ratios) >= 0.94, ratios  # reads priced as a 4-bit draft pays them
+
+
+def test_probes_reading_all_they_skipped_are_spaced_by_what_they_measured():
+    """A draft whose long-run record says it pays (90% right, a draft step of half a plain one)
+    is probed reading every token it skipped, spaced by the probe's passes alone. On a 4-bit
+    pair a read of 60-190 skipped tokens costs 5-16 plain steps more, so those probes came once
+    per 128-token answer at 8-22 steps each (the H100's pattern): later answers at 0.94x plain.
+    Spaced by whole probes as measured, catch-up included, they keep to the budget."""
+    costs = replace(GPU, draft_step=0.5)
+    clock = SimulatedClock()
+    policy = _Queues(clock=clock)
+    policy.log = []
+    probes, ratios = 0, []
+    for seed in range(12):
+        trace = _trace(0.9, seed=seed)
+        policy.log.clear()
+        mine = replay(trace, policy, costs, clock=clock)
+        probes += sum(e.policy.get("why") == "probe" and e.k > 0 for e, _ in policy.log)
+        ratios.append(replay(trace, PlainDecoding(), costs).seconds / mine.seconds)
+    later = ratios[1:]
+    assert probes <= 6, probes
+    assert sum(later) / len(later) >= 0.97, ratios
+    assert min(later) >= 0.94, ratios
