@@ -128,6 +128,7 @@ def run_prompts(
     ks: Sequence[int],
     mlx_k: int,
     progress: Callable[[str], None] | None = None,
+    only: Sequence[str] = (),
 ) -> list[list[ModeRun]]:
     """Every mode once per prompt, prompts in order; no warm-up of its own (the caller's is
     the one measured)."""
@@ -137,6 +138,8 @@ def run_prompts(
     for name, ids in prompts:
         runs: dict[str, TimedRun] = {}
         for mode in mode_names(ks):
+            if only and mode != "plain" and mode not in only:
+                continue
             if progress:
                 progress(f"{name} {mode}")
             if mode == "mlx_lm":
@@ -214,6 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ks", default="2,4,6", help="fixed draft lengths, comma-separated")
     parser.add_argument("--mlx-k", type=int, default=4, help="mlx-lm's draft length")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--modes", default="", help="only these modes, comma-separated (plain always runs first)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     ks = [int(k) for k in args.ks.split(",")]
@@ -236,7 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"together {warmed - start:.2f} s"
     )
     report = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
-    results = run_prompts(pair, prompts, args.tokens, ks, args.mlx_k, report)
+    only = tuple(m for m in args.modes.split(",") if m)
+    results = run_prompts(pair, prompts, args.tokens, ks, args.mlx_k, report, only)
     print("\n".join(format_table(results)))
     print("\n".join(format_summary(results)))
     for runs in results:  # what the adaptive answers' stalls were made of
