@@ -129,6 +129,7 @@ def run_prompts(
     mlx_k: int,
     progress: Callable[[str], None] | None = None,
     only: Sequence[str] = (),
+    done: Callable[[list[ModeRun]], None] | None = None,
 ) -> list[list[ModeRun]]:
     """Every mode once per prompt, prompts in order; no warm-up of its own (the caller's is
     the one measured)."""
@@ -156,6 +157,8 @@ def run_prompts(
         plain = runs["plain"]
         step = statistics.median(_gaps(plain.stamps)) if len(plain.stamps) > 1 else 0.0
         results.append([_reduce(name, m, r, None if m == "plain" else plain, step) for m, r in runs.items()])
+        if done is not None:  # each prompt's rows as soon as they exist: a cut-off run keeps them
+            done(results[-1])
     return results
 
 
@@ -243,8 +246,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     report = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
     only = tuple(m for m in args.modes.split(",") if m)
-    results = run_prompts(pair, prompts, args.tokens, ks, args.mlx_k, report, only)
-    print("\n".join(format_table(results)))
+    print(format_table([])[0], flush=True)
+    results = run_prompts(
+        pair,
+        prompts,
+        args.tokens,
+        ks,
+        args.mlx_k,
+        report,
+        only,
+        done=lambda runs: print("\n".join(format_table([runs])[1:]), flush=True),
+    )
     print("\n".join(format_summary(results)))
     for runs in results:  # what the adaptive answers' stalls were made of
         for r in runs:
