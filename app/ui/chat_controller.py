@@ -356,13 +356,12 @@ class ChatController(QObject):
     def _reload_alone(self, why: str) -> None:
         """A machine holding part of the main stopped answering: the text so far is kept, and
         the pair is loaded on this machine alone (the machines stay chosen for the next start)."""
-        pair = self.pair or self.loading
+        (main, draft), mode = self.pair or self.loading, {"off": "plain", "lookup": "lookup"}
         self.failed.emit(
             f"The answer stopped: {why}. The text so far is kept. Loading the models on this Mac alone; "
             "choose “Run the main model across machines…” in the model picker to try the machines again."
         )
-        mode = {"off": "plain", "lookup": "lookup"}.get(self.mode_override or "", "model")
-        self.load_pair(pair[0], pair[1], mode, alone=True)
+        self.load_pair(main, draft, mode.get(self.mode_override or "", "model"), alone=True)
 
     def _record(self, live: Live, state: MessageState) -> None:
         """Keep the answer's speed in the history; plain answers are baseline evidence, and a
