@@ -45,12 +45,9 @@ def warm_up_steps(pair: ModelPair, max_k: int = MAX_K, *, padded: bool | None = 
     and model, and with padded keys one per key width and model."""
     if pair.draft is None:
         return 0
-    widths = len(widths_up_to(WARM_CONTEXT)) if _padded(pair, padded) else 0
+    pads = on_gpu() if padded is None else padded  # ChatSession's own default
+    widths = len(widths_up_to(WARM_CONTEXT)) if pads else 0
     return max_k + 2 * len(PASS_SIZES) + 2 * widths
-
-
-def _padded(pair: ModelPair, padded: bool | None) -> bool:
-    return ChatSession(pair, padded_keys=padded).padded_keys
 
 
 def _widths(session: ChatSession, model: LoadedModel, prompt: list[int], width: int) -> None:
