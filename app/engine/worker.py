@@ -18,6 +18,7 @@ from typing import Any
 
 import mlx.core as mx
 
+from app.engine.decoding.buckets import on_gpu
 from app.engine.decoding.context import ContextTooLong, context_length, fit_conversation
 from app.engine.decoding.decode import generate
 from app.engine.decoding.loading import ModelLoadError, ModelPair
@@ -268,7 +269,7 @@ class EngineWorker:
             and (compiles_per_shape() if command.warm_up is None else command.warm_up)
         ):
             self._warm_up(reply, pair)
-        device = Device.GPU if mx.default_device().type == mx.DeviceType.gpu else Device.CPU
+        device = Device.GPU if on_gpu() else Device.CPU
         reply(PairLoaded(command.main, command.draft, refusal, device))
 
     def _generate(self, reply: Callable[[Reply], None], command: Generate) -> None:
