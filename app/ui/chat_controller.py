@@ -47,6 +47,7 @@ from app.ui.live_answer import Live
 from app.ui.plain_speed import BaselineStatus, PlainBaselines
 from app.ui.settings_dialog import ChatSettings
 from app.ui.stats import LiveStats, StatusStrip
+from app.ui.stats_words import pair_line
 from app.ui.tokens import Assembler
 
 CHECKPOINT_SECONDS = 0.5
@@ -55,10 +56,6 @@ FINISHED_STATES = {
     MessageState.CANCELLED: "Stopped",
     MessageState.ERROR: "Failed",
 }
-
-
-def _name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 class ChatController(QObject):
@@ -328,16 +325,8 @@ class ChatController(QObject):
         if isinstance(event, PairLoaded):
             self.pair = (event.main, event.draft)
             self.load_request = None
-            draft = (
-                _name(event.draft)
-                if event.draft
-                else {"lookup": "prompt lookup", "off": "no draft"}.get(self.mode_override or "", "no draft")
-            )
             self.strip.set_state("Ready")
-            where = f"  ·  running on the {event.device.upper()}" if event.device else ""
-            if event.machines:
-                where = f"  ·  main split over {event.machines} machines"
-            self.pair_changed.emit(f"{_name(event.main)}  +  {draft}{where}")
+            self.pair_changed.emit(pair_line(event, self.mode_override))
             if event.speculation_refusal:
                 self.notice.emit(event.speculation_refusal)
         elif isinstance(event, WarmUpProgress):  # a GPU builds kernels per pass shape: done once per load

@@ -7,6 +7,7 @@ what happened instead of printing a ratio against nothing.
 
 from __future__ import annotations
 
+from app.engine.protocol import PairLoaded
 from app.engine.store.transcript import AnswerStats
 
 NO_DRAFT_MODES = {"plain", "off"}
@@ -125,3 +126,19 @@ def answer_line(stats: AnswerStats) -> str:
     if share:
         parts.append(share)
     return " · ".join(parts)
+
+
+def pair_line(loaded: PairLoaded, mode_override: str | None) -> str:
+    """The model bar's line for a loaded pair: the two models' folder names, and where the main
+    runs. `mode_override` is "lookup" or "off" when the picker chose no draft model."""
+
+    def name(path: str) -> str:
+        return path.rstrip("/").rsplit("/", 1)[-1]
+
+    no_draft = {"lookup": "prompt lookup", "off": "no draft"}.get(mode_override or "", "no draft")
+    draft = name(loaded.draft) if loaded.draft else no_draft
+    if loaded.machines:
+        where = f"  ·  main split over {loaded.machines} machines"
+    else:
+        where = f"  ·  running on the {loaded.device.upper()}" if loaded.device else ""
+    return f"{name(loaded.main)}  +  {draft}{where}"
