@@ -23,6 +23,8 @@ import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.utils import load as mlx_load
 
+from app.engine.measure.tp_decode import all_sum_ms
+
 
 def _ms(samples: list[float]) -> float:
     return round(statistics.median(samples) * 1000, 3)
@@ -56,16 +58,8 @@ def main(argv: list[str] | None = None) -> None:
         if i >= args.warmup:
             commands.append(sent - start)
             passes.append(done - sent)
-    chained: list[float] = []
-    for i in range(args.warmup + args.passes):
-        x = mx.zeros((1, 1, hidden), dtype=mx.float32)
-        mx.eval(x)
-        start = time.perf_counter()
-        for _ in range(2 * layers):
-            x = mx.distributed.all_sum(x, group=group) * 0.5
-        mx.eval(x)
-        if i >= args.warmup:
-            chained.append(time.perf_counter() - start)
+    # the layers' own all_sums, timed alone: two per layer, each of one token's hidden vector
+    chained_ms = all_sum_ms(group, 2 * layers, (1, 1, hidden), mx.float32, args.passes, args.warmup)
     if group.rank() == 0:
         result = {
             "ranks": size,
@@ -73,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
             "hidden": hidden,
             "pass_ms": _ms(passes),
             "command_ms": _ms(commands),
-            "layer_all_sums_ms": _ms(chained),
+            "layer_all_sums_ms": round(chained_ms, 3),
             "all_sums_per_pass": 2 * layers if size > 1 else 0,
         }
         print(json.dumps(result), flush=True)

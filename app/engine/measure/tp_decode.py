@@ -127,14 +127,20 @@ def pass_ms(model: Any, prompt: list[int], n_inputs: int, repeats: int) -> float
 
 
 def all_sum_ms(
-    group: mx.distributed.Group, per_pass: int, shape: tuple[int, ...], dtype: mx.Dtype, repeats: int
+    group: mx.distributed.Group,
+    per_pass: int,
+    shape: tuple[int, ...],
+    dtype: mx.Dtype,
+    repeats: int,
+    warmup: int = 1,
 ) -> float:
-    """Median time of `per_pass` chained all_sums of a pass's hidden states, nothing else."""
+    """Median time of `per_pass` chained all_sums of a pass's hidden states, nothing else; the
+    first `warmup` runs are left out."""
     x = mx.ones(shape, dtype=dtype)
     mx.eval(x)
     times = []
     scale = 1.0 / group.size()
-    for _ in range(repeats + 1):
+    for _ in range(repeats + warmup):
         y = x
         start = time.perf_counter()
         for _ in range(per_pass):
@@ -142,7 +148,7 @@ def all_sum_ms(
             y = mx.distributed.all_sum(y, group=group) * scale
         mx.eval(y)
         times.append(time.perf_counter() - start)
-    return statistics.median(times[1:]) * 1e3
+    return statistics.median(times[warmup:]) * 1e3
 
 
 def first_divergence(a: list[int], b: list[int]) -> int | None:
