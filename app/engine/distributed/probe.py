@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.engine.library.memory import available_ram
+from app.engine.library.memory import available_ram, physical_ram
 
 # host, the shell script to run there -> the argv that runs it from here
 Runner = Callable[[str, str], list[str]]
@@ -87,10 +87,6 @@ class ProbeResult:
         return self.info is not None and self.mismatch is None
 
 
-def total_memory() -> int:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
 def free_memory() -> int:
     """Free RAM: MemAvailable on Linux; on macOS free, inactive and purgeable pages (vm_stat)."""
     if sys.platform != "darwin":
@@ -98,8 +94,8 @@ def free_memory() -> int:
     try:
         out = subprocess.run(["vm_stat"], capture_output=True, text=True, timeout=5, check=False).stdout
     except (OSError, subprocess.SubprocessError):
-        return total_memory()
-    return parse_vm_stat(out) or total_memory()
+        return physical_ram()
+    return parse_vm_stat(out) or physical_ram()
 
 
 def parse_vm_stat(text: str) -> int:
@@ -126,7 +122,7 @@ def local_info() -> HostInfo:
         mlx_version=mlx_version(),
         specchat_version=__version__,
         free_memory=free_memory(),
-        total_memory=total_memory(),
+        total_memory=physical_ram(),
         platform=f"{platform.system()} {platform.release()} {platform.machine()}",
         python=platform.python_version(),
     )

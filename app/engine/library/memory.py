@@ -75,6 +75,11 @@ def available_ram() -> int:
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
+    return physical_ram()
+
+
+def physical_ram() -> int:
+    """Bytes of RAM the machine has."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
