@@ -296,17 +296,43 @@ def _special_tokens_map() -> dict[str, Any]:
 
 
 def _config(vocab: int, layers: int, eos_id: int, dtype: str, shape: ToyShape) -> dict[str, Any]:
+    return qwen2_config(
+        hidden=shape.hidden,
+        layers=layers,
+        heads=shape.heads,
+        kv_heads=shape.kv_heads,
+        intermediate=shape.intermediate,
+        vocab=vocab,
+        eos_id=eos_id,
+        dtype=dtype,
+        rope_theta=10000.0,
+    )
+
+
+def qwen2_config(
+    *,
+    hidden: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    intermediate: int,
+    vocab: int,
+    eos_id: int,
+    dtype: str,
+    rope_theta: float,
+) -> dict[str, Any]:
+    """The config.json of a qwen2 model with an untied lm_head: what mlx-lm builds it from."""
     return {
         "architectures": ["Qwen2ForCausalLM"],
         "model_type": "qwen2",
-        "hidden_size": shape.hidden,
+        "hidden_size": hidden,
         "num_hidden_layers": layers,
-        "num_attention_heads": shape.heads,
-        "num_key_value_heads": shape.kv_heads,
-        "intermediate_size": shape.intermediate,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "intermediate_size": intermediate,
         "vocab_size": vocab,
         "rms_norm_eps": 1e-6,
-        "rope_theta": 10000.0,
+        "rope_theta": rope_theta,
         "max_position_embeddings": 32768,
         "tie_word_embeddings": False,
         "eos_token_id": eos_id,

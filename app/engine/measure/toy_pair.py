@@ -31,6 +31,7 @@ from app.engine.measure.toy import (
     MARKER,
     VOCAB_SIZE,
     check_replaceable,
+    qwen2_config,
     swap_into_place,
     token_id,
     train_tokenizer,
@@ -124,22 +125,17 @@ def _resolve(main: RealShape | str, draft: RealShape | str | None, bits: int | N
 
 def config_for(shape: RealShape, eos_id: int, dtype: str, bits: int) -> dict[str, Any]:
     """The config.json of one model: what mlx-lm builds the same model from."""
-    config: dict[str, Any] = {
-        "architectures": ["Qwen2ForCausalLM"],
-        "model_type": "qwen2",
-        "hidden_size": shape.hidden,
-        "num_hidden_layers": shape.layers,
-        "num_attention_heads": shape.heads,
-        "num_key_value_heads": shape.kv_heads,
-        "intermediate_size": shape.intermediate,
-        "vocab_size": shape.vocab,
-        "rms_norm_eps": 1e-6,
-        "rope_theta": 1000000.0,
-        "max_position_embeddings": 32768,
-        "tie_word_embeddings": False,
-        "eos_token_id": eos_id,
-        "torch_dtype": dtype,
-    }
+    config = qwen2_config(
+        hidden=shape.hidden,
+        layers=shape.layers,
+        heads=shape.heads,
+        kv_heads=shape.kv_heads,
+        intermediate=shape.intermediate,
+        vocab=shape.vocab,
+        eos_id=eos_id,
+        dtype=dtype,
+        rope_theta=1000000.0,
+    )
     if bits != 16:
         config["quantization"] = {"group_size": GROUP_SIZE, "bits": bits}
     return config
