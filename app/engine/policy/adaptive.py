@@ -182,9 +182,8 @@ class AdaptiveDraftLength:
         if not self.verify.known():  # costs wait for a plain step, the reference they are kept against
             return self._note(DraftPlan(0, MAIN), "explore")
         if self._queues and self.queued_plain.rounds < 3 and self._queue_tried < self.config.queue_trials:
-            # plain decoding as a bypass plays it (queued) is what speculation must beat: a
-            # plain round timed alone costs more, and pricing plain by it would keep a draft
-            # playing short rounds that lose to plain
+            # plain as a bypass plays it (queued) is what speculation must beat: priced by a round
+            # timed alone (dearer), a draft would keep playing short rounds that lose to plain
             self._queue_tried += 1
             return self._note(DraftPlan(0, MAIN), "explore")
         max_k, overhead = self.config.max_k, self.overhead.value
@@ -209,10 +208,9 @@ class AdaptiveDraftLength:
         probe = self.prober.probe(best, self._standing(available, costs, draft, plain_seconds))
         neighbour = None if probe else self._neighbour(best, available)
         plan = probe or neighbour or best
-        # lookup needs no coasting rule: its candidates wake it
         clear_loss = self._best_speedup.get(DRAFT, 0.0) < 0.9 * self.config.margin
-        # until a probe is due, nothing but the link's predictions moves the draft's estimates:
-        # without them it coasts to the probe (queued plain steps all the way, see choose_ahead)
+        # until a probe is due only the link's predictions move the draft's estimates: without them
+        # it coasts to the probe (queued plain steps, see choose_ahead); lookup's candidates wake it
         coast = self.config.coast_rounds if self.link.informative() else 1 << 30
         self._coast = coast if not plan.k and clear_loss else 0
         # plain's own price moves while the draft sits out (the machine slows, the context grows):
@@ -342,8 +340,12 @@ class AdaptiveDraftLength:
         return self.overhead.value + step
 
     def _plain_seconds(self, step: float) -> float:
-        """Plain decoding as a bypass plays it, per token: queued steps where they were seen."""
-        return self.queued_plain.value * step if self.queued_plain.rounds >= 3 else self._plain_round(step)
+        """Plain as a bypass plays it, per token: queued steps where seen; dearer than a step alone only
+        over 3 stretches (one caught in a stall kept a losing draft in: they are timed only bypassed)."""
+        alone, queued = self._plain_round(step), self.queued_plain.value * step
+        if self.queued_plain.rounds < 3 or (queued > alone and self.queued_plain.means.count < 3):
+            return alone
+        return queued
 
     def _follow_probe(self, event: RoundEvent, wall: float, slow: bool) -> None:
         """Let the prober settle what the last probe really cost, priced at today's plain step;

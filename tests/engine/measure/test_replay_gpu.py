@@ -139,3 +139,20 @@ def test_probes_reading_all_they_skipped_are_spaced_by_what_they_measured():
     assert probes <= 6, probes
     assert sum(later) / len(later) >= 0.97, ratios
     assert min(later) >= 0.94, ratios
+
+
+@pytest.mark.parametrize("first_slow", [3, 4, 5])
+def test_plain_steps_caught_in_a_stall_while_first_queued_do_not_keep_a_losing_draft_in(first_slow):
+    """Seen on an H100 (a 7B 4-bit pair whose draft never pays): three queued plain steps timed
+    in a stall priced plain at 2.7 times a step timed alone, and the controller drafted k = 7
+    through every answer at 0.53-0.85x plain, since queued steps are timed only while it sits out."""
+    clock = SimulatedClock()
+    policy = AdaptiveDraftLength(clock=clock)
+    slow = {r: 5.0 for r in range(first_slow, first_slow + 3)}
+    ratios = []
+    for i in range(6):
+        trace = _trace(0.9, seed=i)
+        mine = replay(trace, policy, GPU, clock=clock, slow=slow if i == 0 else None)
+        ratios.append(replay(trace, PlainDecoding(), GPU).seconds / (mine.seconds - mine.slow_seconds))
+    assert min(ratios[1:]) >= 0.93, ratios
+    assert sum(ratios[1:]) / len(ratios[1:]) >= 0.96, ratios
