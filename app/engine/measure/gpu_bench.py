@@ -6,7 +6,9 @@ after loading, then per prompt decodes with plain, mlx-lm's speculative loop, fi
 and plain again (plain2: the noise band), each timed from the outside as `bench` times them.
 It prints each mode's speed against plain, the worst round against the median plain step, the
 worst stall (a round beyond the median of its own kind, in plain steps), and the first answer
-against later ones (what warm-up should make equal).
+against later ones (what warm-up should make equal). `--repeat N` plays every mode N times per
+prompt, in turn, and rates each by its N answers together: a shared host's stalls of several
+plain steps moved plain's own second run 0.86-1.22x in single runs.
 `--pair tiny` runs on a CPU in seconds.
 """
 
@@ -89,28 +91,40 @@ def _excess(run: TimedRun) -> float:
     return max((max(w) - statistics.median(w) for w in kinds.values()), default=0.0)
 
 
-def _reduce(prompt: str, mode: str, run: TimedRun, plain: TimedRun | None, step: float) -> ModeRun:
+def _rate(runs: Sequence[TimedRun]) -> float:
+    """Tokens per second over every run's first token to last, the runs together."""
+    spans = [(len(r.stamps) - 1, r.stamps[-1] - r.stamps[0]) for r in runs if len(r.stamps) > 1]
+    seconds = sum(s for _, s in spans)
+    return sum(n for n, _ in spans) / seconds if seconds > 0 else 0.0
+
+
+def _reduce(prompt: str, mode: str, runs: Sequence[TimedRun], plain: TimedRun | None, step: float) -> ModeRun:
+    """The mode's answers to one prompt (one per repeat) as one row: counts and answer time are
+    the first answer's, the speed all of them together, the worst round the worst of any."""
+    run = runs[0]
     # our loop reports its rounds; mlx-lm's does not, so its tokens' gaps stand in for them
-    walls = [r.wall_seconds for r in run.log if r.wall_seconds > 0] or _gaps(run.stamps)
+    walls = [r.wall_seconds for one in runs for r in one.log if r.wall_seconds > 0]
+    walls = walls or [g for one in runs for g in _gaps(one.stamps)]
     return ModeRun(
         prompt=prompt,
         mode=mode,
         tokens=len(run.ids),
         answer_seconds=run.stamps[-1] - run.start if run.stamps else 0.0,
-        tok_per_s=run.decode_rate,
+        tok_per_s=_rate(runs),
         proposed=run.proposed,
         accepted=run.accepted,
         rounds=run.rounds,
         worst_step=max(walls, default=0.0),
-        worst_excess=_excess(run),
+        worst_excess=max(_excess(one) for one in runs),
         slow_rounds=sum(w > SLOW_STEPS * step for w in walls) if step > 0 else 0,
         plain_step=step,
-        same_as_plain=plain is None or run.ids == plain.ids,
+        same_as_plain=plain is None or all(one.ids == plain.ids for one in runs),
         slow=tuple(
             f"round {i}: k={r.k} {r.why or r.source} catch-up {r.catch_up} "
             f"{'queued' if r.overlapped else 'alone'}; draft {r.draft_seconds * 1e3:.1f} ms, "
             f"verify {r.verify_seconds * 1e3:.1f} ms, round {r.wall_seconds * 1e3:.1f} ms"
-            for i, r in enumerate(run.log)
+            for one in runs
+            for i, r in enumerate(one.log)
             if step > 0 and r.wall_seconds > SLOW_STEPS * step
         ),
     )
@@ -130,31 +144,32 @@ def run_prompts(
     progress: Callable[[str], None] | None = None,
     only: Sequence[str] = (),
     done: Callable[[list[ModeRun]], None] | None = None,
+    repeat: int = 1,
 ) -> list[list[ModeRun]]:
-    """Every mode once per prompt, prompts in order; no warm-up of its own (the caller's is
-    the one measured)."""
+    """Every mode `repeat` times per prompt (all modes in turn, then again), prompts in order;
+    no warm-up of its own (the caller's is the one measured)."""
     greedy = SamplingParams()
     adaptive = AdaptiveDraftLength(use_draft=True)  # keeps its estimates across answers, as the app's does
     results = []
+    modes = [m for m in mode_names(ks) if not only or m == "plain" or m in only]
     for name, ids in prompts:
-        runs: dict[str, TimedRun] = {}
-        for mode in mode_names(ks):
-            if only and mode != "plain" and mode not in only:
-                continue
-            if progress:
-                progress(f"{name} {mode}")
-            if mode == "mlx_lm":
-                runs[mode] = run_mlx_lm(pair, ids, mlx_k, greedy, tokens)
-                continue
-            policy: DraftPolicy
-            if mode.startswith("plain"):
-                policy = PlainDecoding()
-            elif mode.startswith("fixed"):
-                policy = FixedDraftLength(int(mode.removeprefix("fixed")))
-            else:
-                policy = adaptive
-            runs[mode] = run_timed(pair, ids, policy, greedy, tokens)
-        plain = runs["plain"]
+        runs: dict[str, list[TimedRun]] = {m: [] for m in modes}
+        for _ in range(repeat):
+            for mode in modes:
+                if progress:
+                    progress(f"{name} {mode}")
+                if mode == "mlx_lm":
+                    runs[mode].append(run_mlx_lm(pair, ids, mlx_k, greedy, tokens))
+                    continue
+                policy: DraftPolicy
+                if mode.startswith("plain"):
+                    policy = PlainDecoding()
+                elif mode.startswith("fixed"):
+                    policy = FixedDraftLength(int(mode.removeprefix("fixed")))
+                else:
+                    policy = adaptive
+                runs[mode].append(run_timed(pair, ids, policy, greedy, tokens))
+        plain = runs["plain"][0]
         step = statistics.median(_gaps(plain.stamps)) if len(plain.stamps) > 1 else 0.0
         results.append([_reduce(name, m, r, None if m == "plain" else plain, step) for m, r in runs.items()])
         if done is not None:  # each prompt's rows as soon as they exist: a cut-off run keeps them
@@ -223,11 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--modes", default="", help="only these modes, comma-separated (plain always runs first)"
     )
+    parser.add_argument("--repeat", type=int, default=1, help="answers per mode and prompt, in turn")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     ks = [int(k) for k in args.ks.split(",")]
-    if args.prompts < 1 or args.tokens < 2:
-        parser.error("--prompts must be at least 1 and --tokens at least 2")
+    if args.prompts < 1 or args.tokens < 2 or args.repeat < 1:
+        parser.error("--prompts and --repeat must be at least 1 and --tokens at least 2")
 
     kernels = keep_compiled_kernels()  # as the app does: compiled kernels outlive the process
     print(
@@ -256,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report,
         only,
         done=lambda runs: print("\n".join(format_table([runs])[1:]), flush=True),
+        repeat=args.repeat,
     )
     print("\n".join(format_summary(results)))
     for runs in results:  # what the adaptive answers' stalls were made of

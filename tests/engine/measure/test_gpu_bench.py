@@ -33,3 +33,14 @@ def test_tiny_run_prints_every_mode_for_every_prompt(capsys) -> None:
     assert [s.split()[0] for s in summary[1 : 1 + len(modes)]] == modes
     agreement = summary[-1].split()
     assert agreement[:2] == ["agreement", "measured:"] and abs(float(agreement[2]) - 0.9) <= 0.15
+
+
+def test_repeat_plays_every_mode_that_many_times_in_turn_and_rates_them_together(capsys) -> None:
+    args = ["--pair", "tiny", "--prompts", "1", "--tokens", "24", "--modes", "fixed2", "--repeat", "3"]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    progress = [line.split()[1] for line in err.splitlines() if line.startswith("  ")]
+    assert progress == ["plain", "fixed2"] * 3  # in turn: a slow minute falls on every mode alike
+    rows = [line.split() for line in out.splitlines()[3:5]]
+    assert [r[1] for r in rows] == ["plain", "fixed2"] and rows[1][-1] == "yes"
+    assert rows[0][5] == "24"  # the first answer's rounds, not the three answers' sum
