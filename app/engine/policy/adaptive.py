@@ -37,6 +37,8 @@ from app.engine.policy.estimates import AcceptanceCounts
 from app.engine.policy.hindsight import DraftHindsight
 from app.engine.policy.one_time import OneTimeCosts
 from app.engine.policy.probing import Prober, Standing
+from app.engine.policy.recheck import PriceRecheck
+from app.engine.policy.snapshot import describe
 
 __all__ = ["MAX_K", "AdaptiveConfig", "AdaptiveDraftLength"]
 
@@ -60,6 +62,7 @@ class AdaptiveDraftLength:
         self.config, self._clock = config, clock
         self.sources = [s for s, on in ((DRAFT, use_draft), (LOOKUP, use_lookup)) if on]
         self.prober = Prober(config)  # when a bypassed source is tried again
+        self.recheck = PriceRecheck()  # prices measured in a stall, played again after a probe
         self._rounds_at_k = 0  # rounds in a row at the model's best k, for neighbour checks
         self._best_speedup: dict[Provenance, float] = {}
         self.acceptance = {s: AcceptanceCounts(0.5, 1.0, config.decay) for s in self.sources}
@@ -162,6 +165,9 @@ class AdaptiveDraftLength:
             plan, self._ahead = self._ahead, None
             self._shadow = context.lookup if LOOKUP in self.acceptance else ()
             return plan
+        recheck = self.recheck.take(self._available(context, DRAFT)) if DRAFT in self.acceptance else None
+        if recheck is not None:
+            return self._note(recheck, "recheck")
         if (
             self._coast
             and not self._lookup_waits(context)
@@ -189,7 +195,7 @@ class AdaptiveDraftLength:
         max_k, overhead = self.config.max_k, self.overhead.value
         costs = [0.0] + self.verify.table(max_k + 1)  # costs[n] for a pass over n tokens
         draft = {s: [0.0] + self.drafting[s].table(max_k) for s in self.sources}
-        plain_seconds = self._plain_seconds(costs[1])
+        plain_seconds = self.plain_seconds(costs[1])
         best, best_speedup = DraftPlan(0, MAIN), self.config.margin  # speculate only if it clearly pays
         rates: dict[str, tuple[float, ...]] = {}
         for s in self.sources:
@@ -253,26 +259,8 @@ class AdaptiveDraftLength:
         speedup: float = 1.0,
     ) -> DraftPlan:
         self._plan = plan
-        self._last = {
-            "policy": "adaptive",
-            "k": plan.k,
-            "source": (plan.source if plan.k else MAIN).value,
-            "why": why,
-            "bypassed": plan.k == 0,
-            # the estimates' own tuples, replaced (never changed) when the counts move
-            "acceptance": {s.value: self.acceptance[s].estimates(self.config.max_k) for s in self.sources},
-            "draft_s": self.drafting[DRAFT].measured(),
-            "verify_s": self.verify.measured(),
-            "overhead_s": self.overhead.value,
-            "expected_speedup": speedup,
-            "speedup_by_k": rates or {},
-            # the draft's hit rate by the main's confidence band, once it is worth reading
-            "hit_by_confidence": self.link.rates() if self.link.informative() else (),
-            # (right, judged) of the draft's proposals; whether so few were right that probes thin
-            "draft_right": (self.prober.verdict_hits, self.prober.verdicts),
-            "draft_rarely_right": DRAFT in self.acceptance and self.prober.share(DRAFT, self.link) < 1.0,
-            "slow_rounds_left_out": self.one_time.left_out,  # one-time costs, over the controller's life
-        }
+        self.recheck.noted(plan, why)
+        self._last = describe(self, plan, why, rates, speedup)
         return plan
 
     # -- observing ----------------------------------------------------------------------------
@@ -300,7 +288,7 @@ class AdaptiveDraftLength:
                 if event.k == 0:
                     self._since_clean = 0
                     step = self.verify.plain.value
-                    self.queued_plain.check(self._plain_seconds(step), self._plain_round(step))
+                    self.queued_plain.check(self.plain_seconds(step), self._plain_round(step))
         self._last_observed = now
         for s in self.sources:
             self.since_used[s] += 1
@@ -323,6 +311,8 @@ class AdaptiveDraftLength:
         self.played[source] += 1
         if source is DRAFT:
             self.prober.judged(min(event.accepted + 1, event.k), event.accepted)
+            if self._last.get("why") == "probe":
+                self.recheck.after_probe(event, self)
         self._count(source, event.k, event.accepted)
         if slow is not None:
             return
@@ -339,7 +329,7 @@ class AdaptiveDraftLength:
         """A plain round timed alone: the pass and the round's overhead."""
         return self.overhead.value + step
 
-    def _plain_seconds(self, step: float) -> float:
+    def plain_seconds(self, step: float) -> float:
         """Plain as a bypass plays it, per token: queued steps where seen; dearer than a step alone only
         over 3 stretches (one caught in a stall kept a losing draft in: they are timed only bypassed)."""
         alone, queued = self._plain_round(step), self.queued_plain.value * step
@@ -353,7 +343,7 @@ class AdaptiveDraftLength:
         prices = None
         if self.prober.following and self.verify.known() and not slow:
             step = self.verify.plain.value  # the verify table's size 1, without building it
-            prices = (self._plain_seconds(step), self._plain_round(step), self.catch_up_read.value)
+            prices = (self.plain_seconds(step), self._plain_round(step), self.catch_up_read.value)
         self.prober.follow(event, wall, prices)
         if slow:
             self.prober.reset_follow()

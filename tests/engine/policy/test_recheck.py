@@ -1,0 +1,61 @@
+"""Prices caught in a stall are played again after a good probe, so a paying draft comes back;
+a draft that is dear even at its cheapest is never rechecked."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from app.engine.decoding.policy import PlainDecoding
+from app.engine.measure.replay import CostModel, SimulatedClock, Trace, replay
+from app.engine.policy.adaptive import AdaptiveDraftLength
+
+STEP = 0.011
+# a 14B bf16 main with a 0.5B draft on an H100 (runs E-H): verify passes of 2-9 tokens cost
+# about the same, a draft step 0.39 of a plain step; fixed k = 4 pays about 1.3x
+FLAT = CostModel(
+    (1.1 * STEP,) + tuple(STEP * (1.55 + 0.01 * (n - 2)) for n in range(2, 10)),
+    0.39 * STEP, 0.0, 0.01 * STEP, 0.02 * STEP, 0.1, "flat", 0.5 * STEP, STEP,
+)  # fmt: skip
+
+
+def _trace(p_hit: float, seed: int, n: int = 128) -> Trace:
+    rng = random.Random(seed)
+    answer = tuple(rng.sample(range(1000, 100_000), n))
+    return Trace(tuple(range(400)), answer, tuple(rng.random() < p_hit for _ in answer), "agree")
+
+
+def _later(costs: CostModel, slow: dict[int, float], seeds: range) -> tuple[list[float], int]:
+    """Speed over plain of answers 2-6 per seed (the first holds the slow rounds), and rechecks."""
+    ratios, rechecks = [], 0
+    for seed in seeds:
+        clock = SimulatedClock()
+        policy = AdaptiveDraftLength(clock=clock)
+        for i in range(6):
+            trace = _trace(0.9, seed * 100 + i)
+            plain = replay(trace, PlainDecoding(), costs, seed=seed * 100 + i)
+            mine = replay(
+                trace, policy, costs, clock=clock, seed=seed * 100 + i, slow=slow if i == 0 else None
+            )
+            if i:
+                ratios.append(plain.seconds / mine.seconds)
+        rechecks += policy.recheck.played
+    return ratios, rechecks
+
+
+@pytest.mark.parametrize("first", [8, 10])
+def test_draft_rounds_caught_in_a_stall_do_not_keep_a_paying_draft_out(first):
+    """Seen on an H100: a few early rounds twice as slow priced every draft length above plain,
+    and the draft sat out for three answers where fixed k = 4 paid 1.25x."""
+    ratios, rechecks = _later(FLAT, {r: 3.0 for r in range(first, first + 4)}, range(5))
+    assert rechecks > 0
+    assert sum(ratios) / len(ratios) >= 1.17, ratios
+
+
+def test_a_draft_dear_at_its_cheapest_is_never_rechecked():
+    """A 4-bit pair on an H100, where no draft length pays: probes right on all they proposed
+    are common (the draft is right on 90%), and a recheck would only cost."""
+    gpu = CostModel.shaped("gpu-4bit", step=0.0055, noise=0.1)
+    _, rechecks = _later(gpu, {}, range(3))
+    assert rechecks == 0
