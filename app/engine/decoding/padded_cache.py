@@ -1,11 +1,12 @@
-"""A KV cache whose keys come back padded to a multiple of 256, with a mask that hides the pad.
+"""A KV cache whose keys come back padded (to 256 or 512 entries, then a power of two), with a
+mask that hides the pad.
 
 On CUDA, MLX builds an attention graph for every (query length, key length) pair it has not
 seen: a verify pass at a new context length costs about 4.5 plain steps, a repeated one 1.2.
 A plain cache hands attention exactly `offset` keys, so the key length is new at every pass
 and no verify pass is ever cheap. This cache hands it the first `key_width(offset)` entries of
 its buffer instead, with an array mask (query i sees key j only where j <= offset_before + i),
-so the key length steps every 256 tokens and the shapes repeat in between. The padding is the
+so the key length changes only at those widths and the shapes repeat in between. The padding is the
 buffer's own tail: zeros from allocation, or entries a trim left behind (keys and values the
 model itself wrote, so finite); masked, each weighs exactly 0, and the attention's output is
 the plain cache's. Trim and offset work as in mlx-lm's `KVCache`, which it extends.
@@ -33,13 +34,13 @@ PADDABLE_MODEL_TYPES = frozenset({"qwen2", "qwen3", "llama", "mistral"})
 
 
 # Past this many entries widths double instead of stepping: few enough widths for the warm-up to
-# build them all, at the price of attention over up to twice the keys in long conversations
-LINEAR_WIDTHS_UP_TO = 1024
+# build them all (each width cost a 7B 4-bit pair's warm-up about 2 s on an H100), at the price
+# of attention over up to twice the keys, a small share of a pass that reads a 7B's weights
+LINEAR_WIDTHS_UP_TO = 512
 
 
 def key_width(length: int) -> int:
-    """The key length attention sees for `length` real entries: a multiple of 256 up to 1024,
-    then a power of two."""
+    """The key length attention sees for `length` real entries: 256 or 512, then a power of two."""
     width = max(1, -(-length // KEY_STEP)) * KEY_STEP
     if width <= LINEAR_WIDTHS_UP_TO:
         return width

@@ -28,10 +28,11 @@ def _ids(n: int, seed: int) -> mx.array:
     return mx.random.randint(3, 1000, (n,), key=mx.random.key(seed)).astype(mx.uint32)
 
 
-def test_key_width_steps_every_256_entries():
-    assert [key_width(n) for n in (0, 1, 255, 256, 257, 600)] == [256, 256, 256, 256, 512, 768]
-    # past 1024 entries widths double, so a long conversation meets few of them
-    assert [key_width(n) for n in (1024, 1025, 2048, 2049, 5000)] == [1024, 2048, 2048, 4096, 8192]
+def test_key_width_steps_at_256_and_512_entries_then_doubles():
+    assert [key_width(n) for n in (0, 1, 255, 256, 257, 512)] == [256, 256, 256, 256, 512, 512]
+    # past 512 entries widths double, so a long conversation meets few of them (and the warm-up
+    # builds each)
+    assert [key_width(n) for n in (513, 600, 1024, 1025, 2049, 5000)] == [1024, 1024, 1024, 2048, 4096, 8192]
 
 
 def test_same_logits_and_tokens_as_the_plain_cache_and_only_padded_key_lengths(toy_pair):
@@ -49,8 +50,8 @@ def test_same_logits_and_tokens_as_the_plain_cache_and_only_padded_key_lengths(t
     widths = padded[0].widths
     ends = [sum(CHUNKS[: i + 1]) for i in range(len(CHUNKS))]
     multi = [w for w, n in zip(widths, CHUNKS, strict=True) if n > 1]
-    # 573 entries in the end: passes of several tokens see three key lengths, one per 256 entries
-    assert set(multi) == {256, 512, 768} and all(w % KEY_STEP == 0 for w in multi)
+    # 573 entries in the end: passes of several tokens see three key lengths
+    assert set(multi) == {256, 512, 1024} and all(w % KEY_STEP == 0 for w in multi)
     assert multi == sorted(multi) and len(widths) == len(CHUNKS)
     # a single-token pass sees exactly the keys there are, with no mask (cheaper on CUDA)
     assert [w for w, n, end in zip(widths, CHUNKS, ends, strict=True) if n == 1] == [
