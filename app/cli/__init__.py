@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run_command(module: object, args: argparse.Namespace) -> int:
     """Run a tool; a bad input ends in one line on stderr and status 2, never a traceback."""
     from app.engine.api import ModelLoadError, TemplateError
-    from app.engine.decoding.text import clean_text
+    from app.engine.decoding.text.clean import clean_text
 
     # argv that is not UTF-8 arrives with surrogate escapes, which the tools would echo to a
     # terminal that cannot encode them; format_chat cleans what reaches the tokenizer itself.

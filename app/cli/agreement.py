@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.decoding.loading import ModelLoadError
     from app.engine.decoding.sampling import Sampler, SamplingParams
     from app.engine.decoding.session import ChatSession
-    from app.engine.decoding.templates import format_chat
+    from app.engine.decoding.templates.chat import format_chat
     from app.engine.library.pairing import load_checked_pair
     from app.engine.measure.agreement import agreement
     from app.engine.measure.bench import load_prompts

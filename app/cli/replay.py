@@ -62,7 +62,7 @@ def _slow_rounds(spec: str) -> tuple[range, float]:
 
 
 def _record(args: argparse.Namespace) -> tuple[list[Trace], CostModel | None]:
-    from app.engine.decoding.templates import format_chat
+    from app.engine.decoding.templates.chat import format_chat
     from app.engine.library.pairing import load_checked_pair
     from app.engine.measure.bench import load_prompts
     from app.engine.measure.recording import measure_costs, record_trace

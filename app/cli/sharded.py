@@ -10,7 +10,7 @@ import sys
 
 from app.engine.decoding.events import EngineError, GenerationFinished, Provenance, TokenEvent
 from app.engine.decoding.sampling import SamplingParams
-from app.engine.decoding.templates import TemplateError
+from app.engine.decoding.templates.chat import TemplateError
 from app.engine.distributed.session import Placement, RanksLost, ShardedPair
 from app.engine.distributed.wire import PolicySpec
 

@@ -28,7 +28,7 @@ from app.engine.decoding.loading import ModelLoadError, ModelPair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.templates import TemplateError, format_chat
+from app.engine.decoding.templates.chat import TemplateError, format_chat
 from app.engine.library.compat import REFUSE, Reason, Verdict, check_pair
 from app.engine.library.discovery import resolve_model
 from app.engine.library.pairing import IncompatiblePair, load_checked_pair

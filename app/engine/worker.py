@@ -18,14 +18,14 @@ from typing import Any
 
 import mlx.core as mx
 
-from app.engine.decoding.buckets import on_gpu
 from app.engine.decoding.context import ContextTooLong, context_length, fit_conversation
 from app.engine.decoding.decode import generate
 from app.engine.decoding.loading import ModelLoadError, ModelPair
 from app.engine.decoding.policy import DraftPolicy
-from app.engine.decoding.renderer import close_renderers
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.templates import TemplateError, format_chat
+from app.engine.decoding.shapes.buckets import on_gpu
+from app.engine.decoding.templates.chat import TemplateError, format_chat
+from app.engine.decoding.templates.renderer import close_renderers
 from app.engine.distributed.session import Placement, RanksLost, ShardedPair
 from app.engine.distributed.wire import PolicySpec
 from app.engine.features.arena import run_arena_job

@@ -24,7 +24,7 @@ from app.engine.decoding.events import (
     TokenEvent,
     WarmUpProgress,
 )
-from app.engine.decoding.text import clean_text
+from app.engine.decoding.text.clean import clean_text
 from app.engine.features.baselines import BaselineCache
 from app.engine.features.prompt_kind import classify
 from app.engine.protocol import (

@@ -4,7 +4,7 @@ holds the storage codec), a round at a time."""
 from __future__ import annotations
 
 from app.engine.decoding.events import TokenEvent
-from app.engine.decoding.text import clean_text
+from app.engine.decoding.text.clean import clean_text
 from app.engine.store.provenance import Answer
 
 

@@ -13,7 +13,7 @@ from app.engine.decoding.events import GenerationFinished
 from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.policy import PlainDecoding
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.templates import format_chat
+from app.engine.decoding.templates.chat import format_chat
 from tests.engine.decoding.test_untrimmable import _RecurrentLike
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"

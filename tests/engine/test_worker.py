@@ -5,8 +5,8 @@ from __future__ import annotations
 import queue
 import threading
 
-from app.engine.decoding.buckets import PASS_SIZES
 from app.engine.decoding.events import EngineError, GenerationFinished, TokenEvent, WarmUpProgress
+from app.engine.decoding.shapes.buckets import PASS_SIZES
 from app.engine.policy.warmup import compiles_per_shape
 from app.engine.protocol import Generate, LoadPair, PairLoaded, SpeculationSettings
 from app.engine.worker import EngineWorker

@@ -7,7 +7,7 @@ import queue
 import mlx.core as mx
 import pytest
 
-from app.engine.decoding.templates import format_chat
+from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.arena import LOOKUP, load_results
 from app.engine.features.lossless import _main_logits
 from app.engine.protocol import (

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
 
 from app.engine.decoding.loading import ModelPair, load_model
-from app.engine.decoding.templates import format_chat
+from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.arena import LOOKUP, load_results
 from app.engine.features.lossless import _main_logits
 from app.engine.store.transcript import LosslessVerdict, Verdict

@@ -28,7 +28,6 @@ import mlx.core as mx
 
 from app.engine.decoding import acceptance as rules
 from app.engine.decoding.context import limit_draft
-from app.engine.decoding.detokenize import StreamingDetokenizer
 from app.engine.decoding.drafting import Proposal, propose, score, top_probability
 from app.engine.decoding.events import (
     EngineError,
@@ -53,6 +52,7 @@ from app.engine.decoding.policy import (
 )
 from app.engine.decoding.sampling import Sampler, SamplingParams
 from app.engine.decoding.session import ChatSession, common_prefix
+from app.engine.decoding.text.detokenize import StreamingDetokenizer
 
 GenerationEvent: TypeAlias = TokenEvent | RoundEvent | PrefillProgress | GenerationFinished | EngineError
 

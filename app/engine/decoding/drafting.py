@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import mlx.core as mx
 
-from app.engine.decoding import buckets
 from app.engine.decoding.sampling import Sampler
 from app.engine.decoding.session import ChatSession
+from app.engine.decoding.shapes import buckets
 
 
 @dataclass(frozen=True, slots=True)

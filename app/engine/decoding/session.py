@@ -20,11 +20,11 @@ from typing import Any
 
 import mlx.core as mx
 
-from app.engine.decoding import buckets
 from app.engine.decoding.caches import misfit
 from app.engine.decoding.events import EngineError, ErrorKind, PrefillProgress
 from app.engine.decoding.loading import LoadedModel, ModelPair
-from app.engine.decoding.padded_cache import make_caches
+from app.engine.decoding.shapes import buckets
+from app.engine.decoding.shapes.padded_cache import make_caches
 
 PREFILL_CHUNK = 512
 

@@ -19,7 +19,7 @@ from app.engine.decoding.events import EngineError, ErrorKind, RoundEvent
 from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.templates import TemplateError, format_chat
+from app.engine.decoding.templates.chat import TemplateError, format_chat
 from app.engine.distributed.collective import ShardedMain
 from app.engine.distributed.wire import Decoder, PolicySpec, Ready, encode, pack, unpack
 from app.engine.policy.adaptive import AdaptiveDraftLength

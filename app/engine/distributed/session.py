@@ -24,7 +24,7 @@ from typing import Any
 from app.engine.decoding.decode import GenerationEvent
 from app.engine.decoding.events import EngineError, ErrorKind, PrefillProgress, RoundEvent
 from app.engine.decoding.sampling import SamplingParams
-from app.engine.decoding.templates import TemplateError
+from app.engine.decoding.templates.chat import TemplateError
 from app.engine.distributed.launcher import Launch, launch_command
 from app.engine.distributed.wire import Decoder, PolicySpec, RankInfo, encode, pack, unpack
 

@@ -21,7 +21,7 @@ from app.engine.decoding.loading import LoadedModel, ModelLoadError, ModelPair, 
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.templates import TemplateError, format_chat
+from app.engine.decoding.templates.chat import TemplateError, format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS, BenchPrompt
 from app.engine.features.timed_run import run_timed
 from app.engine.library.pairing import require_compatible

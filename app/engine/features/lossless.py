@@ -24,7 +24,7 @@ from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.policy import PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.templates import TemplateError, format_chat
+from app.engine.decoding.templates.chat import TemplateError, format_chat
 
 NEAR_TIE_LOGITS = 0.5  # a top-2 gap below this (in logits) can flip on rounding alone
 

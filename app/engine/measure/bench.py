@@ -17,7 +17,7 @@ from app.engine.decoding.context import answer_room, context_length
 from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
-from app.engine.decoding.templates import format_chat
+from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS, BenchPrompt
 from app.engine.features.timed_run import TimedRun, run_timed
 from app.engine.policy.adaptive import AdaptiveDraftLength

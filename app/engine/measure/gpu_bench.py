@@ -27,7 +27,7 @@ import mlx.core as mx
 from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
-from app.engine.decoding.templates import format_chat
+from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS
 from app.engine.features.timed_run import TimedRun, run_timed
 from app.engine.kernel_cache import keep_compiled_kernels

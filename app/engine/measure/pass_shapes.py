@@ -19,7 +19,7 @@ from typing import Any
 import mlx.core as mx
 from mlx_lm.models.cache import KVCache
 
-from app.engine.decoding.padded_cache import PaddedKVCache
+from app.engine.decoding.shapes.padded_cache import PaddedKVCache
 from app.engine.measure.toy_pair import build_pair
 
 PROMPT = 400

@@ -27,10 +27,10 @@ from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
-from app.engine.decoding.buckets import split
 from app.engine.decoding.events import Provenance, RoundEvent
 from app.engine.decoding.lookup import PromptLookup
 from app.engine.decoding.policy import MAX_DRAFT, DraftPlan, DraftPolicy, RoundContext, as_plan, playable
+from app.engine.decoding.shapes.buckets import split
 
 
 @dataclass(frozen=True, slots=True)

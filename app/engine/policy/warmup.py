@@ -6,7 +6,7 @@ length once cost 37.7 s mid-answer on an H200. The controller explores a pair wi
 at two draft lengths and a plain step, and prices every other size from them: when those rounds
 are the first of their shapes, a paying draft is priced under plain and bypassed. So a fixed-k
 round at each size comes first, then a read of every pass size the engine splits its passes
-into (`decoding/buckets.py`) by each model. With padded keys (a GPU), attention is built per
+into (`decoding/shapes/buckets.py`) by each model. With padded keys (a GPU), attention is built per
 (pass size, key width) too, so every size of several tokens then runs at every key width a
 conversation of up to `WARM_CONTEXT` tokens meets; without that, a probe's catch-up read at a
 new width cost 30-85 ms on an H100 (docs/measurements/2026-11-26-gpu-bench-real-shapes.md).
@@ -22,13 +22,13 @@ from functools import partial
 
 import mlx.core as mx
 
-from app.engine.decoding.buckets import PASS_SIZES, on_gpu, run
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import RoundEvent
 from app.engine.decoding.loading import LoadedModel, ModelPair
-from app.engine.decoding.padded_cache import widths_up_to
 from app.engine.decoding.policy import FixedDraftLength
 from app.engine.decoding.session import ChatSession
+from app.engine.decoding.shapes.buckets import PASS_SIZES, on_gpu, run
+from app.engine.decoding.shapes.padded_cache import widths_up_to
 from app.engine.policy.adaptive import MAX_K
 
 WARM_CONTEXT = 2048  # conversations up to this long meet no key width the warm-up did not build

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.engine.decoding.text import clean_text
+from app.engine.decoding.text.clean import clean_text
 from app.engine.library.damage import is_damage, move_aside
 from app.engine.library.paths import app_data_dir
 from app.engine.store.provenance import Answer

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from app.engine.decoding.text import clean_text
+from app.engine.decoding.text.clean import clean_text
 from app.engine.store.conversations import ConversationStore
 
 NEW_CHAT = 0

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.engine.decoding.events import Provenance
-from app.engine.decoding.text import clean_text
+from app.engine.decoding.text.clean import clean_text
 
 CODE = {Provenance.MAIN: "m", Provenance.DRAFT: "d", Provenance.LOOKUP: "l"}
 FROM_CODE = {v: k for k, v in CODE.items()}

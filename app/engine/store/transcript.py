@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from app.engine.decoding.text import clean_text
+from app.engine.decoding.text.clean import clean_text
 from app.engine.store.provenance import Answer
 
 

@@ -14,7 +14,7 @@ from app.engine.decoding.context import answer_room, context_length, fit_convers
 from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.templates import format_chat
+from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.prompts import BenchPrompt
 from app.engine.measure.bench import run_benchmark
 from app.engine.protocol import (

@@ -13,7 +13,7 @@ import pytest
 from app.engine.decoding.loading import load_pair
 from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.templates import format_chat
+from app.engine.decoding.templates.chat import format_chat
 from tests.engine.gguf.conftest import imported
 from tests.engine.helpers import drive
 
@@ -61,7 +61,7 @@ def test_real_pair_greedy_speculation_matches_plain_or_diverges_only_at_near_tie
 def test_streaming_detokenizer_round_trips_on_the_real_qwen_tokenizer():
     from mlx_lm.utils import load_tokenizer
 
-    from app.engine.decoding.detokenize import StreamingDetokenizer
+    from app.engine.decoding.text.detokenize import StreamingDetokenizer
 
     tokenizer = load_tokenizer(imported("qwen0.5b", 4))
     text = (

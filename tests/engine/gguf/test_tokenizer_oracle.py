@@ -70,7 +70,7 @@ def test_ids_match_transformers(key: str) -> None:
 @pytest.mark.parametrize("key", MODEL_KEYS)
 def test_chat_template_matches_transformers(key: str) -> None:
     need_torch()
-    from app.engine.decoding.templates import render_chat
+    from app.engine.decoding.templates.chat import render_chat
 
     header = read_header(need_gguf(key))
     config = tokenizer_config(header)

@@ -11,7 +11,7 @@ from app.engine.decoding.decode import generate
 from app.engine.decoding.events import Provenance, RoundEvent
 from app.engine.decoding.policy import DraftPlan, FixedDraftLength, PlainDecoding, as_plan
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.templates import format_chat
+from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS
 from app.engine.measure.recording import record_trace
 from app.engine.measure.replay import (

@@ -11,7 +11,7 @@ import pytest
 
 from app.cli import main as cli_main
 from app.engine.decoding.loading import ModelPair, load_pair
-from app.engine.decoding.templates import format_chat
+from app.engine.decoding.templates.chat import format_chat
 from app.engine.measure.toy import VOCAB_SIZE
 from app.engine.measure.toy_pair import build_pair, measure_agreement
 from app.engine.measure.toy_shapes import FIRST_TEXT_ID, greedy_maps, pair_spec

@@ -2,10 +2,10 @@
 
 import threading
 
-from app.engine.decoding.buckets import PASS_SIZES
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import RoundEvent
-from app.engine.decoding.padded_cache import widths_up_to
+from app.engine.decoding.shapes.buckets import PASS_SIZES
+from app.engine.decoding.shapes.padded_cache import widths_up_to
 from app.engine.policy.warmup import WARM_CONTEXT, compile_pass_shapes, warm_up_steps
 from tests.engine.helpers import spied
 

@@ -7,7 +7,7 @@ import pytest
 from mlx_lm.models.cache import KVCache
 
 from app.engine.decoding.caches import misfit
-from app.engine.decoding.padded_cache import KEY_STEP, PaddedKVCache, key_width, make_caches, paddable
+from app.engine.decoding.shapes.padded_cache import KEY_STEP, PaddedKVCache, key_width, make_caches, paddable
 
 # odd lengths, so that passes end inside and across the 256-entry steps
 CHUNKS = [37, 1, 5, 200, 9, 1, 64, 3, 1, 250, 2]

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.engine.decoding import templates
-from app.engine.decoding.templates import TemplateError, format_chat, plain_format, render_chat
+from app.engine.decoding.templates import chat as templates
+from app.engine.decoding.templates.chat import TemplateError, format_chat, plain_format, render_chat
 from app.engine.measure.toy import CHATML_TEMPLATE, ToyModels
 
 MESSAGES = [

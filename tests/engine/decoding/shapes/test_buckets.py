@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.decoding.buckets import PASS_SIZES, READ_SIZES, STEP_SIZES, on_gpu, split
-from app.engine.decoding.padded_cache import PaddedKVCache
 from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import PREFILL_CHUNK, ChatSession
+from app.engine.decoding.shapes.buckets import PASS_SIZES, READ_SIZES, STEP_SIZES, on_gpu, split
+from app.engine.decoding.shapes.padded_cache import PaddedKVCache
 from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
 from tests.engine.decoding.test_cache_property import ScriptedPolicy
 from tests.engine.helpers import drive, spied

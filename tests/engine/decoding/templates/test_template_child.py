@@ -23,12 +23,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.engine.decoding import renderer
-from app.engine.decoding.renderer import LIMIT_MESSAGE, TemplateRenderer, close_renderers, live_renderer_pids
-from app.engine.decoding.templates import TemplateError, format_chat, render_chat
+from app.engine.decoding.templates import renderer
+from app.engine.decoding.templates.chat import TemplateError, format_chat, render_chat
+from app.engine.decoding.templates.renderer import (
+    LIMIT_MESSAGE,
+    TemplateRenderer,
+    close_renderers,
+    live_renderer_pids,
+)
 from app.engine.measure.toy import CHATML_TEMPLATE
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 MESSAGES = [{"role": "user", "content": "Hi"}]
 LOOP_FOREVER = "{% for i in range(10**5) %}{% for j in range(10**5) %}{% endfor %}{% endfor %}"
 # grows by a megabyte per step, where the tracer sees it, and stops at a gigabyte whatever happens
@@ -168,8 +173,8 @@ def test_no_child_outlives_the_app(ending: str) -> None:
         f"""
         import sys, time
         from types import SimpleNamespace
-        from app.engine.decoding.renderer import live_renderer_pids
-        from app.engine.decoding.templates import format_chat
+        from app.engine.decoding.templates.renderer import live_renderer_pids
+        from app.engine.decoding.templates.chat import format_chat
         tokenizer = SimpleNamespace(chat_template={CHATML_TEMPLATE!r}, encode=lambda t, add_special_tokens: [1])
         format_chat(tokenizer, [{{"role": "user", "content": "Hi"}}])
         print(live_renderer_pids()[0], flush=True)

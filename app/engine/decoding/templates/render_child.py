@@ -1,6 +1,6 @@
 """The renderer child (see renderer.py): renders chat templates sent as JSON lines on stdin.
 
-Run as `python -m app.engine.decoding.render_child SETTINGS`. It limits its own address space
+Run as `python -m app.engine.decoding.templates.render_child SETTINGS`. It limits its own address space
 first where asked, says it is ready, then answers each request line with one JSON line: the
 text, or the error and whether a limit tripped. End of input ends it, so a parent that dies,
 however it dies, leaves no child behind once the render in progress stops at its deadline.
@@ -24,7 +24,7 @@ def _limit_address_space(limit: int) -> None:
 
 
 def _answer(line: bytes) -> dict[str, Any]:
-    from app.engine.decoding.templates import TemplateError, TemplateLimitError, render_chat
+    from app.engine.decoding.templates.chat import TemplateError, TemplateLimitError, render_chat
 
     try:
         request = json.loads(line)
@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
     settings = json.loads(argv[0]) if argv else {}
     if settings.get("address_limit"):
         _limit_address_space(int(settings["address_limit"]))
-    import app.engine.decoding.templates  # noqa: F401  # loaded before "ready", not in a render's time
+    import app.engine.decoding.templates.chat  # noqa: F401  # loaded before "ready", not in a render's time
 
     out = sys.stdout.buffer
     _write(out, {"ready": True})

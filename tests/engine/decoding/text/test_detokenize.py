@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.engine.decoding.detokenize import StreamingDetokenizer
+from app.engine.decoding.text.detokenize import StreamingDetokenizer
 from app.engine.measure.toy import ToyModels
 
 TEXTS = [

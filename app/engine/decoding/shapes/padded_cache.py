@@ -24,7 +24,7 @@ from typing import Any
 import mlx.core as mx
 from mlx_lm.models.cache import KVCache, make_prompt_cache
 
-from app.engine.decoding.buckets import on_gpu
+from app.engine.decoding.shapes.buckets import on_gpu
 
 KEY_STEP = 256  # KVCache's own allocation step: a padded view is a slice of a buffer it has anyway
 

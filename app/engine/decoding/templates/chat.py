@@ -18,15 +18,15 @@ from typing import Any, cast
 
 import jinja2
 
-from app.engine.decoding.renderer import renderer_for
-from app.engine.decoding.sandbox import (
+from app.engine.decoding.templates.renderer import renderer_for
+from app.engine.decoding.templates.sandbox import (
     MAX_TEXT,
     TemplateError,
     TemplateLimitError,
     TooLarge,
     compile_template,
 )
-from app.engine.decoding.text import clean_text
+from app.engine.decoding.text.clean import clean_text
 
 __all__ = ["TemplateError", "TemplateLimitError", "format_chat", "plain_format", "render_chat"]
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.engine.decoding.sandbox import TemplateError, TemplateLimitError
+from app.engine.decoding.templates.sandbox import TemplateError, TemplateLimitError
 
 LIMIT_MESSAGE = "the model's chat template took too long / used too much memory — SpecChat stopped it"
 MEMORY_LIMIT = 1 << 30  # far above any real template's needs, even at the 16 MB output cap
@@ -32,7 +32,7 @@ ADDRESS_LIMIT_ENFORCED = sys.platform.startswith("linux")
 _POLL = 0.05  # how often a render that has not answered yet has its child's memory read
 _KEEP = 4  # children kept alive at once; a pair renders one template, tools may touch a few
 
-CHILD_MODULE = "app.engine.decoding.render_child"
+CHILD_MODULE = "app.engine.decoding.templates.render_child"
 
 
 def resident_bytes(pid: int) -> int | None:
@@ -144,7 +144,7 @@ class TemplateRenderer:
         env = dict(os.environ)
         if not getattr(sys, "frozen", False):
             # the child imports this package from where the parent did, whatever its working folder
-            root = str(Path(__file__).resolve().parents[3])
+            root = str(Path(__file__).resolve().parents[4])
             env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         try:
             self._proc = subprocess.Popen(
