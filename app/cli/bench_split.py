@@ -48,9 +48,13 @@ def _relay(source: IO[str], sink: IO[str], seen: list[str]) -> None:
 
 
 def launch(args: argparse.Namespace) -> int:
-    command = launch_command(
-        ["bench", *rank_arguments(sys.argv[2:])], ranks=args.ranks, hostfile=args.hostfile, module="app"
-    )
+    try:
+        command = launch_command(
+            ["bench", *rank_arguments(sys.argv[2:])], ranks=args.ranks, hostfile=args.hostfile, module="app"
+        )
+    except ValueError as exc:  # a hostfile that cannot be used, or too few ranks
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,

@@ -126,3 +126,22 @@ def test_gguf_import_of_a_non_gguf_file(tmp_path: Path) -> None:
 def test_bench_with_a_class_that_has_no_prompts(toy_models: ToyModels) -> None:
     argv = ["bench", "--main", str(toy_models.main), "--max-tokens", "2", "--classes", "no-such-class"]
     _check(_run(*argv), "bench --classes")
+
+
+@pytest.mark.parametrize("command", ["generate", "bench"])
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [(None, "does not exist"), ("{not json", "is not valid JSON"), ('[{"ssh": "a"}]', "has no IP address")],
+)
+def test_a_hostfile_that_cannot_be_used_is_named_in_our_words(
+    toy_models: ToyModels, tmp_path: Path, command: str, content: str | None, problem: str
+) -> None:
+    """Checked before any launcher starts: not mlx.launch's own `-c: error:` line."""
+    hosts = tmp_path / "hosts.json"
+    if content is not None:
+        hosts.write_text(content, encoding="utf-8")
+    argv = [command, "--main", str(toy_models.main), "--hostfile", str(hosts)]
+    result = _run(*argv, *(["hi"] if command == "generate" else ["--max-tokens", "8"]))
+    _check(result, f"{command} {problem}")
+    last = result.stderr.decode().strip().splitlines()[-1]
+    assert problem in last and "hosts.json" in last and "-c:" not in last, last

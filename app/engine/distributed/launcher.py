@@ -20,6 +20,8 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.engine.distributed.hosts import read_hostfile
+
 _LAUNCH = "from mlx._distributed_utils.launch import main; main()"
 _LOST = re.compile(r"Node with rank (\d+) (?:exited with code (-?\d+)|was killed)")
 _ONE_THREAD = ("OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1", "VECLIB_MAXIMUM_THREADS=1")
@@ -54,9 +56,12 @@ def launch_command(
     module: str = "app.engine.distributed.rank",
 ) -> list[str]:
     """`mlx.launch`'s command line running `python -m module rank_args` on N local ranks or on a
-    hostfile's machines (each needs this Python at the same path, and the models)."""
+    hostfile's machines (each needs this Python at the same path, and the models). A hostfile is
+    read first (`HostfileError`, in our words, rather than the launcher's traceback line)."""
     if (ranks is None) == (hostfile is None):
         raise ValueError("give either a number of local ranks or a hostfile")
+    if hostfile is not None:
+        read_hostfile(Path(hostfile))
     python = python or sys.executable
     launch = [python, "-c", _LAUNCH, "--env", f"PYTHONPATH={_APP_ROOT}"]
     if ranks is not None:

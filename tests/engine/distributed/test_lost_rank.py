@@ -11,6 +11,7 @@ from app.engine.decoding.decode import generate
 from app.engine.decoding.events import EngineError, GenerationFinished, TokenEvent
 from app.engine.decoding.loading import load_pair
 from app.engine.decoding.session import ChatSession
+from app.engine.distributed.hosts import HostfileError
 from app.engine.distributed.session import Placement, RanksLost, ShardedPair
 from app.engine.distributed.wire import PolicySpec, RankInfo, version_mismatch
 from app.engine.measure.toy import ToyModels
@@ -59,7 +60,7 @@ def test_different_versions_are_named() -> None:
 
 
 def test_a_hostfile_that_is_not_there_is_named(tmp_path) -> None:
-    with pytest.raises(RanksLost, match=r"could not start the ranks.*doesn.t exist"):
+    with pytest.raises(HostfileError, match=r"hosts\.json does not exist"):
         ShardedPair("main", None, Placement(hostfile=str(tmp_path / "hosts.json")))
 
 
