@@ -32,10 +32,22 @@ class TimedRun:
     log: list[RoundRecord] = field(default_factory=list)
 
     @property
+    def decode_span(self) -> tuple[int, float]:
+        """Tokens after the first, and the seconds from the first token to the last."""
+        if len(self.stamps) < 2:
+            return 0, 0.0
+        return len(self.stamps) - 1, self.stamps[-1] - self.stamps[0]
+
+    @property
     def decode_rate(self) -> float:
         """Tokens per second from the first token to the last (0 with fewer than two)."""
-        span = self.stamps[-1] - self.stamps[0] if len(self.stamps) > 1 else 0.0
-        return (len(self.stamps) - 1) / span if span > 0 else 0.0
+        tokens, span = self.decode_span
+        return tokens / span if span > 0 else 0.0
+
+    @property
+    def answer_seconds(self) -> float:
+        """From the prompt sent to the last token (0 with no token)."""
+        return self.stamps[-1] - self.start if self.stamps else 0.0
 
 
 def run_timed(

@@ -156,7 +156,6 @@ def _to_run(
     repeat: int = 0,
 ) -> BenchRun:
     n = len(t.ids)
-    span = t.stamps[-1] - t.stamps[0] if n > 1 else 0.0
     return BenchRun(
         prompt_id=p.id,
         prompt_class=p.prompt_class,
@@ -164,8 +163,8 @@ def _to_run(
         k=k if mode not in PLAIN_MODES else 0,
         temperature=sampling.temperature,
         tokens=n,
-        seconds=span,
-        tok_per_s=(n - 1) / span if span > 0 else 0.0,
+        seconds=t.decode_span[1],
+        tok_per_s=t.decode_rate,
         ttft=(t.stamps[0] - t.start) if n else 0.0,
         proposed=t.proposed,
         accepted=t.accepted,

@@ -94,13 +94,9 @@ def _excess(run: TimedRun) -> float:
 
 def _rate(runs: Sequence[TimedRun]) -> float:
     """Tokens per second over every run's first token to last, the runs together."""
-    spans = [(len(r.stamps) - 1, r.stamps[-1] - r.stamps[0]) for r in runs if len(r.stamps) > 1]
+    spans = [r.decode_span for r in runs]
     seconds = sum(s for _, s in spans)
     return sum(n for n, _ in spans) / seconds if seconds > 0 else 0.0
-
-
-def _answer_seconds(run: TimedRun) -> float:
-    return run.stamps[-1] - run.start if run.stamps else 0.0
 
 
 def _reduce(prompt: str, mode: str, runs: Sequence[TimedRun], plain: TimedRun | None, step: float) -> ModeRun:
@@ -114,7 +110,7 @@ def _reduce(prompt: str, mode: str, runs: Sequence[TimedRun], plain: TimedRun | 
         prompt=prompt,
         mode=mode,
         tokens=len(run.ids),
-        answer_seconds=_answer_seconds(run),
+        answer_seconds=run.answer_seconds,
         tok_per_s=_rate(runs),
         proposed=run.proposed,
         accepted=run.accepted,
@@ -132,7 +128,7 @@ def _reduce(prompt: str, mode: str, runs: Sequence[TimedRun], plain: TimedRun | 
             for i, r in enumerate(one.log)
             if step > 0 and r.wall_seconds > SLOW_STEPS * step
         ),
-        again_seconds=statistics.median(_answer_seconds(one) for one in runs[1:]) if len(runs) > 1 else 0.0,
+        again_seconds=statistics.median(one.answer_seconds for one in runs[1:]) if len(runs) > 1 else 0.0,
     )
 
 
