@@ -330,12 +330,8 @@ class AdaptiveDraftLength:
         return self.overhead.value + step
 
     def plain_seconds(self, step: float) -> float:
-        """Plain as a bypass plays it, per token: queued steps where seen; dearer than a step alone only
-        over 3 stretches (one caught in a stall kept a losing draft in: they are timed only bypassed)."""
-        alone, queued = self._plain_round(step), self.queued_plain.value * step
-        if self.queued_plain.rounds < 3 or (queued > alone and self.queued_plain.means.count < 3):
-            return alone
-        return queued
+        """Plain decoding as a bypass plays it, per token (`QueuedSteps.price`)."""
+        return self.queued_plain.price(step, self._plain_round(step))
 
     def _follow_probe(self, event: RoundEvent, wall: float, slow: bool) -> None:
         """Let the prober settle what the last probe really cost, priced at today's plain step;

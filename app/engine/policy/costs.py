@@ -109,6 +109,18 @@ class QueuedSteps:
             return self.means.value
         return self._sum / self._n if self._n else 0.0
 
+    def price(self, step: float, alone: float) -> float:
+        """Plain decoding per token in seconds, `step` the plain step and `alone` a plain round
+        timed alone: queued steps where 3 were seen, never dearer than `alone` before 3 stretches
+        say so. Queueing only hides a sync; one stretch caught in a stall priced plain at 2.7x a
+        step alone on an H100 and kept a losing draft in for six answers, since queued steps are
+        timed only while the draft sits out (docs/measurements/2026-11-26-gpu-bench-repeated.md).
+        Several stretches that agree say the machine slowed."""
+        queued = self.value * step
+        if self.rounds < 3 or (queued > alone and self.means.count < 3):
+            return alone
+        return queued
+
 
 class LineSums:
     """Sums of a weighted least-squares line's points, so that one point can be taken out again
