@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
+from app.engine.measure.replay import Trace
 
 
 @dataclass
@@ -122,3 +124,11 @@ def spied(pair: ModelPair) -> tuple[ModelPair, ForwardSpy, ForwardSpy]:
         main,
         draft,
     )
+
+
+def agreeing_trace(p_hit: float, seed: int, n: int = 128) -> Trace:
+    """A replayable answer of `n` distinct tokens (prompt lookup finds nothing), each a draft hit
+    with chance `p_hit`."""
+    rng = random.Random(seed)
+    answer = tuple(rng.sample(range(1000, 100_000), n))
+    return Trace(tuple(range(400)), answer, tuple(rng.random() < p_hit for _ in answer), "agree")

@@ -4,24 +4,17 @@ against plain decoding under it."""
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 
 import pytest
 
 from app.engine.decoding.events import RoundEvent
 from app.engine.decoding.policy import PlainDecoding, RoundContext
-from app.engine.measure.replay import CostModel, SimulatedClock, Trace, replay
+from app.engine.measure.replay import CostModel, SimulatedClock, replay
 from app.engine.policy.adaptive import AdaptiveDraftLength
+from tests.engine.helpers import agreeing_trace
 
 GPU, COMPUTE = CostModel.shaped("gpu-4bit", step=1.0), CostModel.shaped("compute", step=1.0)
-
-
-def _trace(p_hit: float, seed: int, n: int = 128) -> Trace:
-    """Distinct tokens (prompt lookup finds nothing), each a draft hit with chance `p_hit`."""
-    rng = random.Random(seed)
-    answer = tuple(rng.sample(range(1000, 100_000), n))
-    return Trace(tuple(range(400)), answer, tuple(rng.random() < p_hit for _ in answer), "agree")
 
 
 def test_a_catch_up_read_costs_a_pass_per_size_it_is_split_into():
@@ -44,7 +37,7 @@ class _Spy(PlainDecoding):
 
 
 def test_plain_steps_are_queued_only_under_a_shape_that_queues_them():
-    trace = _trace(0.0, seed=1, n=10)
+    trace = agreeing_trace(0.0, seed=1, n=10)
     spy = _Spy()
     queued = replay(trace, spy, GPU)
     # the first step is timed alone (its sync), the nine after it queued under the one before
@@ -78,7 +71,7 @@ def test_a_bypassed_draft_decodes_on_queued_steps_within_a_few_percent_of_plain(
     clock = SimulatedClock()
     policy = _Queues(clock=clock)
     policy.log = []
-    traces = [_trace(p_hit, seed=i) for i in range(6)]
+    traces = [agreeing_trace(p_hit, seed=i) for i in range(6)]
     ratios = []
     for trace in traces:
         policy.log.clear()
@@ -107,7 +100,7 @@ def test_a_fresh_controller_does_not_recheck_a_draft_every_8_rounds_where_a_prob
     costs = replace(GPU, draft_step=0.6)
     probes, ratios = 0, []
     for seed in range(6):
-        trace = _trace(0.9, seed=seed)
+        trace = agreeing_trace(0.9, seed=seed)
         clock = SimulatedClock()
         policy = _Queues(use_lookup=False, clock=clock)
         policy.log = []
@@ -130,7 +123,7 @@ def test_probes_reading_all_they_skipped_are_spaced_by_what_they_measured():
     policy.log = []
     probes, ratios = 0, []
     for seed in range(12):
-        trace = _trace(0.9, seed=seed)
+        trace = agreeing_trace(0.9, seed=seed)
         policy.log.clear()
         mine = replay(trace, policy, costs, clock=clock)
         probes += sum(e.policy.get("why") == "probe" and e.k > 0 for e, _ in policy.log)
@@ -151,7 +144,7 @@ def test_plain_steps_caught_in_a_stall_while_first_queued_do_not_keep_a_losing_d
     slow = {r: 5.0 for r in range(first_slow, first_slow + 3)}
     ratios = []
     for i in range(6):
-        trace = _trace(0.9, seed=i)
+        trace = agreeing_trace(0.9, seed=i)
         mine = replay(trace, policy, GPU, clock=clock, slow=slow if i == 0 else None)
         ratios.append(replay(trace, PlainDecoding(), GPU).seconds / (mine.seconds - mine.slow_seconds))
     assert min(ratios[1:]) >= 0.93, ratios

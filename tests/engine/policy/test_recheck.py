@@ -3,13 +3,12 @@ a draft that is dear even at its cheapest is never rechecked."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from app.engine.decoding.policy import PlainDecoding
-from app.engine.measure.replay import CostModel, SimulatedClock, Trace, replay
+from app.engine.measure.replay import CostModel, SimulatedClock, replay
 from app.engine.policy.adaptive import AdaptiveDraftLength
+from tests.engine.helpers import agreeing_trace
 
 STEP = 0.011
 # a 14B bf16 main with a 0.5B draft on an H100 (runs E-H): verify passes of 2-9 tokens cost
@@ -20,12 +19,6 @@ FLAT = CostModel(
 )  # fmt: skip
 
 
-def _trace(p_hit: float, seed: int, n: int = 128) -> Trace:
-    rng = random.Random(seed)
-    answer = tuple(rng.sample(range(1000, 100_000), n))
-    return Trace(tuple(range(400)), answer, tuple(rng.random() < p_hit for _ in answer), "agree")
-
-
 def _later(costs: CostModel, slow: dict[int, float], seeds: range) -> tuple[list[float], int]:
     """Speed over plain of answers 2-6 per seed (the first holds the slow rounds), and rechecks."""
     ratios, rechecks = [], 0
@@ -33,7 +26,7 @@ def _later(costs: CostModel, slow: dict[int, float], seeds: range) -> tuple[list
         clock = SimulatedClock()
         policy = AdaptiveDraftLength(clock=clock)
         for i in range(6):
-            trace = _trace(0.9, seed * 100 + i)
+            trace = agreeing_trace(0.9, seed * 100 + i)
             plain = replay(trace, PlainDecoding(), costs, seed=seed * 100 + i)
             mine = replay(
                 trace, policy, costs, clock=clock, seed=seed * 100 + i, slow=slow if i == 0 else None
