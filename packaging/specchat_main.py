@@ -13,10 +13,11 @@ import sys
 
 def main() -> int:
     from app.engine.blas import ensure_blas
-    from app.engine.kernel_cache import keep_compiled_kernels
+    from app.engine.kernel_cache import keep_compiled_kernels, shape_generic_attention
 
     ensure_blas()  # before the module or command imports MLX: only then can MLX use it
     keep_compiled_kernels()  # before the first GPU pass compiles anything
+    shape_generic_attention()  # likewise: attention then builds nothing per shape
     argv = sys.argv[1:]
     if len(argv) >= 2 and argv[0] == "-m" and argv[1].split(".")[0] == "app":
         module = argv[1]

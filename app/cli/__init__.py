@@ -56,10 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from app.engine.blas import ensure_blas
-    from app.engine.kernel_cache import keep_compiled_kernels
+    from app.engine.kernel_cache import keep_compiled_kernels, shape_generic_attention
 
     ensure_blas()  # before any command imports MLX: only then can MLX's CPU build use it
     keep_compiled_kernels()  # before the first GPU pass compiles anything
+    shape_generic_attention()  # likewise: attention then builds nothing per shape
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     # Parse once to find the command, then let its module add its own arguments. `--help` is

@@ -6,6 +6,12 @@ about two minutes compiling again (docs/measurements/2026-11-26-gpu-bench-real-s
 Pointing `MLX_PTX_CACHE_DIR` at a folder in the user's cache makes that a once-per-machine
 cost. MLX reads the variable when it first compiles, so this must run before any pass; a value
 the user set is kept. Metal (macOS) ships its kernels prebuilt and needs nothing here.
+
+The same backend hands attention to cuDNN, which builds a new execution plan for every (query
+length, key length) it meets, in memory only: on an H100 that was 60-90 ms per shape, and a 7B
+pair's warm-up of every shape took 11.5-13.3 s. MLX's own attention (its vector kernel for
+short queries, matrix products otherwise) needs nothing per shape: the warm-up took 4.8-5.0 s
+and decoding ran as fast (docs/measurements/2026-11-26-cuda-attention.md).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 
 VARIABLE = "MLX_PTX_CACHE_DIR"
+CUDNN_ATTENTION = "MLX_CUDA_USE_CUDNN_SDPA"
 
 
 def kernel_cache_dir() -> Path:
@@ -41,3 +48,13 @@ def keep_compiled_kernels() -> Path | None:
         return None  # an unwritable home: MLX keeps its temporary-folder default
     os.environ[VARIABLE] = str(folder)
     return folder
+
+
+def shape_generic_attention() -> bool:
+    """Have MLX's CUDA backend attend with its own kernels rather than cuDNN's plans built per
+    shape, on Linux, unless the user chose; whether cuDNN's attention is now off. MLX reads the
+    variable at its first attention, so this must run before any pass."""
+    if not sys.platform.startswith("linux"):
+        return False
+    os.environ.setdefault(CUDNN_ATTENTION, "0")
+    return os.environ[CUDNN_ATTENTION] == "0"

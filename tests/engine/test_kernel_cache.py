@@ -1,4 +1,5 @@
-"""MLX's compiled GPU kernels are kept in the user's cache on Linux, unless the user chose a place."""
+"""MLX's compiled GPU kernels are kept in the user's cache on Linux, unless the user chose a place,
+and its CUDA backend attends with kernels that need no plan per shape, unless the user chose."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 from app.engine import kernel_cache
-from app.engine.kernel_cache import VARIABLE, keep_compiled_kernels
+from app.engine.kernel_cache import CUDNN_ATTENTION, VARIABLE, keep_compiled_kernels, shape_generic_attention
 
 
 @pytest.mark.skipif(
@@ -48,3 +49,27 @@ def test_an_unwritable_cache_leaves_mlx_its_default(tmp_path, monkeypatch):
     assert keep_compiled_kernels() is None
 
     assert VARIABLE not in os.environ
+
+
+def test_cuda_attention_is_mlxs_own_on_linux(monkeypatch):
+    monkeypatch.delenv(CUDNN_ATTENTION, raising=False)
+    monkeypatch.setattr(kernel_cache.sys, "platform", "linux")
+    assert shape_generic_attention()
+
+    assert os.environ[CUDNN_ATTENTION] == "0"
+
+
+def test_a_user_who_asks_for_cudnn_attention_keeps_it(monkeypatch):
+    monkeypatch.setenv(CUDNN_ATTENTION, "1")
+    monkeypatch.setattr(kernel_cache.sys, "platform", "linux")
+    assert not shape_generic_attention()
+
+    assert os.environ[CUDNN_ATTENTION] == "1"
+
+
+def test_attention_is_left_alone_on_a_mac(monkeypatch):
+    monkeypatch.delenv(CUDNN_ATTENTION, raising=False)
+    monkeypatch.setattr(kernel_cache.sys, "platform", "darwin")
+    assert not shape_generic_attention()
+
+    assert CUDNN_ATTENTION not in os.environ

@@ -30,7 +30,7 @@ from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS
 from app.engine.features.timed_run import TimedRun, run_timed
-from app.engine.kernel_cache import keep_compiled_kernels
+from app.engine.kernel_cache import keep_compiled_kernels, shape_generic_attention
 from app.engine.measure.bench import run_mlx_lm
 from app.engine.measure.toy_pair import build_pair, measure_agreement
 from app.engine.measure.toy_shapes import PAIRS
@@ -251,9 +251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--prompts and --repeat must be at least 1 and --tokens at least 2")
 
     kernels = keep_compiled_kernels()  # as the app does: compiled kernels outlive the process
+    attention = "MLX's own" if shape_generic_attention() else "the backend's default"
     print(
         f"device: {mx.default_device()}  pair: {args.pair}  agreement asked: {args.agreement:.2f}  "
-        f"compiled kernels kept in: {kernels or 'MLX default'}"
+        f"compiled kernels kept in: {kernels or 'MLX default'}  attention: {attention}"
     )
     start = time.perf_counter()
     pair = build_pair(args.pair, bits=args.bits, agreement=args.agreement, seed=args.seed)

@@ -10,6 +10,8 @@ into (`decoding/shapes/buckets.py`) by each model. With padded keys (a GPU), att
 (pass size, key width) too, so every size of several tokens then runs at every key width a
 conversation of up to `WARM_CONTEXT` tokens meets; without that, a probe's catch-up read at a
 new width cost 30-85 ms on an H100 (docs/measurements/2026-11-26-gpu-bench-real-shapes.md).
+With MLX's own attention on CUDA (`kernel_cache.shape_generic_attention`) those widths cost
+little more than their work.
 `bench` does it before its timed runs; the worker after loading a pair on a GPU, so that compile
 time is part of loading, shown as such, and not of the first answer.
 """
