@@ -249,6 +249,7 @@ class AdaptiveDraftLength:
         return Standing(
             self.sources, available, self.played, self.since_used, self._best_speedup, self.link,
             self.record, self.overhead.value, costs, draft, plain, read_rate,
+            max(self.verify.by_n, default=0),
         )  # fmt: skip
 
     def _note(

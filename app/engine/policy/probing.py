@@ -21,6 +21,7 @@ from app.engine.policy.costs import RecentMedian
 from app.engine.policy.estimates import AcceptanceCounts
 
 DRAFT, LOOKUP = Provenance.DRAFT, Provenance.LOOKUP
+HOPELESS_EVERY = 4096  # rounds between probes of a draft that could not pay even if always right
 
 
 def affordable_interval(
@@ -50,6 +51,18 @@ def read_limit(
     return max(probe_read, int((skipped * base - extra) / read))
 
 
+def by_line_above(costs: Sequence[float], measured: int) -> list[float]:
+    """`costs` (index n: a verify pass over n tokens) with every size above `measured` priced
+    along the table's own slope at that size, which between measured sizes is a straight line;
+    unchanged where `measured` is 0 or covers the table."""
+    out = list(costs)
+    if 0 < measured < len(out) - 1:
+        slope = out[measured] - out[measured - 1]
+        for n in range(measured + 1, len(out)):
+            out[n] = max(out[n], out[measured] + slope * (n - measured))
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Standing:
     """What the controller knows at a full choice that decides a probe, handed to the prober."""
@@ -66,6 +79,7 @@ class Standing:
     drafting: Mapping[Provenance, list[float]]  # drafting[s][k]: s proposing k tokens
     plain: float  # plain decoding per token, as a bypass plays it
     read_rate: float | None  # the draft's reading one skipped token, in plain rounds (None: unknown)
+    verified_up_to: int = 0  # the largest verify size measured (0: as `costs` says, unchecked)
 
 
 class Prober:
@@ -98,12 +112,19 @@ class Prober:
         self._wall = None
 
     @staticmethod
-    def _speedup_by_record(at: Standing, up_to: int, draft: list[float], plain_round: float) -> float:
-        """The draft's best speedup if the text were as its long-run record: whether probing a
-        bypassed draft is worth reading what it skipped."""
-        tokens, overhead, costs = at.record.tokens(up_to), at.overhead, at.costs
-        return (
-            max(tokens[k] / (overhead + draft[k] + costs[k + 1]) for k in range(1, up_to + 1)) * plain_round
+    def _best_speedup(at: Standing, up_to: int, draft: list[float], tokens: Sequence[float]) -> float:
+        """The draft's best speedup over plain as a bypass plays it (the choice's own measure),
+        were a round drafting k tokens worth `tokens[k]`: by its long-run record, whether probing
+        a bypassed draft is worth reading what it skipped; if always right, whether any probe can
+        change the verdict. Verify sizes above those measured are priced along the line through
+        the largest: the choice prices them as cheap as they could be so that it tries them, but a
+        probe plays `probe_k` and never measures them (on an H100, a 4-bit 7B pair's verify of 7-9
+        tokens priced as one of 4 made a draft that never paid "pay" by its record at k = 6-8, and
+        blind probes read 56-77 skipped tokens in answer after answer:
+        docs/measurements/2026-11-26-probe-prices.md)."""
+        costs = by_line_above(at.costs, at.verified_up_to)
+        return max(
+            tokens[k] * at.plain / (at.overhead + draft[k] + costs[k + 1]) for k in range(1, up_to + 1)
         )
 
     def probe(self, best: DraftPlan, at: Standing) -> DraftPlan | None:
@@ -156,7 +177,19 @@ class Prober:
             # said 2 steps timed alone where it cost 3.5 queued ones, and rechecks every 8 rounds
             # cost a fresh pair's first answer 9%)
             paid = max(passes + plain_round - at.plain, self.extra.value)
-            if (at.played[s] < 3 or learning) and paid <= 2 * at.plain:
+            # once a probe right on all it proposed left the draft out (the recheck had its chance
+            # to replay prices caught in a stall), a draft that would not pay even if always right
+            # waits for prices to move, which they do slowly: a probe now and then, reading a
+            # window (on an H100 a 4-bit 7B pair's draft step cost 0.6 of a plain step, and blind
+            # probes every answer cost those answers 5-15%)
+            hopeless = (
+                s is DRAFT
+                and self.fruitless > 0
+                and self._best_speedup(at, available[s], draft[s], range(1, available[s] + 2)) < config.margin
+            )
+            if hopeless:
+                interval, limit = HOPELESS_EVERY, config.probe_read
+            elif (at.played[s] < 3 or learning) and paid <= 2 * at.plain:
                 interval = 8
             elif (
                 s is DRAFT
@@ -165,7 +198,7 @@ class Prober:
                     self.fruitless < 1
                     or measured <= budget * max(config.close_probe_every, math.ceil(extra / budget))
                 )
-                and self._speedup_by_record(at, available[s], draft[s], plain_round) >= 1.0
+                and self._best_speedup(at, available[s], draft[s], at.record.tokens(available[s])) >= 1.0
             ):
                 # reads all it skipped: its hindsight over the whole stretch is what corrects
                 # the record (reading only a window, the record learns too little per probe
@@ -191,7 +224,7 @@ class Prober:
             interval = math.ceil(interval / share)
             # probes never stop: every 512 rounds at the least, or as far apart as their measured
             # cost needs to keep within the budget (up to 4096 rounds)
-            cap = min(max(512, math.ceil(measured / budget)), 4096)
+            cap = HOPELESS_EVERY if hopeless else min(max(512, math.ceil(measured / budget)), HOPELESS_EVERY)
             self.due = min(self.due, interval, cap)
             if at.since_used[s] >= min(interval, cap):
                 return DraftPlan(k, s, limit)
