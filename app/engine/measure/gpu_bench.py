@@ -15,12 +15,14 @@ plain steps moved plain's own second run 0.86-1.22x in single runs.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import mlx.core as mx
 
@@ -132,6 +134,21 @@ def _reduce(prompt: str, mode: str, runs: Sequence[TimedRun], plain: TimedRun | 
     )
 
 
+def _write_rounds(path: str, answers: Sequence[tuple[str, str, TimedRun]]) -> None:
+    """Every answer's rounds as JSON, in the order they were timed: what a controller did and
+    why, to read beside the table (a probe's cost, the speedups it predicted)."""
+    rows = [
+        {
+            "prompt": prompt,
+            "mode": mode,
+            "seconds": run.answer_seconds,
+            "rounds": [asdict(r) for r in run.log],
+        }
+        for prompt, mode, run in answers
+    ]
+    Path(path).write_text(json.dumps(rows))
+
+
 def mode_names(ks: Sequence[int]) -> list[str]:
     """plain first (the reference), plain2 last (so drift over the prompt shows in it)."""
     return ["plain", "mlx_lm", *(f"fixed{k}" for k in ks), "adaptive", "plain2"]
@@ -147,9 +164,11 @@ def run_prompts(
     only: Sequence[str] = (),
     done: Callable[[list[ModeRun]], None] | None = None,
     repeat: int = 1,
+    keep: Callable[[str, str, TimedRun], None] | None = None,
 ) -> list[list[ModeRun]]:
     """Every mode `repeat` times per prompt (all modes in turn, then again), prompts in order;
-    no warm-up of its own (the caller's is the one measured)."""
+    no warm-up of its own (the caller's is the one measured). `keep(prompt, mode, run)` sees
+    every answer of our own loop as it is timed."""
     greedy = SamplingParams()
     adaptive = AdaptiveDraftLength(use_draft=True)  # keeps its estimates across answers, as the app's does
     results = []
@@ -171,6 +190,8 @@ def run_prompts(
                 else:
                     policy = adaptive
                 runs[mode].append(run_timed(pair, ids, policy, greedy, tokens))
+                if keep is not None:
+                    keep(name, mode, runs[mode][-1])
         plain = runs["plain"][0]
         step = statistics.median(_gaps(plain.stamps)) if len(plain.stamps) > 1 else 0.0
         results.append([_reduce(name, m, r, None if m == "plain" else plain, step) for m, r in runs.items()])
@@ -245,6 +266,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--repeat", type=int, default=1, help="answers per mode and prompt, in turn")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--rounds", metavar="JSON", help="write every round of every answer (why, k, times) to this file"
+    )
     args = parser.parse_args(argv)
     ks = [int(k) for k in args.ks.split(",")]
     if args.prompts < 1 or args.tokens < 2 or args.repeat < 1:
@@ -266,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"load {built - start:.2f} s, warm-up {warmed - built:.2f} s ({warm_rounds} rounds), "
         f"together {warmed - start:.2f} s"
     )
+    answers: list[tuple[str, str, TimedRun]] = []
     report = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
     only = tuple(m for m in args.modes.split(",") if m)
     print(format_table([])[0], flush=True)
@@ -279,7 +304,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         only,
         done=lambda runs: print("\n".join(format_table([runs])[1:]), flush=True),
         repeat=args.repeat,
+        keep=None if args.rounds is None else lambda *answer: answers.append(answer),
     )
+    if args.rounds is not None:
+        _write_rounds(args.rounds, answers)
     print("\n".join(format_summary(results)))
     for runs in results:  # what the adaptive answers' stalls were made of
         for r in runs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 from app.engine.measure.gpu_bench import COLUMNS, main, mode_names
@@ -44,3 +45,27 @@ def test_repeat_plays_every_mode_that_many_times_in_turn_and_rates_them_together
     rows = [line.split() for line in out.splitlines()[3:5]]
     assert [r[1] for r in rows] == ["plain", "fixed2"] and rows[1][-1] == "yes"
     assert rows[0][5] == "24"  # the first answer's rounds, not the three answers' sum
+
+
+def test_rounds_file_holds_every_answer_in_the_order_it_was_timed(tmp_path, capsys) -> None:
+    path = tmp_path / "rounds.json"
+    args = [
+        "--pair",
+        "tiny",
+        "--prompts",
+        "1",
+        "--tokens",
+        "24",
+        "--modes",
+        "fixed2,adaptive",
+        "--repeat",
+        "2",
+    ]
+    assert main([*args, "--quiet", "--rounds", str(path)]) == 0
+    capsys.readouterr()
+    answers = json.loads(path.read_text())
+    assert [a["mode"] for a in answers] == ["plain", "fixed2", "adaptive"] * 2
+    fixed = answers[1]["rounds"]
+    assert all(r["k"] == 2 for r in fixed[:-1]) and sum(r["accepted"] for r in fixed) <= 2 * len(fixed)
+    assert all(r["k"] == 0 for r in answers[0]["rounds"]) and len(answers[0]["rounds"]) == 24
+    assert all(isinstance(r["why"], str) and r["why"] for r in answers[2]["rounds"])  # adaptive says why
