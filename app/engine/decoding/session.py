@@ -52,7 +52,7 @@ def _rewind(cache: list[Any], length: int) -> bool:
 class ChatSession:
     """Owns both caches; only the engine's worker thread may touch it.
 
-    `bucketed`: every pass is split into the sizes of `buckets.PASS_SIZES`; `padded_keys`: the
+    `bucketed`: every pass runs at one of `buckets.PASS_SIZES` (`buckets.run`); `padded_keys`: the
     caches hand attention keys padded to a few lengths (`padded_cache`). Both keep a GPU from
     compiling kernels mid-answer and default to on there, off on the CPU."""
 

@@ -30,7 +30,7 @@ from typing import Any
 from app.engine.decoding.events import Provenance, RoundEvent
 from app.engine.decoding.lookup import PromptLookup
 from app.engine.decoding.policy import MAX_DRAFT, DraftPlan, DraftPolicy, RoundContext, as_plan, playable
-from app.engine.decoding.shapes.buckets import split
+from app.engine.decoding.shapes.buckets import passes
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +55,8 @@ class Trace:
 class CostModel:
     """Seconds per pass. `verify[n - 1]` is a main pass over n tokens (n = 1 is a plain step);
     a draft round of k tokens costs `draft_fixed + draft_step * k`, plus `draft_read` per skipped
-    token it reads in its first step and `read_piece` per pass size beyond the first that read is
-    split into (buckets.py: on a GPU every piece costs a pass); `queued`, when
+    token it reads in its first step and `read_piece` per pass beyond the first that read takes
+    (buckets.passes: a 512-token chunk each, the rest padded into one); `queued`, when
     set, is a plain step queued under the round before (decode's queue_ahead), which hides the
     sync a step timed alone pays; `noise` is the spread (log-normal sigma) of every timed pass."""
 
@@ -77,7 +77,7 @@ class CostModel:
         return self.verify[-1] + slope * (n - len(self.verify))
 
     def draft_seconds(self, k: int, lag: int) -> float:
-        pieces = len(split(lag + 1)) - 1 if self.read_piece and lag else 0  # pending + skipped
+        pieces = len(passes(lag + 1, pad=True)) - 1 if self.read_piece and lag else 0  # pending + skipped
         return self.draft_fixed + self.draft_step * k + self.draft_read * lag + self.read_piece * pieces
 
     def with_noise(self, noise: float) -> CostModel:
@@ -95,7 +95,7 @@ class CostModel:
           bound by kernel launches, not by their size), catch-up reads nearly free;
         * 'gpu-4bit' (a 4-bit 7B pair on an H100, launch-bound): a queued plain step 1, a pass
           timed alone over n tokens 1.27 + 0.67 (n - 1), a draft step 0.8 and every further
-          pass size a catch-up read is split into 0.9. Only here are plain steps queued.
+          pass a catch-up read takes 2. Only here are plain steps queued.
         """
         if name == "compute":
             verify = tuple(step * (1.0 if n == 1 else 0.6 + 0.4 * n) for n in range(1, MAX_DRAFT + 2))

@@ -219,7 +219,7 @@ class Prober:
                     else config.probe_read
                 )
                 # never closer than whole probes as measured afford: the model above prices a
-                # read per token, where a GPU pays per pass size it is split into
+                # read per token, where a GPU pays mostly per pass
                 interval = max(interval, math.ceil(measured / budget))
             interval = math.ceil(interval / share)
             # probes never stop: every 512 rounds at the least, or as far apart as their measured

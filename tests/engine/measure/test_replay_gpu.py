@@ -17,14 +17,14 @@ from tests.engine.helpers import agreeing_trace
 GPU, COMPUTE = CostModel.shaped("gpu-4bit", step=1.0), CostModel.shaped("compute", step=1.0)
 
 
-def test_a_catch_up_read_costs_a_pass_per_size_it_is_split_into():
+def test_a_catch_up_read_costs_a_pass_per_512_tokens_the_rest_padded_into_one():
     def draft(lag: int) -> float:
         return GPU.draft_seconds(2, lag) - GPU.draft_seconds(2, 0)
 
     assert draft(1) == pytest.approx(0.08)  # pending and one token: one pass of size 2
-    assert draft(15) == pytest.approx(15 * 0.08)  # 16 tokens: one read size
-    assert draft(16) == pytest.approx(2.0 + 16 * 0.08)  # 17 = 16 + 1
-    assert draft(124) == pytest.approx(4 * 2.0 + 124 * 0.08)  # 125 = 64 + 32 + 16 + 9 + 4
+    assert draft(16) == pytest.approx(16 * 0.08)  # 17 tokens: one pass of 32, padded
+    assert draft(124) == pytest.approx(124 * 0.08)  # 125: one pass of 128
+    assert draft(600) == pytest.approx(2.0 + 600 * 0.08)  # 601 = 512 + 89 padded to 128
     assert COMPUTE.draft_seconds(2, 16) == pytest.approx(0.15 * 2 + 0.12 + 0.12 * 16)  # per token, unchanged
 
 

@@ -4,9 +4,13 @@ MLX on a GPU (Metal, CUDA) builds kernels for every new input shape the first ti
 it: a catch-up read of 16 skipped tokens once took 37.7 s mid-answer on an H200, and 0.2 s the
 next time. Catch-up reads, prefill tails and verify passes come in whatever length the
 conversation gives, so without a fixed set every answer meets new shapes. With one, every pass
-is split into pieces of these sizes, largest first (125 tokens: 64 + 32 + 16 + 9 + 4); a pass
-through a KV cache in pieces is the same computation as one pass, so the output is unchanged,
-and the warm-up (`app/engine/policy/warmup.py`) compiles each size once, at load.
+runs at one of these sizes, and the warm-up (`app/engine/policy/warmup.py`) compiles each size
+once, at load. A read of another length is whole chunks of the largest size, then one pass
+padded up to the next size, the pad trimmed off the cache after it (no real token attends to
+it, since it comes after them): on MLX's CUDA backend a pass costs much the same at any of these
+sizes, and one padded pass took 0.28-0.59 of the exact pieces (125 tokens as 64 + 32 + 16 + 9 +
+4; docs/measurements/2026-11-26-padded-reads.md). Caches that cannot take entries back are read
+in exact pieces, largest first.
 
 MLX's CPU backend runs the same kernels at every shape, so there splitting only costs passes:
 bucketing is on by default on a GPU only.
@@ -17,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import mlx.core as mx
+from mlx_lm.models.cache import KVCache
 
 # a draft step or a verify pass: pending plus up to 8 proposals, the controller's longest draft
 # (policy.config.MAX_K; a test checks the two agree)
@@ -43,15 +48,43 @@ def split(n: int) -> list[int]:
     return pieces
 
 
+def passes(n: int, pad: bool) -> list[tuple[int, int]]:
+    """(pass size, tokens of `n` it reads) for each pass `run` makes: with `pad`, whole chunks
+    of the largest size, then the rest in one pass of the smallest size that holds it; without,
+    `split`."""
+    if not pad:
+        return [(size, size) for size in split(n)]
+    largest = PASS_SIZES[-1]
+    out = [(largest, largest)] * (n // largest)
+    rest = n % largest
+    if rest:
+        out.append((next(size for size in PASS_SIZES if size >= rest), rest))
+    return out
+
+
+def can_pad(cache: list[Any]) -> bool:
+    """Whether a pass's pad can be trimmed back off every layer: plain KV caches (a rotating or
+    recurrent cache cannot give entries back)."""
+    return all(isinstance(layer, KVCache) for layer in cache)
+
+
 def run(model: Any, cache: list[Any], ids: mx.array, bucketed: bool) -> mx.array:
     """The model's logits (1, len(ids), V) for the 1-d `ids` read through `cache`; when
-    `bucketed`, in pieces of the pass sizes (lazily, as one pass would be)."""
+    `bucketed`, in passes of the pass sizes (lazily, as one pass would be), a pad trimmed off."""
     n = ids.shape[0]
     if not bucketed or n in PASS_SIZES:
         return model(ids[None], cache=cache)  # type: ignore[no-any-return]
     outs = []
     at = 0
-    for size in split(n):
-        outs.append(model(ids[at : at + size][None], cache=cache))
-        at += size
-    return mx.concatenate(outs, axis=1)
+    for size, real in passes(n, can_pad(cache)):
+        piece = ids[at : at + real]
+        if size > real:  # the last id again: whatever the pad holds is trimmed unread
+            piece = mx.concatenate([piece, mx.repeat(piece[-1:], size - real)])
+        out = model(piece[None], cache=cache)
+        if size > real:
+            out = out[:, :real]
+            for layer in cache:
+                layer.trim(size - real)
+        outs.append(out)
+        at += real
+    return outs[0] if len(outs) == 1 else mx.concatenate(outs, axis=1)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import mlx.core as mx
 import pytest
+from mlx_lm.models.cache import RotatingKVCache
 
 from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import PREFILL_CHUNK, ChatSession
-from app.engine.decoding.shapes.buckets import PASS_SIZES, READ_SIZES, STEP_SIZES, on_gpu, split
+from app.engine.decoding.shapes.buckets import PASS_SIZES, READ_SIZES, STEP_SIZES, on_gpu, passes, run, split
 from app.engine.decoding.shapes.padded_cache import PaddedKVCache
 from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
 from tests.engine.decoding.test_cache_property import ScriptedPolicy
@@ -20,6 +22,37 @@ def test_every_length_splits_exactly_into_pass_sizes_largest_first():
         pieces = split(n)
         assert sum(pieces) == n and set(pieces) <= set(PASS_SIZES)
         assert pieces == sorted(pieces, reverse=True)
+
+
+def test_a_read_is_whole_chunks_then_one_padded_pass_where_caches_can_trim():
+    assert passes(17, pad=True) == [(32, 17)]
+    assert passes(125, pad=True) == [(128, 125)]
+    assert passes(512, pad=True) == [(512, 512)]
+    assert passes(1100, pad=True) == [(512, 512), (512, 512), (128, 76)]
+    assert passes(17, pad=False) == [(16, 16), (1, 1)]
+    for n in range(1, 1100):
+        assert sum(real for _, real in passes(n, pad=True)) == n
+        assert all(size in PASS_SIZES and real <= size for size, real in passes(n, pad=True))
+
+
+def _logits_and_offset(pair, ids, bucketed, cache=None):
+    model = pair.draft.model
+    cache = cache if cache is not None else ChatSession(pair).new_cache(pair.draft)
+    run(model, cache, mx.array(ids[:40], dtype=mx.uint32), bucketed)  # a context to read after
+    logits = run(model, cache, mx.array(ids[40:], dtype=mx.uint32), bucketed)
+    return logits, [layer.offset for layer in cache]
+
+
+def test_a_padded_read_gives_the_exact_reads_logits_and_leaves_no_pad_behind(toy_pair):
+    ids = toy_pair.tokenizer.encode("def fibonacci(n):\n    # return the n-th number, " * 4)[:57]
+    exact, offsets = _logits_and_offset(toy_pair, ids, bucketed=False)
+    padded, padded_offsets = _logits_and_offset(toy_pair, ids, bucketed=True)  # 40 -> 64, 17 -> 32
+    assert padded.shape == exact.shape and padded_offsets == offsets == [57] * len(offsets)
+    assert mx.allclose(padded, exact, atol=1e-4).item()
+    # a cache that cannot give entries back is read in exact pieces
+    rotating = [RotatingKVCache(max_size=512) for _ in toy_pair.draft.model.layers]
+    split_logits, split_offsets = _logits_and_offset(toy_pair, ids, bucketed=True, cache=rotating)
+    assert split_offsets == offsets and mx.allclose(split_logits, exact, atol=1e-4).item()
 
 
 def test_the_sizes_cover_the_longest_verify_and_a_whole_prefill_chunk():
