@@ -244,7 +244,8 @@ def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
     return lines
 
 
-def _prompts(pair: ModelPair, count: int) -> list[tuple[str, list[int]]]:
+def chat_prompts(pair: ModelPair, count: int) -> list[tuple[str, list[int]]]:
+    """The first `count` built-in prompts (cycled), named and formatted for the pair's chat."""
     chosen = [BUILTIN_PROMPTS[i % len(BUILTIN_PROMPTS)] for i in range(count)]
     return [
         (f"{p.id}"[:10], format_chat(pair.tokenizer, [{"role": "user", "content": p.text}])) for p in chosen
@@ -283,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     pair = build_pair(args.pair, bits=args.bits, agreement=args.agreement, seed=args.seed)
     built = time.perf_counter()
-    prompts = _prompts(pair, args.prompts)
+    prompts = chat_prompts(pair, args.prompts)
     warm_rounds = compile_pass_shapes(pair, prompts[0][1])
     warmed = time.perf_counter()
     print(
