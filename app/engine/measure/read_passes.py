@@ -38,15 +38,7 @@ def timed_read(
     mx.eval([layer.state for layer in cache])
     read = mx.array(ids[context : context + n], dtype=mx.uint32)
     start = time.perf_counter()
-    if pad:
-        out = run(model.model, cache, read, True)
-    else:
-        outs, at = [], 0
-        for size in split(n):
-            outs.append(model.model(read[at : at + size][None], cache=cache))
-            at += size
-        out = mx.concatenate(outs, axis=1)
-    mx.eval(out)
+    mx.eval(run(model.model, cache, read, True, pad=pad))
     return time.perf_counter() - start
 
 

@@ -32,7 +32,7 @@ from app.engine.decoding.lookup import ShadowTrials
 from app.engine.decoding.policy import MAX_DRAFT, DraftPlan, RoundContext
 from app.engine.policy.confidence import ConfidenceLink
 from app.engine.policy.config import DEFAULTS, MAX_K, AdaptiveConfig
-from app.engine.policy.costs import CostTable, QueuedSteps, RecentMedian, VerifyCosts
+from app.engine.policy.costs import CostTable, QueuedSteps, RecentMedian, VerifyCosts, speedups
 from app.engine.policy.estimates import AcceptanceCounts
 from app.engine.policy.hindsight import DraftHindsight
 from app.engine.policy.one_time import OneTimeCosts
@@ -199,12 +199,7 @@ class AdaptiveDraftLength:
         best, best_speedup = DraftPlan(0, MAIN), self.config.margin  # speculate only if it clearly pays
         rates: dict[str, tuple[float, ...]] = {}
         for s in self.sources:
-            tokens, drafting = self.acceptance[s].tokens(max_k), draft[s]
-            # speedup over plain per k = 1..max_k: tokens per second times the plain step
-            by_k = [
-                tokens[k] * plain_seconds / (overhead + drafting[k] + costs[k + 1])
-                for k in range(1, max_k + 1)
-            ]
+            by_k = speedups(self.acceptance[s].tokens(max_k), plain_seconds, overhead, draft[s], costs, max_k)
             rates[s.value] = tuple(by_k)
             self._best_speedup[s] = max(by_k[: max(available[s], 1)])
             for k in range(1, available[s] + 1):

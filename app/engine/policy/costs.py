@@ -7,7 +7,7 @@ benchmark's oracle (which prices every fixed k from a whole prompt's rounds).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 
 class RecentMedian:
@@ -120,6 +120,20 @@ class QueuedSteps:
         if self.rounds < 3 or (queued > alone and self.means.count < 3):
             return alone
         return queued
+
+
+def speedups(
+    tokens: Sequence[float],
+    plain: float,
+    overhead: float,
+    draft: Sequence[float],
+    costs: Sequence[float],
+    up_to: int,
+) -> list[float]:
+    """Speedup over plain for k = 1..up_to: a round drafting k tokens yields `tokens[k]` for its
+    overhead, `draft[k]` and a verify pass over k + 1 tokens (`costs[k + 1]`), against `plain`
+    seconds per token: how the choice and the prober both price a draft length."""
+    return [tokens[k] * plain / (overhead + draft[k] + costs[k + 1]) for k in range(1, up_to + 1)]
 
 
 class LineSums:

@@ -17,7 +17,7 @@ from app.engine.decoding.events import Provenance, RoundEvent
 from app.engine.decoding.policy import DraftPlan
 from app.engine.policy.confidence import ConfidenceLink
 from app.engine.policy.config import AdaptiveConfig
-from app.engine.policy.costs import RecentMedian
+from app.engine.policy.costs import RecentMedian, speedups
 from app.engine.policy.estimates import AcceptanceCounts
 
 DRAFT, LOOKUP = Provenance.DRAFT, Provenance.LOOKUP
@@ -112,20 +112,19 @@ class Prober:
         self._wall = None
 
     @staticmethod
-    def _best_speedup(at: Standing, up_to: int, draft: list[float], tokens: Sequence[float]) -> float:
+    def _best_speedup(
+        at: Standing, costs: list[float], up_to: int, draft: list[float], tokens: Sequence[float]
+    ) -> float:
         """The draft's best speedup over plain as a bypass plays it (the choice's own measure),
         were a round drafting k tokens worth `tokens[k]`: by its long-run record, whether probing
         a bypassed draft is worth reading what it skipped; if always right, whether any probe can
-        change the verdict. Verify sizes above those measured are priced along the line through
-        the largest: the choice prices them as cheap as they could be so that it tries them, but a
-        probe plays `probe_k` and never measures them (on an H100, a 4-bit 7B pair's verify of 7-9
-        tokens priced as one of 4 made a draft that never paid "pay" by its record at k = 6-8, and
-        blind probes read 56-77 skipped tokens in answer after answer:
-        docs/measurements/2026-11-26-probe-prices.md)."""
-        costs = by_line_above(at.costs, at.verified_up_to)
-        return max(
-            tokens[k] * at.plain / (at.overhead + draft[k] + costs[k + 1]) for k in range(1, up_to + 1)
-        )
+        change the verdict. `costs` are the verify prices with sizes above those measured priced
+        along the line through the largest (`by_line_above`): the choice prices them as cheap as
+        they could be so that it tries them, but a probe plays `probe_k` and never measures them
+        (on an H100, a 4-bit 7B pair's verify of 7-9 tokens priced as one of 4 made a draft that
+        never paid "pay" by its record at k = 6-8, and blind probes read 56-77 skipped tokens in
+        answer after answer: docs/measurements/2026-11-26-probe-prices.md)."""
+        return max(speedups(tokens, at.plain, at.overhead, draft, costs, up_to))
 
     def probe(self, best: DraftPlan, at: Standing) -> DraftPlan | None:
         """Try a source unused for long enough that its probes stay within the budget.
@@ -146,6 +145,7 @@ class Prober:
         of the answer."""
         config, link, costs, available, draft = self.config, at.link, at.costs, at.available, at.drafting
         plain_round = at.overhead + costs[1]  # a plain round timed alone
+        lined = by_line_above(costs, at.verified_up_to)  # as the prober's speedups price verifies
         read = at.read_rate * plain_round if at.read_rate is not None else 0.0
         for s in at.sources:
             if s is best.source or s is LOOKUP or not available[s]:  # lookup is scored every round
@@ -185,7 +185,8 @@ class Prober:
             hopeless = (
                 s is DRAFT
                 and self.fruitless > 0
-                and self._best_speedup(at, available[s], draft[s], range(1, available[s] + 2)) < config.margin
+                and self._best_speedup(at, lined, available[s], draft[s], range(1, available[s] + 2))
+                < config.margin
             )
             if hopeless:
                 interval, limit = HOPELESS_EVERY, config.probe_read
@@ -198,7 +199,8 @@ class Prober:
                     self.fruitless < 1
                     or measured <= budget * max(config.close_probe_every, math.ceil(extra / budget))
                 )
-                and self._best_speedup(at, available[s], draft[s], at.record.tokens(available[s])) >= 1.0
+                and self._best_speedup(at, lined, available[s], draft[s], at.record.tokens(available[s]))
+                >= 1.0
             ):
                 # reads all it skipped: its hindsight over the whole stretch is what corrects
                 # the record (reading only a window, the record learns too little per probe

@@ -58,8 +58,9 @@ def _widths(session: ChatSession, model: LoadedModel, prompt: list[int], width: 
     with the prompt repeated, and its offset is set directly before each pass."""
     cache = session.new_cache(model)
     ids = (prompt * (width // len(prompt) + 1))[:width]
-    for at in range(0, width, 512):  # a pass size; the last width's entries fill the buffer
-        mx.eval(model.model(mx.array(ids[at : at + 512], dtype=mx.uint32)[None], cache=cache))
+    chunk = PASS_SIZES[-1]  # the largest pass size; the last width's entries fill the buffer
+    for at in range(0, width, chunk):
+        mx.eval(model.model(mx.array(ids[at : at + chunk], dtype=mx.uint32)[None], cache=cache))
     for size in PASS_SIZES:
         if 1 < size <= width:
             for layer in cache:

@@ -101,7 +101,12 @@ def test_a_record_that_pays_only_at_verify_sizes_never_measured_buys_no_full_rea
     prices plain, with the measured sizes' line above them, the record says the draft does not
     pay, and the probe reads a window."""
     at = _h100_standing(4)
-    assert Prober._best_speedup(at, 8, at.drafting[DRAFT], at.record.tokens(8)) < 0.75
+    assert (
+        Prober._best_speedup(
+            at, by_line_above(at.costs, at.verified_up_to), 8, at.drafting[DRAFT], at.record.tokens(8)
+        )
+        < 0.75
+    )
     plan = _h100_prober(fruitless=0).probe(DraftPlan(0, MAIN), at)
     assert plan is not None and plan.read_limit is not None
 
@@ -127,7 +132,12 @@ def test_a_draft_that_could_not_pay_if_always_right_is_probed_every_4096_rounds(
     stall may have priced it; the recheck after a good probe replays such prices) it is probed
     as any draft."""
     at = _h100_standing(4)
-    assert Prober._best_speedup(at, 8, at.drafting[DRAFT], range(1, 10)) < DEFAULTS.margin
+    assert (
+        Prober._best_speedup(
+            at, by_line_above(at.costs, at.verified_up_to), 8, at.drafting[DRAFT], range(1, 10)
+        )
+        < DEFAULTS.margin
+    )
     since, plan = _due_at(_h100_prober(fruitless=1), at)
     assert since == HOPELESS_EVERY and plan.read_limit == DEFAULTS.probe_read
     since, _ = _due_at(_h100_prober(fruitless=0), at)

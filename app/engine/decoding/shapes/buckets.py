@@ -68,23 +68,23 @@ def can_pad(cache: list[Any]) -> bool:
     return all(isinstance(layer, KVCache) for layer in cache)
 
 
-def run(model: Any, cache: list[Any], ids: mx.array, bucketed: bool) -> mx.array:
+def run(model: Any, cache: list[Any], ids: mx.array, bucketed: bool, pad: bool | None = None) -> mx.array:
     """The model's logits (1, len(ids), V) for the 1-d `ids` read through `cache`; when
-    `bucketed`, in passes of the pass sizes (lazily, as one pass would be), a pad trimmed off."""
+    `bucketed`, in passes of the pass sizes (lazily, as one pass would be), a pad trimmed off.
+    `pad`: whether a read may be padded (default: where the cache can take a pad back)."""
     n = ids.shape[0]
     if not bucketed or n in PASS_SIZES:
         return model(ids[None], cache=cache)  # type: ignore[no-any-return]
     outs = []
     at = 0
-    for size, real in passes(n, can_pad(cache)):
+    for size, real in passes(n, can_pad(cache) if pad is None else pad):
         piece = ids[at : at + real]
-        if size > real:  # the last id again: whatever the pad holds is trimmed unread
-            piece = mx.concatenate([piece, mx.repeat(piece[-1:], size - real)])
-        out = model(piece[None], cache=cache)
-        if size > real:
-            out = out[:, :real]
+        if size == real:
+            outs.append(model(piece[None], cache=cache))
+        else:  # the last id again: whatever the pad holds is trimmed unread
+            padded = mx.concatenate([piece, mx.repeat(piece[-1:], size - real)])
+            outs.append(model(padded[None], cache=cache)[:, :real])
             for layer in cache:
                 layer.trim(size - real)
-        outs.append(out)
         at += real
     return outs[0] if len(outs) == 1 else mx.concatenate(outs, axis=1)
