@@ -7,8 +7,11 @@ and plain again (plain2: the noise band), each timed from the outside as `bench`
 It prints each mode's speed against plain, the worst round against the median plain step, the
 worst stall (a round beyond the median of its own kind, in plain steps), and the first answer
 against later ones (what warm-up should make equal). `--repeat N` plays every mode N times per
-prompt, in turn, and rates each by its N answers together: a shared host's stalls of several
-plain steps moved plain's own second run 0.86-1.22x in single runs.
+prompt, in turn, and rates each by the median of its N answers, each against the plain answer
+timed just before it: a shared host's stalls of several plain steps, and its plain step drifting
+by up to 30% over minutes, moved plain's own second run 0.80-1.29x in single answers. The
+summary's `every answer` column is the geometric mean over all answers, where a rare slow one
+(a probe) still counts.
 `--pair tiny` runs on a CPU in seconds.
 """
 
@@ -63,7 +66,9 @@ class ModeRun:
     mode: str
     tokens: int
     answer_seconds: float  # prompt sent to last token
-    tok_per_s: float  # first token to last
+    tok_per_s: float  # first token to last; with --repeat, the median answer's
+    ratio: float  # against plain: the median over repeats of each answer's against plain's in turn
+    answer_ratios: tuple[float, ...]  # each answer's speed against plain's in the same turn
     proposed: int
     accepted: int
     rounds: int
@@ -94,17 +99,14 @@ def _excess(run: TimedRun) -> float:
     return max((max(w) - statistics.median(w) for w in kinds.values()), default=0.0)
 
 
-def _rate(runs: Sequence[TimedRun]) -> float:
-    """Tokens per second over every run's first token to last, the runs together."""
-    spans = [r.decode_span for r in runs]
-    seconds = sum(s for _, s in spans)
-    return sum(n for n, _ in spans) / seconds if seconds > 0 else 0.0
-
-
-def _reduce(prompt: str, mode: str, runs: Sequence[TimedRun], plain: TimedRun | None, step: float) -> ModeRun:
+def _reduce(
+    prompt: str, mode: str, runs: Sequence[TimedRun], plains: Sequence[TimedRun], step: float
+) -> ModeRun:
     """The mode's answers to one prompt (one per repeat) as one row: counts and answer time are
-    the first answer's, the speed all of them together, the worst round the worst of any."""
-    run = runs[0]
+    the first answer's, speed and ratio the median answer's, the worst round the worst of any."""
+    run, plain = runs[0], plains[0]
+    rates = [one.decode_rate for one in runs]
+    ratios = tuple(r / p.decode_rate if p.decode_rate > 0 else 0.0 for r, p in zip(rates, plains))
     # our loop reports its rounds; mlx-lm's does not, so its tokens' gaps stand in for them
     walls = [r.wall_seconds for one in runs for r in one.log if r.wall_seconds > 0]
     walls = walls or [g for one in runs for g in _gaps(one.stamps)]
@@ -113,7 +115,9 @@ def _reduce(prompt: str, mode: str, runs: Sequence[TimedRun], plain: TimedRun | 
         mode=mode,
         tokens=len(run.ids),
         answer_seconds=run.answer_seconds,
-        tok_per_s=_rate(runs),
+        tok_per_s=statistics.median(rates),
+        ratio=statistics.median(ratios),
+        answer_ratios=ratios,
         proposed=run.proposed,
         accepted=run.accepted,
         rounds=run.rounds,
@@ -121,7 +125,7 @@ def _reduce(prompt: str, mode: str, runs: Sequence[TimedRun], plain: TimedRun | 
         worst_excess=max(_excess(one) for one in runs),
         slow_rounds=sum(w > SLOW_STEPS * step for w in walls) if step > 0 else 0,
         plain_step=step,
-        same_as_plain=plain is None or all(one.ids == plain.ids for one in runs),
+        same_as_plain=all(one.ids == plain.ids for one in runs),
         slow=tuple(
             f"round {i}: k={r.k} {r.why or r.source} catch-up {r.catch_up} "
             f"{'queued' if r.overlapped else 'alone'}; draft {r.draft_seconds * 1e3:.1f} ms, "
@@ -194,7 +198,7 @@ def run_prompts(
                     keep(name, mode, runs[mode][-1])
         plain = runs["plain"][0]
         step = statistics.median(_gaps(plain.stamps)) if len(plain.stamps) > 1 else 0.0
-        results.append([_reduce(name, m, r, None if m == "plain" else plain, step) for m, r in runs.items()])
+        results.append([_reduce(name, m, r, runs["plain"], step) for m, r in runs.items()])
         if done is not None:  # each prompt's rows as soon as they exist: a cut-off run keeps them
             done(results[-1])
     return results
@@ -204,14 +208,12 @@ def format_table(results: Sequence[Sequence[ModeRun]]) -> list[str]:
     """One block per prompt: each mode's speed, its ratio to plain, and its worst round."""
     lines = ["  ".join(f"{c:>10}" for c in COLUMNS)]
     for runs in results:
-        plain = runs[0]
         for r in runs:
-            ratio = r.tok_per_s / plain.tok_per_s if plain.tok_per_s else 0.0
             cells = (
                 r.prompt,
                 r.mode,
                 f"{r.tok_per_s:.1f}",
-                f"{ratio:.2f}",
+                f"{r.ratio:.2f}",
                 f"{r.accepted}/{r.proposed}",
                 str(r.rounds),
                 f"{r.worst_step / r.plain_step:.1f}" if r.plain_step > 0 else "-",
@@ -223,13 +225,19 @@ def format_table(results: Sequence[Sequence[ModeRun]]) -> list[str]:
     return lines
 
 
+def _geomean(values: Sequence[float]) -> float:
+    return math.exp(statistics.fmean(math.log(x) for x in values)) if values and min(values) > 0 else 0.0
+
+
 def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
-    """Per mode: the geometric mean ratio to plain, and the first answer's time against the
-    median of later ones (warm-up's target: within FIRST_ANSWER_SLACK)."""
-    lines = [f"{'mode':>10}  {'mean ratio':>10}  {'first/later':>11}"]
+    """Per mode: the geometric mean of the prompts' ratios and of every answer's, the worst
+    prompt's ratio, and the first answer's time against the median of later ones (warm-up's
+    target: within FIRST_ANSWER_SLACK)."""
+    lines = [f"{'mode':>10}  {'mean ratio':>10}  {'worst':>6}  {'every answer':>12}  {'first/later':>11}"]
     for i, mode in enumerate(r.mode for r in results[0]):
-        ratios = [runs[i].tok_per_s / runs[0].tok_per_s for runs in results if runs[0].tok_per_s > 0]
-        mean = math.exp(statistics.fmean(math.log(x) for x in ratios)) if ratios and min(ratios) > 0 else 0.0
+        mean = _geomean([runs[i].ratio for runs in results])
+        worst = min(runs[i].ratio for runs in results)
+        every = _geomean([x for runs in results for x in runs[i].answer_ratios])
         # the same prompt answered again where there is one: other prompts' answers differ in
         # length, acceptance and the key widths they cross
         again = results[0][i].again_seconds
@@ -240,7 +248,7 @@ def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
             first_text = f"{first:.2f} {verdict}"
         else:
             first_text = "-"
-        lines.append(f"{mode:>10}  {mean:>10.2f}  {first_text:>11}")
+        lines.append(f"{mode:>10}  {mean:>10.2f}  {worst:>6.2f}  {every:>12.2f}  {first_text:>11}")
     return lines
 
 

@@ -5,7 +5,25 @@ from __future__ import annotations
 import json
 import math
 
-from app.engine.measure.gpu_bench import COLUMNS, main, mode_names
+from app.engine.features.timed_run import TimedRun
+from app.engine.measure.gpu_bench import COLUMNS, _reduce, format_summary, main, mode_names
+
+
+def _answer(step: float, stall: float = 0.0) -> TimedRun:
+    """Eleven tokens a step apart, one gap longer by `stall` seconds."""
+    stamps = [i * step + (stall if i > 5 else 0.0) for i in range(11)]
+    return TimedRun(ids=list(range(11)), stamps=stamps, start=-step)
+
+
+def test_one_stalled_answer_moves_every_answer_mean_not_the_prompts_ratio() -> None:
+    plains = [_answer(0.010), _answer(0.012), _answer(0.010)]  # the host's step drifted in turn two
+    mode = [_answer(0.008), _answer(0.0096), _answer(0.008, stall=0.1)]  # a stall in the third
+    rows = [_reduce("p", "plain", plains, plains, 0.010), _reduce("p", "fixed2", mode, plains, 0.010)]
+    assert rows[0].ratio == 1.0
+    assert abs(rows[1].ratio - 1.25) < 1e-9  # paired with the plain answer beside it: no drift
+    summary = [line.split() for line in format_summary([rows])]
+    assert summary[2][:3] == ["fixed2", "1.25", "1.25"]
+    assert float(summary[2][3]) < 1.0  # the stalled answer weighs on the mean of every answer
 
 
 def test_tiny_run_prints_every_mode_for_every_prompt(capsys) -> None:
@@ -30,13 +48,13 @@ def test_tiny_run_prints_every_mode_for_every_prompt(capsys) -> None:
             assert offered > 0 and int(rounds) < 40
     assert rows[0][3] == "1.00"
     summary = lines[3 + 2 * len(modes) :]
-    assert summary[0].split() == ["mode", "mean", "ratio", "first/later"]
+    assert summary[0].split() == ["mode", "mean", "ratio", "worst", "every", "answer", "first/later"]
     assert [s.split()[0] for s in summary[1 : 1 + len(modes)]] == modes
     agreement = summary[-1].split()
     assert agreement[:2] == ["agreement", "measured:"] and abs(float(agreement[2]) - 0.9) <= 0.15
 
 
-def test_repeat_plays_every_mode_that_many_times_in_turn_and_rates_them_together(capsys) -> None:
+def test_repeat_plays_every_mode_that_many_times_in_turn(capsys) -> None:
     args = ["--pair", "tiny", "--prompts", "1", "--tokens", "24", "--modes", "fixed2", "--repeat", "3"]
     assert main(args) == 0
     out, err = capsys.readouterr()
