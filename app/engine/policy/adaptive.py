@@ -172,7 +172,7 @@ class AdaptiveDraftLength:
             self._coast
             and not self._lookup_waits(context)
             and self.since_used.get(DRAFT, 0) < self.prober.due
-            and abs(self.queued_plain.value - self._coast_plain) <= 0.05 * self._coast_plain
+            and abs(self._plain_in_steps() - self._coast_plain) <= 0.05 * self._coast_plain
         ):
             self._coast -= 1
             self._shadow = ()
@@ -216,7 +216,7 @@ class AdaptiveDraftLength:
         self._coast = coast if not plan.k and clear_loss else 0
         # plain's own price moves while the draft sits out (the machine slows, the context grows):
         # coasting ends when it does, or a draft priced against a faster moment stays out
-        self._coast_plain = self.queued_plain.value
+        self._coast_plain = self._plain_in_steps()
         speedup = rates[best.source.value][best.k - 1] if best.k else 1.0
         return self._note(plan, "probe" if probe else "neighbour" if neighbour else "model", rates, speedup)
 
@@ -328,6 +328,11 @@ class AdaptiveDraftLength:
     def plain_seconds(self, step: float) -> float:
         """Plain decoding as a bypass plays it, per token (`QueuedSteps.price`)."""
         return self.queued_plain.price(step, self._plain_round(step))
+
+    def _plain_in_steps(self) -> float:
+        """Plain's price in plain steps: what coasting watches, unmoved by the step's own noise."""
+        step = self.verify.plain.value
+        return self.plain_seconds(step) / step if step > 0 else 0.0
 
     def _follow_probe(self, event: RoundEvent, wall: float, slow: bool) -> None:
         """Let the prober settle what the last probe really cost, priced at today's plain step;

@@ -111,15 +111,21 @@ class QueuedSteps:
 
     def price(self, step: float, alone: float) -> float:
         """Plain decoding per token in seconds, `step` the plain step and `alone` a plain round
-        timed alone: queued steps where 3 were seen, never dearer than `alone` before 3 stretches
-        say so. Queueing only hides a sync; one stretch caught in a stall priced plain at 2.7x a
-        step alone on an H100 and kept a losing draft in for six answers, since queued steps are
-        timed only while the draft sits out (docs/measurements/2026-11-26-gpu-bench-repeated.md).
-        Several stretches that agree say the machine slowed."""
+        timed alone: queued steps where 3 were seen, never dearer than `alone` unless every
+        stretch of a full window says so, and then priced at the least dear of them. Queueing
+        only hides a sync. A shared host stalls steps in bursts: one stretch caught in a stall
+        kept a losing draft in for six answers (docs/measurements/2026-11-26-gpu-bench-repeated.md),
+        and three of five drew it in mid-answer to read 138 skipped tokens
+        (docs/measurements/2026-11-26-host-stalls.md). A machine that really slowed lifts them all."""
         queued = self.value * step
-        if self.rounds < 3 or (queued > alone and self.means.count < 3):
+        if self.rounds < 3:
             return alone
-        return queued
+        if queued <= alone:
+            return queued
+        window = self.means.samples
+        if len(window) < self.means.window or min(window) * step <= alone:
+            return alone
+        return min(window) * step
 
 
 def speedups(

@@ -149,3 +149,47 @@ def test_plain_steps_caught_in_a_stall_while_first_queued_do_not_keep_a_losing_d
         ratios.append(replay(trace, PlainDecoding(), GPU).seconds / (mine.seconds - mine.slow_seconds))
     assert min(ratios[1:]) >= 0.93, ratios
     assert sum(ratios[1:]) / len(ratios[1:]) >= 0.96, ratios
+
+
+# rounds a shared H100 host stalled in five plain answers of run R (7B 4-bit pair), as multiples
+# of the answer's median step (docs/measurements/2026-11-26-host-stalls.md)
+HOST_STALLS = (
+    {
+        43: 5.7,
+        44: 2.3,
+        45: 1.8,
+        46: 1.5,
+        49: 5.1,
+        50: 2.1,
+        51: 1.6,
+        66: 2.5,
+        67: 1.6,
+        73: 3.1,
+        74: 2.5,
+        75: 1.7,
+    },
+    {26: 5.3, 27: 2.4, 28: 1.8, 29: 4.5, 30: 2.7, 31: 1.8, 46: 2.2, 47: 1.8, 51: 2.9, 52: 2.7, 53: 1.7},
+    {27: 6.2, 28: 2.1, 29: 5.2, 30: 1.9, 44: 1.7, 58: 1.8, 65: 1.6},
+    {69: 5.7, 70: 3.1, 71: 2.0, 72: 3.5, 73: 3.7, 74: 1.9, 82: 4.2, 83: 2.2, 84: 1.7},
+    {5: 5.2, 6: 2.6, 7: 1.8, 8: 1.9, 9: 4.9, 10: 2.1, 11: 1.6, 28: 2.0, 29: 2.1, 32: 3.8, 33: 1.9},
+)
+
+
+def test_bursts_of_host_stalls_in_queued_plain_steps_do_not_call_a_losing_draft_in():
+    """Seen on an H100 (run R, a 7B 4-bit pair whose draft never pays): a shared host stalls
+    plain steps in bursts, 2-6 times a step for a few rounds, one or two bursts an answer. Three
+    of five stretches of queued steps caught in them priced plain at twice its cost, and the
+    controller drafted k = 7 mid-answer, reading 138 skipped tokens (13 plain steps). Stalls hit
+    drafting rounds as much, so they say nothing about what a draft buys."""
+    clock = SimulatedClock()
+    policy = _Queues(clock=clock)
+    policy.log = []
+    ratios, drafted = [], []
+    for i, stalls in enumerate([None, *HOST_STALLS, *HOST_STALLS]):
+        trace = agreeing_trace(0.9, seed=i)
+        policy.log.clear()
+        mine = replay(trace, policy, GPU, clock=clock, slow=stalls)
+        ratios.append(replay(trace, PlainDecoding(), GPU).seconds / (mine.seconds - mine.slow_seconds))
+        drafted.append(sum(e.k > 0 for e, _ in policy.log))
+    assert max(drafted[1:]) <= 1, (drafted, ratios)  # a probe at most
+    assert min(ratios[1:]) >= 0.95, ratios

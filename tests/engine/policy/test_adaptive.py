@@ -708,5 +708,7 @@ def test_coasting_ends_when_plain_decoding_gets_dearer():
             )
     assert whys[100:200].count("coasting") >= 90 and sum(k > 0 for k in ks[100:200]) <= 2  # a probe
     first = next(i for i in range(200, 400) if ks[i])  # the first draft round after the change
-    assert first - 200 <= 40 and whys[first] == "model", whys[200 : first + 1]
+    # five stretches of eight queued steps must all say so (a host's stall bursts say it in two or
+    # three), so the first can come a stretch after the fifth
+    assert first - 200 <= 48 and whys[first] == "model", whys[200 : first + 1]
     assert sum(ks[300:]) >= 50  # and speculation pays from then on
