@@ -7,11 +7,11 @@ and plain again (plain2: the noise band), each timed from the outside as `bench`
 It prints each mode's speed against plain, the worst round against the median plain step, the
 worst stall (a round beyond the median of its own kind, in plain steps), and the first answer
 against later ones (what warm-up should make equal). `--repeat N` plays every mode N times per
-prompt, in turn, and rates each by the median of its N answers, each against the plain answer
-timed just before it: a shared host's stalls of several plain steps, and its plain step drifting
-by up to 30% over minutes, moved plain's own second run 0.80-1.29x in single answers. The
-summary's `every answer` column is the geometric mean over all answers, where a rare slow one
-(a probe) still counts.
+prompt, in turn, and rates each by its N answers together: a shared host's stalls of several
+plain steps, and its plain step drifting by up to 30% over minutes, moved plain's own second run
+0.80-1.29x in single answers. The summary adds each prompt's median answer against the plain
+answer timed beside it (robust to a stalled answer), and how the first answer of a controller
+restored from this one's saved state (as the app loads a pair used before) compares.
 `--pair tiny` runs on a CPU in seconds.
 """
 
@@ -40,6 +40,7 @@ from app.engine.measure.bench import run_mlx_lm
 from app.engine.measure.toy_pair import build_pair, measure_agreement
 from app.engine.measure.toy_shapes import PAIRS
 from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.controller_state import export_state, restore_state
 from app.engine.policy.warmup import compile_pass_shapes
 
 COLUMNS = (
@@ -66,8 +67,8 @@ class ModeRun:
     mode: str
     tokens: int
     answer_seconds: float  # prompt sent to last token
-    tok_per_s: float  # first token to last; with --repeat, the median answer's
-    ratio: float  # against plain: the median over repeats of each answer's against plain's in turn
+    tok_per_s: float  # first token to last, all answers together
+    ratio: float  # tok_per_s against plain's
     answer_ratios: tuple[float, ...]  # each answer's speed against plain's in the same turn
     proposed: int
     accepted: int
@@ -99,14 +100,24 @@ def _excess(run: TimedRun) -> float:
     return max((max(w) - statistics.median(w) for w in kinds.values()), default=0.0)
 
 
+def _rate(runs: Sequence[TimedRun]) -> float:
+    """Tokens per second over every run's first token to last, the runs together."""
+    spans = [r.decode_span for r in runs]
+    seconds = sum(s for _, s in spans)
+    return sum(n for n, _ in spans) / seconds if seconds > 0 else 0.0
+
+
 def _reduce(
     prompt: str, mode: str, runs: Sequence[TimedRun], plains: Sequence[TimedRun], step: float
 ) -> ModeRun:
     """The mode's answers to one prompt (one per repeat) as one row: counts and answer time are
-    the first answer's, speed and ratio the median answer's, the worst round the worst of any."""
+    the first answer's, the speed all of them together, the worst round the worst of any."""
     run, plain = runs[0], plains[0]
-    rates = [one.decode_rate for one in runs]
-    ratios = tuple(r / p.decode_rate if p.decode_rate > 0 else 0.0 for r, p in zip(rates, plains))
+    rate, plain_rate = _rate(runs), _rate(plains)
+    ratios = tuple(
+        one.decode_rate / other.decode_rate if other.decode_rate > 0 else 0.0
+        for one, other in zip(runs, plains)
+    )
     # our loop reports its rounds; mlx-lm's does not, so its tokens' gaps stand in for them
     walls = [r.wall_seconds for one in runs for r in one.log if r.wall_seconds > 0]
     walls = walls or [g for one in runs for g in _gaps(one.stamps)]
@@ -115,8 +126,8 @@ def _reduce(
         mode=mode,
         tokens=len(run.ids),
         answer_seconds=run.answer_seconds,
-        tok_per_s=statistics.median(rates),
-        ratio=statistics.median(ratios),
+        tok_per_s=rate,
+        ratio=rate / plain_rate if plain_rate > 0 else 0.0,
         answer_ratios=ratios,
         proposed=run.proposed,
         accepted=run.accepted,
@@ -169,12 +180,14 @@ def run_prompts(
     done: Callable[[list[ModeRun]], None] | None = None,
     repeat: int = 1,
     keep: Callable[[str, str, TimedRun], None] | None = None,
+    adaptive: AdaptiveDraftLength | None = None,
 ) -> list[list[ModeRun]]:
     """Every mode `repeat` times per prompt (all modes in turn, then again), prompts in order;
     no warm-up of its own (the caller's is the one measured). `keep(prompt, mode, run)` sees
     every answer of our own loop as it is timed."""
     greedy = SamplingParams()
-    adaptive = AdaptiveDraftLength(use_draft=True)  # keeps its estimates across answers, as the app's does
+    # one controller keeps its estimates across answers, as the app's does for a loaded pair
+    adaptive = adaptive or AdaptiveDraftLength(use_draft=True)
     results = []
     modes = [m for m in mode_names(ks) if not only or m == "plain" or m in only]
     for name, ids in prompts:
@@ -230,14 +243,14 @@ def _geomean(values: Sequence[float]) -> float:
 
 
 def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
-    """Per mode: the geometric mean of the prompts' ratios and of every answer's, the worst
-    prompt's ratio, and the first answer's time against the median of later ones (warm-up's
-    target: within FIRST_ANSWER_SLACK)."""
-    lines = [f"{'mode':>10}  {'mean ratio':>10}  {'worst':>6}  {'every answer':>12}  {'first/later':>11}"]
+    """Per mode: the geometric mean of the prompts' ratios, the worst prompt's, the geometric mean
+    of each prompt's median answer against the plain one beside it, and the first answer's time
+    against the median of later ones (warm-up's target: within FIRST_ANSWER_SLACK)."""
+    lines = [f"{'mode':>10}  {'mean ratio':>10}  {'worst':>6}  {'paired median':>13}  {'first/later':>11}"]
     for i, mode in enumerate(r.mode for r in results[0]):
         mean = _geomean([runs[i].ratio for runs in results])
         worst = min(runs[i].ratio for runs in results)
-        every = _geomean([x for runs in results for x in runs[i].answer_ratios])
+        paired = _geomean([statistics.median(runs[i].answer_ratios) for runs in results])
         # the same prompt answered again where there is one: other prompts' answers differ in
         # length, acceptance and the key widths they cross
         again = results[0][i].again_seconds
@@ -248,8 +261,20 @@ def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
             first_text = f"{first:.2f} {verdict}"
         else:
             first_text = "-"
-        lines.append(f"{mode:>10}  {mean:>10.2f}  {worst:>6.2f}  {every:>12.2f}  {first_text:>11}")
+        lines.append(f"{mode:>10}  {mean:>10.2f}  {worst:>6.2f}  {paired:>13.2f}  {first_text:>11}")
     return lines
+
+
+def restored_first_answer(
+    pair: ModelPair, learnt: AdaptiveDraftLength, prompt: list[int], tokens: int
+) -> float:
+    """The answer time of a fresh controller restored from `learnt`'s saved state (through JSON,
+    as the worker stores it): the app's first answer after loading a pair it has used before,
+    which explores nothing and learns no cost again."""
+    policy = AdaptiveDraftLength(use_draft=True)
+    if not restore_state(policy, json.loads(json.dumps(export_state(learnt)))):
+        raise RuntimeError("the controller's saved state did not restore")
+    return run_timed(pair, prompt, policy, SamplingParams(), tokens).answer_seconds
 
 
 def chat_prompts(pair: ModelPair, count: int) -> list[tuple[str, list[int]]]:
@@ -303,6 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
     only = tuple(m for m in args.modes.split(",") if m)
     print(format_table([])[0], flush=True)
+    adaptive = AdaptiveDraftLength(use_draft=True)
     results = run_prompts(
         pair,
         prompts,
@@ -314,10 +340,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         done=lambda runs: print("\n".join(format_table([runs])[1:]), flush=True),
         repeat=args.repeat,
         keep=None if args.rounds is None else lambda *answer: answers.append(answer),
+        adaptive=adaptive,
     )
     if args.rounds is not None:
         _write_rounds(args.rounds, answers)
     print("\n".join(format_summary(results)))
+    later = next((r.again_seconds for r in results[0] if r.mode == "adaptive"), 0.0)
+    if later > 0:  # the same prompt's later answers to compare with
+        first = restored_first_answer(pair, adaptive, prompts[0][1], args.tokens) / later
+        verdict = "ok" if first <= 1 + FIRST_ANSWER_SLACK else "SLOW"
+        print(
+            f"adaptive restored from its saved state, first answer against later ones: {first:.2f} {verdict}"
+        )
     for runs in results:  # what the adaptive answers' stalls were made of
         for r in runs:
             if r.mode == "adaptive" and r.slow:
