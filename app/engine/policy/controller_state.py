@@ -11,7 +11,9 @@ What is kept: the draft's long-run acceptance record (each answer starts from it
 lookup's estimates, the measured costs (verify passes by size, drafting by k, the round's
 overhead, reading a skipped token), the link from the main's confidence to the draft's hits, and
 how many rounds each source has played (which ends exploring) and how many of the draft's
-proposals were judged (which ends rechecking it often). Costs are kept as multiples of the
+proposals were judged (which ends rechecking it often), and plain decoding's price as the loop
+queues it (without it a restored 4-bit pair's controller priced plain at a step timed alone and
+drafted where it loses). Costs are kept as multiples of the
 plain step, so a machine that is faster or slower today rescales them all as today's plain steps
 take over the reference's median (within eight of them).
 """
@@ -46,6 +48,7 @@ def export_state(policy: AdaptiveDraftLength) -> dict[str, Any]:
         "drafting": {s.value: _table(t) for s, t in policy.drafting.items()},
         "overhead": _median(policy.overhead),
         "catch_up_read": _median(policy.catch_up_read),
+        "queued_plain": {**_median(policy.queued_plain.means), "rounds": policy.queued_plain.rounds},
         "link": {"hits": list(policy.link.hits), "trials": list(policy.link.trials)},
         "played": {s.value: n for s, n in policy.played.items()},
         "verdicts": [policy.prober.verdicts, policy.prober.verdict_hits],
@@ -76,7 +79,9 @@ def restore_state(policy: AdaptiveDraftLength, state: Any) -> bool:
         ):
             return False
         verdicts, verdict_hits = (int(n) for n in state.get("verdicts", (0, 0)))  # absent from older states
-        if not 0 <= verdict_hits <= verdicts:
+        queued = state.get("queued_plain", {"samples": [], "count": 0, "rounds": 0})  # so is this
+        queued_means, queued_rounds = _read_median(queued), int(queued["rounds"])
+        if not 0 <= verdict_hits <= verdicts or queued_rounds < 0:
             return False
     except (AttributeError, KeyError, TypeError, ValueError):
         return False
@@ -90,6 +95,8 @@ def restore_state(policy: AdaptiveDraftLength, state: Any) -> bool:
         _set_table(policy.drafting[source], table)
     _set_median(policy.overhead, overhead)
     _set_median(policy.catch_up_read, catch_up)
+    _set_median(policy.queued_plain.means, queued_means)  # in plain steps, as the costs are
+    policy.queued_plain.rounds = queued_rounds
     policy.link.restore(*link)
     policy.played.update(played)
     policy.prober.verdicts, policy.prober.verdict_hits = verdicts, verdict_hits

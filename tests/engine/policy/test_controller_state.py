@@ -17,6 +17,7 @@ from app.engine.policy.adaptive import AdaptiveDraftLength
 from app.engine.policy.controller_state import export_state, restore_state
 from app.engine.protocol import Generate, LoadPair, PairLoaded, SpeculationSettings
 from app.engine.worker import EngineWorker
+from tests.engine.helpers import agreeing_trace
 
 TRACES = Path(__file__).parents[1] / "data" / "qwen_coder_traces.json"
 CONTEXT = RoundContext(has_draft=True, remaining=100, position=0, lookup_len=0, lookup=())
@@ -52,6 +53,28 @@ def test_a_restored_controller_holds_the_same_state_and_skips_exploring():
     assert first.snapshot()["why"] == "explore"
 
 
+def test_a_restored_controller_prices_plain_as_its_loop_queues_it():
+    """Where the loop queues plain steps (a GPU), a bypassed draft is priced against them, which
+    cost less than a step timed alone. Restored without them, a 4-bit pair's controller priced
+    plain at a step alone and drafted k = 4 through its first answer, 1.2x slower than the
+    controller it was saved from."""
+    clock = SimulatedClock()
+    trained = AdaptiveDraftLength(clock=clock)
+    for seed in range(3):
+        replay(agreeing_trace(0.9, seed=seed), trained, CostModel.shaped("gpu-4bit"), clock=clock)
+    assert trained.queued_plain.rounds >= 3
+    fresh = AdaptiveDraftLength()
+    assert restore_state(fresh, json.loads(json.dumps(export_state(trained))))
+    step = trained.verify.plain.value
+    assert fresh.plain_seconds(step) == pytest.approx(trained.plain_seconds(step))
+    assert fresh.plain_seconds(step) < fresh._plain_round(step)  # queued: cheaper than alone
+    for policy in (trained, fresh):
+        policy.begin_answer()
+        policy.choose(CONTEXT)
+    mine, theirs = fresh.snapshot()["speedup_by_k"], trained.snapshot()["speedup_by_k"]
+    assert all(mine[s] == pytest.approx(theirs[s]) for s in mine)
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -70,6 +93,8 @@ def test_a_restored_controller_holds_the_same_state_and_skips_exploring():
         lambda s: {**s, "played": {"draft": -1, "lookup": 3}},
         lambda s: {**s, "verdicts": [3, 5]},  # more right than judged
         lambda s: {**s, "verdicts": "many"},
+        lambda s: {**s, "queued_plain": {"samples": [-0.5], "count": 1, "rounds": 3}},
+        lambda s: {**s, "queued_plain": {"samples": [0.7], "count": 1, "rounds": -1}},
     ],
 )
 def test_a_state_that_does_not_fit_is_ignored_whole(damage):
