@@ -266,14 +266,20 @@ def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
 
 
 def restored_first_answers(
-    pair: ModelPair, learnt: AdaptiveDraftLength, prompt: list[int], tokens: int, turns: int = 4
+    pair: ModelPair,
+    learnt: AdaptiveDraftLength,
+    prompt: list[int],
+    tokens: int,
+    turns: int = 4,
+    keep: Callable[[str, TimedRun], None] | None = None,
 ) -> float:
     """How much longer the first answer of a controller restored from `learnt`'s saved state
     (through JSON, as the worker stores it) takes than `learnt`'s own answer to the same prompt
     timed beside it: the median over `turns`, each with a fresh copy, which goes first in every
     other turn. That is the app's first answer after loading a pair it has used before, which
     explores nothing. Timed beside, not against the run's earlier answers: a shared host's speed
-    moved 30% over a run, and the second of two answers ran 4% slower on this CPU."""
+    moved 30% over a run, and the second of two answers ran 4% slower on this CPU. `keep(mode,
+    run)` sees every answer ("restored" or "learnt")."""
     state = json.loads(json.dumps(export_state(learnt)))
     greedy, ratios = SamplingParams(), []
     for turn in range(turns):
@@ -282,7 +288,10 @@ def restored_first_answers(
             raise RuntimeError("the controller's saved state did not restore")
         timed = {}
         for name, controller in (("restored", policy), ("learnt", learnt))[:: 1 if turn % 2 else -1]:
-            timed[name] = run_timed(pair, prompt, controller, greedy, tokens).answer_seconds
+            run = run_timed(pair, prompt, controller, greedy, tokens)
+            timed[name] = run.answer_seconds
+            if keep is not None:
+                keep(name, run)
         ratios.append(timed["restored"] / timed["learnt"])
     return statistics.median(ratios)
 
@@ -352,15 +361,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         keep=None if args.rounds is None else lambda *answer: answers.append(answer),
         adaptive=adaptive,
     )
-    if args.rounds is not None:
-        _write_rounds(args.rounds, answers)
     print("\n".join(format_summary(results)))
     if any(r.mode == "adaptive" for r in results[0]):
-        first = restored_first_answers(pair, adaptive, prompts[0][1], args.tokens)
+        name = prompts[0][0]
+        first = restored_first_answers(
+            pair,
+            adaptive,
+            prompts[0][1],
+            args.tokens,
+            keep=lambda mode, run: answers.append((name, mode, run)),
+        )
         verdict = "ok" if first <= 1 + FIRST_ANSWER_SLACK else "SLOW"
         print(
             f"adaptive restored from its saved state, first answer against a later one: {first:.2f} {verdict}"
         )
+    if args.rounds is not None:  # the restored controller's answers last, "restored" and "learnt"
+        _write_rounds(args.rounds, answers)
     for runs in results:  # what the adaptive answers' stalls were made of
         for r in runs:
             if r.mode == "adaptive" and r.slow:

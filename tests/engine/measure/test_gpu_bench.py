@@ -86,7 +86,12 @@ def test_rounds_file_holds_every_answer_in_the_order_it_was_timed(tmp_path, caps
     restored = [line for line in out.splitlines() if line.startswith("adaptive restored")]
     assert len(restored) == 1 and float(restored[0].split()[-2]) > 0
     answers = json.loads(path.read_text())
-    assert [a["mode"] for a in answers] == ["plain", "fixed2", "adaptive"] * 2
+    assert [a["mode"] for a in answers] == ["plain", "fixed2", "adaptive"] * 2 + [
+        "learnt",
+        "restored",
+        "restored",
+        "learnt",
+    ] * 2
     fixed = answers[1]["rounds"]
     assert all(r["k"] == 2 for r in fixed[:-1]) and sum(r["accepted"] for r in fixed) <= 2 * len(fixed)
     assert all(r["k"] == 0 for r in answers[0]["rounds"]) and len(answers[0]["rounds"]) == 24
