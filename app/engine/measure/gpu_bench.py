@@ -276,10 +276,10 @@ def restored_first_answers(
     """How much longer the first answer of a controller restored from `learnt`'s saved state
     (through JSON, as the worker stores it) takes than `learnt`'s own answer to the same prompt
     timed beside it: the median over `turns`, each with a fresh copy of the state as the turn
-    starts, which goes first in every other turn. That is the app's first answer after loading a pair it has used before, which
-    explores nothing. Timed beside, not against the run's earlier answers: a shared host's speed
-    moved 30% over a run, and the second of two answers ran 4% slower on this CPU. `keep(mode,
-    run)` sees every answer ("restored" or "learnt")."""
+    starts, which goes first in every other turn. That is the app's first answer after loading a
+    pair it has used before, which explores nothing. Timed beside, not against the run's earlier
+    answers: a shared host's speed moved 30% over a run, and the second of two answers ran 4%
+    slower on this CPU. `keep(mode, run)` sees every answer ("restored" or "learnt")."""
     greedy, ratios = SamplingParams(), []
     for turn in range(turns):
         # saved as the turn starts, as the app saves after every answer: both know the same

@@ -12,10 +12,10 @@ lookup's estimates, the measured costs (verify passes by size, drafting by k, th
 overhead, reading a skipped token), the link from the main's confidence to the draft's hits, and
 how many rounds each source has played (which ends exploring) and how many of the draft's
 proposals were judged (which ends rechecking it often), and plain decoding's price as the loop
-queues it (without it a restored 4-bit pair's controller priced plain at a step timed alone and
-drafted where it loses). Costs are kept as multiples of the
-plain step, so a machine that is faster or slower today rescales them all as today's plain steps
-take over the reference's median (within eight of them).
+queues it (without it a restored controller priced plain at a step timed alone and drafted where
+the draft loses). Costs are kept as multiples of the plain step, so a machine that is faster or
+slower today rescales them all as today's plain steps take over the reference's median (within
+eight of them).
 """
 
 from __future__ import annotations
