@@ -268,10 +268,10 @@ def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
 def restored_first_answers(
     pair: ModelPair,
     learnt: AdaptiveDraftLength,
-    prompt: list[int],
+    prompt: tuple[str, list[int]],
     tokens: int,
     turns: int = 4,
-    keep: Callable[[str, TimedRun], None] | None = None,
+    keep: Callable[[str, str, TimedRun], None] | None = None,
 ) -> float:
     """How much longer the first answer of a controller restored from `learnt`'s saved state
     (through JSON, as the worker stores it) takes than `learnt`'s own answer to the same prompt
@@ -279,7 +279,9 @@ def restored_first_answers(
     starts, which goes first in every other turn. That is the app's first answer after loading a
     pair it has used before, which explores nothing. Timed beside, not against the run's earlier
     answers: a shared host's speed moved 30% over a run, and the second of two answers ran 4%
-    slower on this CPU. `keep(mode, run)` sees every answer ("restored" or "learnt")."""
+    slower on this CPU. `prompt` is (name, ids), as `run_prompts` takes them; `keep(name, mode,
+    run)` sees every answer, its mode "restored" or "learnt"."""
+    name, ids = prompt
     greedy, ratios = SamplingParams(), []
     for turn in range(turns):
         # saved as the turn starts, as the app saves after every answer: both know the same
@@ -288,11 +290,11 @@ def restored_first_answers(
         if not restore_state(policy, state):
             raise RuntimeError("the controller's saved state did not restore")
         timed = {}
-        for name, controller in (("restored", policy), ("learnt", learnt))[:: 1 if turn % 2 else -1]:
-            run = run_timed(pair, prompt, controller, greedy, tokens)
-            timed[name] = run.answer_seconds
+        for mode, controller in (("restored", policy), ("learnt", learnt))[:: 1 if turn % 2 else -1]:
+            run = run_timed(pair, ids, controller, greedy, tokens)
+            timed[mode] = run.answer_seconds
             if keep is not None:
-                keep(name, run)
+                keep(name, mode, run)
         ratios.append(timed["restored"] / timed["learnt"])
     return statistics.median(ratios)
 
@@ -345,6 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"together {warmed - start:.2f} s"
     )
     answers: list[tuple[str, str, TimedRun]] = []
+    keep = None if args.rounds is None else lambda *answer: answers.append(answer)
     report = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
     only = tuple(m for m in args.modes.split(",") if m)
     print(format_table([])[0], flush=True)
@@ -359,19 +362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         only,
         done=lambda runs: print("\n".join(format_table([runs])[1:]), flush=True),
         repeat=args.repeat,
-        keep=None if args.rounds is None else lambda *answer: answers.append(answer),
+        keep=keep,
         adaptive=adaptive,
     )
     print("\n".join(format_summary(results)))
     if any(r.mode == "adaptive" for r in results[0]):
-        name = prompts[0][0]
-        first = restored_first_answers(
-            pair,
-            adaptive,
-            prompts[0][1],
-            args.tokens,
-            keep=lambda mode, run: answers.append((name, mode, run)),
-        )
+        first = restored_first_answers(pair, adaptive, prompts[0], args.tokens, keep=keep)
         verdict = "ok" if first <= 1 + FIRST_ANSWER_SLACK else "SLOW"
         print(
             f"adaptive restored from its saved state, first answer against a later one: {first:.2f} {verdict}"
