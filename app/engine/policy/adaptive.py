@@ -89,6 +89,8 @@ class AdaptiveDraftLength:
         self.verify.followers = [*self.drafting.values(), self.queued_plain]
         self._queues, self._queue_tried = False, 0
         self._since_clean = 0  # rounds since a plain step timed alone
+        self._clean_gap = config.clean_every  # rounds between them, longer while coasting
+        self._price_moved = False  # plain's price left its band since the last step timed alone
         self._last_observed: float | None = None
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
         self._shadows = ShadowTrials(2 * MAX_DRAFT)  # unused lookup proposals, scored as text comes
@@ -136,10 +138,10 @@ class AdaptiveDraftLength:
         pass under this one; a speculative one is kept and played next round. So a bypassed
         draft costs what plain decoding costs: the loop's Python, a real share of a step on a
         fast GPU, runs while the device works. Not while the costs wait for a plain step timed
-        alone (a queued one is not), nor for one in `clean_every` rounds, which keeps the
-        reference every cost is kept against current."""
+        alone (a queued one is not), nor for one in `clean_every` rounds (`coasting_clean_every`
+        while coasting), which keeps the reference every cost is kept against current."""
         self._queues = True  # this loop queues plain steps: their speed is worth exploring
-        if self._plan.k or not self.verify.known() or self._since_clean >= self.config.clean_every:
+        if self._plan.k or not self.verify.known() or self._since_clean >= self._clean_gap:
             return False
         plan = self.choose(context)
         if plan.k:
@@ -172,12 +174,13 @@ class AdaptiveDraftLength:
             self._coast
             and not self._lookup_waits(context)
             and self.since_used.get(DRAFT, 0) < self.prober.due
-            and abs(self._plain_in_steps() - self._coast_plain) <= 0.05 * self._coast_plain
         ):
-            self._coast -= 1
-            self._shadow = ()
-            self._last["why"] = "coasting"  # the rest is the last full choice's (snapshot copies it)
-            return self._plan
+            if abs(self._plain_in_steps() - self._coast_plain) <= 0.05 * self._coast_plain:
+                self._coast -= 1
+                self._shadow = ()
+                self._last["why"] = "coasting"  # the rest is the last full choice's (snapshot copies it)
+                return self._plan
+            self._price_moved = True  # the machine's speed moved: time a step alone at the usual pace
         available = {s: self._available(context, s) for s in self.sources}
         self._shadow = context.lookup if LOOKUP in self.acceptance else ()
         for s in self.sources:  # explore: each usable model source a few rounds, then one plain step
@@ -214,6 +217,8 @@ class AdaptiveDraftLength:
         # it coasts to the probe (queued plain steps, see choose_ahead); lookup's candidates wake it
         coast = self.config.coast_rounds if self.link.informative() else 1 << 30
         self._coast = coast if not plan.k and clear_loss else 0
+        steady = self._coast and not self._price_moved
+        self._clean_gap = self.config.coasting_clean_every if steady else self.config.clean_every
         # plain's own price moves while the draft sits out (the machine slows, the context grows):
         # coasting ends when it does, or a draft priced against a faster moment stays out
         self._coast_plain = self._plain_in_steps()
@@ -282,7 +287,7 @@ class AdaptiveDraftLength:
             if slow is None:
                 self.verify.add(event.k + 1, event.verify_seconds)
                 if event.k == 0:
-                    self._since_clean = 0
+                    self._since_clean, self._price_moved = 0, False
                     step = self.verify.plain.value
                     self.queued_plain.check(self.plain_seconds(step), self._plain_round(step))
         self._last_observed = now

@@ -34,6 +34,9 @@ class AdaptiveConfig:
     bonus_weight: float = 1.0  # a fully accepted round's next token, priced by the link
     queue_trials: int = 4  # queued plain steps explored, where the loop can queue them
     clean_every: int = 64  # rounds between plain steps timed alone, the costs' reference
+    # as rare while the draft clearly loses and plain's price holds: each such step and the one
+    # after it cost a quarter of a step on a GPU, 1% of an answer that never drafts at 64
+    coasting_clean_every: int = 256
     # rounds before a due probe in which a learning link wants the main's confidence
     confidence_lead: int = 64
     # a round whose passes take `one_time_factor` times their price and `one_time_floor` seconds
