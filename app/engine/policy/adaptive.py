@@ -90,7 +90,7 @@ class AdaptiveDraftLength:
         self._queues, self._queue_tried = False, 0
         self._since_clean = 0  # rounds since a plain step timed alone
         self._clean_gap = config.clean_every  # rounds between them, longer while coasting
-        self._price_moved = False  # plain's price left its band since the last step timed alone
+        self._clean_plain = 0.0  # plain's price in plain steps as of the last one
         self._last_observed: float | None = None
         self._shadow: tuple[int, ...] = ()  # this round's lookup candidates, scored in observe
         self._shadows = ShadowTrials(2 * MAX_DRAFT)  # unused lookup proposals, scored as text comes
@@ -180,7 +180,6 @@ class AdaptiveDraftLength:
                 self._shadow = ()
                 self._last["why"] = "coasting"  # the rest is the last full choice's (snapshot copies it)
                 return self._plan
-            self._price_moved = True  # the machine's speed moved: time a step alone at the usual pace
         available = {s: self._available(context, s) for s in self.sources}
         self._shadow = context.lookup if LOOKUP in self.acceptance else ()
         for s in self.sources:  # explore: each usable model source a few rounds, then one plain step
@@ -217,11 +216,12 @@ class AdaptiveDraftLength:
         # it coasts to the probe (queued plain steps, see choose_ahead); lookup's candidates wake it
         coast = self.config.coast_rounds if self.link.informative() else 1 << 30
         self._coast = coast if not plan.k and clear_loss else 0
-        steady = self._coast and not self._price_moved
-        self._clean_gap = self.config.coasting_clean_every if steady else self.config.clean_every
         # plain's own price moves while the draft sits out (the machine slows, the context grows):
         # coasting ends when it does, or a draft priced against a faster moment stays out
         self._coast_plain = self._plain_in_steps()
+        # a host's noise moves that price by 5-10%; a machine that changed speed, by more
+        steady = self._coast and abs(self._coast_plain - self._clean_plain) <= 0.15 * self._clean_plain
+        self._clean_gap = self.config.coasting_clean_every if steady else self.config.clean_every
         speedup = rates[best.source.value][best.k - 1] if best.k else 1.0
         return self._note(plan, "probe" if probe else "neighbour" if neighbour else "model", rates, speedup)
 
@@ -287,9 +287,10 @@ class AdaptiveDraftLength:
             if slow is None:
                 self.verify.add(event.k + 1, event.verify_seconds)
                 if event.k == 0:
-                    self._since_clean, self._price_moved = 0, False
+                    self._since_clean = 0
                     step = self.verify.plain.value
                     self.queued_plain.check(self.plain_seconds(step), self._plain_round(step))
+                    self._clean_plain = self._plain_in_steps()
         self._last_observed = now
         for s in self.sources:
             self.since_used[s] += 1

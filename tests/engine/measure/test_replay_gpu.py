@@ -196,32 +196,30 @@ def test_bursts_of_host_stalls_in_queued_plain_steps_do_not_call_a_losing_draft_
 
 
 def _clean_steps(log: list[tuple[RoundEvent, bool]]) -> list[int]:
-    """Rounds timed alone for the reference: a plain round unqueued after a plain round."""
-    pairs = zip(log, log[1:])
-    return [
-        i for i, ((e0, _), (e1, _)) in enumerate(pairs, 1) if e0.k == 0 and e1.k == 0 and not e1.overlapped
-    ]
+    """Plain steps the controller chose to time alone: not queued, after a plain round (the
+    round after a draft round cannot be queued either)."""
+    pairs = enumerate(zip(log, log[1:]), 1)
+    return [i for i, ((e0, _), (e1, _)) in pairs if e0.k == 0 and e1.k == 0 and not e1.overlapped]
 
 
-def test_a_coasting_controller_times_a_step_alone_rarely_and_soon_after_the_machine_slows():
+def test_a_coasting_controller_times_a_step_alone_rarely_and_more_often_once_the_machine_slows():
     """A step timed alone and the one after it cost a quarter of a step each on an H100: every
     64 rounds that was 1% of every answer that never drafts. While the draft clearly loses and
-    plain's price holds, one in 256 rounds keeps the reference; once the machine slows, plain's
-    price moves and the next one comes at the usual pace."""
+    plain's price holds (a host's noise moves it a few percent), one in 256 rounds keeps the
+    reference; once the machine slows, plain's price moves and they come at the usual pace."""
     clock = SimulatedClock()
     policy = _Queues(clock=clock)
     policy.log = []
     steady = []
     for seed in range(6):
         policy.log.clear()
-        replay(agreeing_trace(0.9, seed=seed, n=400), policy, GPU, clock=clock)
+        replay(agreeing_trace(0.9, seed=seed, n=400), policy, replace(GPU, noise=0.1), clock=clock, seed=seed)
         if seed:  # the first answer explores
             assert not any(e.k for e, _ in policy.log)
             steady += _clean_steps(policy.log)
-    assert len(steady) <= 5 * (1 + 400 // policy.config.coasting_clean_every), steady  # 30 at 64
+    assert len(steady) <= 10, steady  # five answers of 400 rounds: 30 at one in 64
     policy.log.clear()
-    replay(
-        agreeing_trace(0.9, seed=9, n=400), policy, GPU, clock=clock, slow=dict.fromkeys(range(150, 400), 2.0)
-    )
+    slower = dict.fromkeys(range(150, 400), 2.0)
+    replay(agreeing_trace(0.9, seed=9, n=400), policy, GPU, clock=clock, slow=slower)
     after = [i for i in _clean_steps(policy.log) if i >= 150]
-    assert after and after[0] - 150 <= 24 + policy.config.clean_every, after
+    assert len(after) >= 3, after  # one in 64 of the 250 rounds after the change
