@@ -91,7 +91,7 @@ def test_rounds_file_holds_every_answer_in_the_order_it_was_timed(tmp_path, caps
         "restored",
         "restored",
         "learnt",
-    ] * 2
+    ] * 4  # eight turns, alternating which goes first
     fixed = answers[1]["rounds"]
     assert all(r["k"] == 2 for r in fixed[:-1]) and sum(r["accepted"] for r in fixed) <= 2 * len(fixed)
     assert all(r["k"] == 0 for r in answers[0]["rounds"]) and len(answers[0]["rounds"]) == 24
