@@ -85,7 +85,7 @@ class CostModel:
 
     @classmethod
     def shaped(cls, name: str, step: float = 0.01, noise: float = 0.0) -> CostModel:
-        """Two shapes seen on real machines, in plain steps:
+        """Shapes seen on real machines, in plain steps:
 
         * 'compute' (a CPU; fitted to the toy pair on a 16-core one): a pass over n >= 2 tokens
           costs 0.6 + 0.4 n steps; a draft step 0.15, plus 0.12 per round and per token read
@@ -95,7 +95,9 @@ class CostModel:
           bound by kernel launches, not by their size), catch-up reads nearly free;
         * 'gpu-4bit' (a 4-bit 7B pair on an H100, launch-bound): a queued plain step 1, a pass
           timed alone over n tokens 1.27 + 0.67 (n - 1), a draft step 0.8 and every further
-          pass a catch-up read takes 2. Only here are plain steps queued.
+          pass a catch-up read takes 2. Plain steps are queued here and in
+        * 'flat-14b' (a 14B bf16 pair on an H100, where a draft pays by 5-15%): a queued
+          plain step 0.9, a pass over n >= 2 tokens 1.55 + 0.04 (n - 2), a draft step 0.35.
         """
         if name == "compute":
             verify = tuple(step * (1.0 if n == 1 else 0.6 + 0.4 * n) for n in range(1, MAX_DRAFT + 2))
@@ -108,7 +110,12 @@ class CostModel:
             # (docs/measurements/2026-11-26-adaptive-4bit-gpu.md)
             verify = tuple(step * (1.27 + 0.67 * (n - 1)) for n in range(1, MAX_DRAFT + 2))
             return cls(verify, 0.8 * step, 0.0, 0.08 * step, 0.02 * step, noise, name, 2.0 * step, step)
-        raise ValueError(f"unknown cost shape {name!r}: 'compute', 'bandwidth' or 'gpu-4bit'")
+        if name == "flat-14b":  # docs/measurements/2026-11-26-coasting-clean-steps.md
+            verify = (step,) + tuple(step * (1.55 + 0.04 * (n - 2)) for n in range(2, MAX_DRAFT + 2))
+            return cls(
+                verify, 0.35 * step, 0.1 * step, 0.01 * step, 0.02 * step, noise, name, 0.5 * step, 0.9 * step
+            )
+        raise ValueError(f"unknown cost shape {name!r}: 'compute', 'bandwidth', 'gpu-4bit' or 'flat-14b'")
 
 
 class SimulatedClock:
