@@ -279,8 +279,9 @@ def restored_first_answers(
     starts, which goes first in every other turn. That is the app's first answer after loading a
     pair it has used before, which explores nothing. Timed beside, not against the run's earlier
     answers: a shared host's speed moved 30% over a run, and the second of two answers ran 4%
-    slower on this CPU. Eight turns: on a noisy H100 host one pair of answers moved 30%. `prompt` is (name, ids), as `run_prompts` takes them; `keep(name, mode,
-    run)` sees every answer, its mode "restored" or "learnt"."""
+    slower on this CPU. Eight turns: on a noisy H100 host one pair of answers moved 30%.
+    `prompt` is (name, ids), as `run_prompts` takes them; `keep(name, mode, run)` sees every
+    answer, its mode "restored" or "learnt"."""
     name, ids = prompt
     greedy, ratios = SamplingParams(), []
     for turn in range(turns):

@@ -95,9 +95,11 @@ class CostModel:
           bound by kernel launches, not by their size), catch-up reads nearly free;
         * 'gpu-4bit' (a 4-bit 7B pair on an H100, launch-bound): a queued plain step 1, a pass
           timed alone over n tokens 1.27 + 0.67 (n - 1), a draft step 0.8 and every further
-          pass a catch-up read takes 2. Plain steps are queued here and in
-        * 'flat-14b' (a 14B bf16 pair on an H100, where a draft pays by 5-15%): a queued
+          pass a catch-up read takes 2;
+        * 'flat-14b' (a 14B bf16 pair on an H100, where a draft pays by 5-20%): a queued
           plain step 0.9, a pass over n >= 2 tokens 1.55 + 0.04 (n - 2), a draft step 0.35.
+
+        Plain steps are queued in the last two only.
         """
         if name == "compute":
             verify = tuple(step * (1.0 if n == 1 else 0.6 + 0.4 * n) for n in range(1, MAX_DRAFT + 2))

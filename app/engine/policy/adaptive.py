@@ -174,12 +174,12 @@ class AdaptiveDraftLength:
             self._coast
             and not self._lookup_waits(context)
             and self.since_used.get(DRAFT, 0) < self.prober.due
+            and abs(self._plain_in_steps() - self._coast_plain) <= 0.05 * self._coast_plain
         ):
-            if abs(self._plain_in_steps() - self._coast_plain) <= 0.05 * self._coast_plain:
-                self._coast -= 1
-                self._shadow = ()
-                self._last["why"] = "coasting"  # the rest is the last full choice's (snapshot copies it)
-                return self._plan
+            self._coast -= 1
+            self._shadow = ()
+            self._last["why"] = "coasting"  # the rest is the last full choice's (snapshot copies it)
+            return self._plan
         available = {s: self._available(context, s) for s in self.sources}
         self._shadow = context.lookup if LOOKUP in self.acceptance else ()
         for s in self.sources:  # explore: each usable model source a few rounds, then one plain step
