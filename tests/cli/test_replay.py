@@ -155,14 +155,24 @@ def test_replay_takes_answers_recorded_in_several_files_as_one_set(
 def test_replay_compares_the_one_time_rule_on_and_off_around_a_slow_round(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    import re
     from pathlib import Path
 
+    from app.engine.measure.one_time import compare_slow_round
+    from app.engine.measure.replay import CostModel, load_traces
+
     traces = Path(__file__).parents[1] / "engine" / "data" / "draft_right_80.json"
-    args = ["replay", "--traces", str(traces), "--costs", "compute", "--slow-round", "5-6:100"]
+    # the first plain step after the exploring one, while one sample prices plain
+    _, (unslowed, *_) = compare_slow_round(load_traces(traces)[0], CostModel.shaped("compute"), 0, 1.0)
+    second = unslowed.result.choices.index(("main", 0), 3)
+    span = f"{second - 1}-{second}:100"
+    args = ["replay", "--traces", str(traces), "--costs", "compute", "--slow-round", span]
     assert main(args) == 0
     out = capsys.readouterr().out.splitlines()
-    round_6 = next(line for line in out if line.strip().startswith("round   6"))
-    assert "rule on 0.988x (  0 differ, 1 left out)" in round_6 and "(352 differ, 0 left out)" in round_6
+    line = next(line for line in out if line.strip().startswith(f"round {second:3d} main k=0"))
+    on, off = re.search(r"rule on .*\((.+)\).*rule off .*\((.+)\)", line).groups()
+    assert on == "  0 differ, 1 left out" and off.endswith("differ, 0 left out")
+    assert int(off.split()[0]) > 100, line
     assert any(line.strip().startswith("rule off: speed against no slow round worst") for line in out)
     assert main([*args[:-1], "5:x"]) == 2
     assert "error" in capsys.readouterr().err

@@ -39,6 +39,7 @@ from app.engine.policy.one_time import OneTimeCosts
 from app.engine.policy.probing import Prober, Standing
 from app.engine.policy.recheck import PriceRecheck
 from app.engine.policy.snapshot import describe
+from app.engine.policy.staying import StayRule
 
 __all__ = ["MAX_K", "AdaptiveConfig", "AdaptiveDraftLength"]
 
@@ -63,6 +64,7 @@ class AdaptiveDraftLength:
         self.sources = [s for s, on in ((DRAFT, use_draft), (LOOKUP, use_lookup)) if on]
         self.prober = Prober(config)  # when a bypassed source is tried again
         self.recheck = PriceRecheck()  # prices measured in a stall, played again after a probe
+        self.stay = StayRule(config)  # whether a chosen draft plays on just under the margin
         self._rounds_at_k = 0  # rounds in a row at the model's best k, for neighbour checks
         self._best_speedup: dict[Provenance, float] = {}
         self.acceptance = {s: AcceptanceCounts(0.5, 1.0, config.decay) for s in self.sources}
@@ -207,6 +209,12 @@ class AdaptiveDraftLength:
             for k in range(1, available[s] + 1):
                 if by_k[k - 1] > best_speedup:
                     best, best_speedup = DraftPlan(k, s), by_k[k - 1]
+        if DRAFT in self.acceptance:  # a chosen draft just under the margin may play on
+            prices, point = (plain_seconds, overhead, draft[DRAFT], costs), rates[DRAFT.value]
+            last = (self._plan, self._last.get("why"))
+            stay = self.stay.plan(best, last, available[DRAFT], self.acceptance[DRAFT], prices, point)
+            if stay is not None:
+                return self._note(stay, "stay", rates, point[stay.k - 1])
         self.prober.due = 1 << 30
         probe = self.prober.probe(best, self._standing(available, costs, draft, plain_seconds))
         neighbour = None if probe else self._neighbour(best, available)

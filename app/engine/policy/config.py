@@ -26,6 +26,12 @@ class AdaptiveConfig:
     close_probe_every: int = 12
     neighbour_every: int = 8  # rounds at the best k between tries of the size beside it
     margin: float = 1.03  # speculate only where it beats plain by this much
+    # a draft the controller chose keeps playing, at most `stay_k` tokens a round, while its
+    # estimates raised by `stay_z` standard errors still say it pays, for up to `stay_rounds`
+    # rounds in a row: two unlucky rounds bypassed a paying draft until the next probe (staying.py)
+    stay_z: float = 0.5
+    stay_rounds: int = 3
+    stay_k: int = 3
     # while the draft clearly does not pay, the full choice is made only every
     # `coast_rounds + 1` rounds (its estimates move slowly while it sits out)
     coast_rounds: int = 3

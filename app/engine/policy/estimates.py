@@ -82,6 +82,14 @@ class AcceptanceCounts:
             self._estimates = (key, tuple(out), tuple(tokens_by_k(out)))
         return self._estimates[1]
 
+    def optimistic_tokens(self, k: int, z: float) -> list[float]:
+        """`tokens_by_k` of the estimates up to k, each raised by `z` of its standard error: what
+        the text could still be worth by the evidence the counts hold."""
+        rates = self.estimates(k)
+        return tokens_by_k(
+            [min(1.0, a + z * (a * (1.0 - a) / (t + self.weight)) ** 0.5) for a, t in zip(rates, self.trials)]
+        )
+
     def tokens(self, k: int) -> tuple[float, ...]:
         """`tokens_by_k` of the estimates up to k."""
         self.estimates(k)

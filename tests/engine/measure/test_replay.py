@@ -188,17 +188,16 @@ def test_on_real_answers_of_the_qwen_coder_pair_adaptive_keeps_up_and_never_lose
 
 def test_on_the_14b_shape_adaptive_takes_most_of_what_a_paying_draft_offers():
     """The 14B bf16 pair on an H100 (flat-14b: a draft step of 0.35 plain steps, a verify pass of
-    1.55-1.83): a draft right on 90% of tokens pays 18-21% at k = 4-6. Adaptive took 0.95 of
-    that in replay; on the H100 it gave most of it up (1.02 against 1.12): its acceptance
-    estimates run low (docs/measurements/2026-11-26-coasting-clean-steps.md). This holds the line
-    while that is worked on."""
+    1.55-1.83): a draft right on 90% of tokens pays 18-21% at k = 4-6. Two unlucky rounds used to
+    bypass it until the next probe (0.946 of the best fixed k, 17 answers of 20 faster than
+    plain); a chosen draft now plays on while its estimates' evidence is thin (staying.py)."""
     traces = load_traces(Path(__file__).parents[1] / "data" / "draft_right_90.json")[0]
     costs = CostModel.shaped("flat-14b", step=1.0, noise=0.1)
     results = run_policies(traces, costs, (4, 6), adaptive={"adaptive": {"use_lookup": False}})
     best = max(_speed(results["fixed4"]), _speed(results["fixed6"]))
     assert best >= 1.15 * _speed(results["plain"])
-    assert _speed(results["adaptive"]) >= 0.93 * best  # 0.946 as shipped
+    assert _speed(results["adaptive"]) >= 0.955 * best  # 0.962; 0.946 without staying
     faster = [
         r.tokens_per_second >= p.tokens_per_second for r, p in zip(results["adaptive"], results["plain"])
     ]
-    assert sum(faster) >= 15, faster  # 17 of 20 as shipped: the first answer explores
+    assert sum(faster) >= 19, faster  # 20; 17 without staying

@@ -426,7 +426,8 @@ def test_a_close_call_is_probed_often_and_keeps_the_draft_ready():
     snap = close.snapshot()
     assert snap["bypassed"] and 0.85 <= max(snap["speedup_by_k"]["draft"]) < 1.03, snap
     probes = [i for i, k in enumerate(ks) if k and i >= 40]
-    assert 5 <= len(probes) <= 8, ks  # every 12 rounds
+    gaps = [b - a for a, b in zip(probes, probes[1:])]
+    assert len(probes) >= 5 and all(8 <= g <= 12 for g in gaps), ks  # every 8-12 rounds
     assert close.wants_draft_prefill()
 
     useless = AdaptiveDraftLength(use_lookup=False)
