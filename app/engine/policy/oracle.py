@@ -37,6 +37,8 @@ class RoundRecord:
     # what it predicted for the draft model at k = 1, 2, ... (why a k was not chosen)
     draft_speedup_by_k: tuple[float, ...] = ()
     overlapped: bool = False  # a queued plain step: its wall time is a plain token's real cost
+    # the draft's acceptance estimates by position behind that prediction (prices or text?)
+    draft_acceptance: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, event: RoundEvent, wall: float) -> RoundRecord:
@@ -46,6 +48,8 @@ class RoundRecord:
         why, expected = policy.get("why", ""), policy.get("expected_speedup", 0.0)
         by_source = policy.get("speedup_by_k", {})
         draft = by_source.get("draft", ()) if isinstance(by_source, dict) else ()
+        rates = policy.get("acceptance", {})
+        accepting = rates.get("draft", ()) if isinstance(rates, dict) else ()
         return cls(
             event.k,
             event.accepted,
@@ -58,6 +62,7 @@ class RoundRecord:
             float(expected) if isinstance(expected, int | float) else 0.0,
             tuple(draft),
             event.overlapped,
+            tuple(accepting),
         )
 
 

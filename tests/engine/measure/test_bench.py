@@ -118,10 +118,13 @@ def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair):
     # the JSON keeps each adaptive round's reason and prediction, so a surprising ratio can be explained
     # (whether the policy coasts depends on this machine's timings, so it is allowed, not required)
     adaptive_rounds = [x for r in runs if r.mode == "adaptive" for x in r.to_json()["round_log"]]
-    assert {x["why"] for x in adaptive_rounds} <= {"model", "probe", "neighbour", "explore", "coasting"}
+    whys = {"model", "probe", "neighbour", "explore", "coasting", "stay", "recheck"}
+    assert {x["why"] for x in adaptive_rounds} <= whys
     assert any(x["why"] == "model" and x["expected_speedup"] > 0 for x in adaptive_rounds)
     # and what each k was predicted to give, so a k not chosen can be explained
     assert any(len(x["draft_speedup_by_k"]) == 8 for x in adaptive_rounds)
+    # and the acceptance estimates behind it: a low prediction is the text's or the prices'
+    assert any(len(x["draft_acceptance"]) == 8 and x["why"] == "model" for x in adaptive_rounds)
     assert all(x["why"] == "" for r in runs if r.mode == "fixed" for x in r.to_json()["round_log"])
 
 

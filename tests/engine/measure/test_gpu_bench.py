@@ -96,3 +96,5 @@ def test_rounds_file_holds_every_answer_in_the_order_it_was_timed(tmp_path, caps
     assert all(r["k"] == 2 for r in fixed[:-1]) and sum(r["accepted"] for r in fixed) <= 2 * len(fixed)
     assert all(r["k"] == 0 for r in answers[0]["rounds"]) and len(answers[0]["rounds"]) == 24
     assert all(isinstance(r["why"], str) and r["why"] for r in answers[2]["rounds"])  # adaptive says why
+    assert all(0.0 <= a <= 1.0 for r in answers[2]["rounds"] for a in r["draft_acceptance"])
+    assert any(len(r["draft_acceptance"]) == 8 for r in answers[2]["rounds"])
