@@ -35,7 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--costs",
         default="measured,compute,bandwidth",
-        help="cost models: 'measured' (this machine, with the models), 'compute', 'bandwidth', 'gpu-4bit', 'flat-14b'",
+        help=(
+            "cost models: 'measured' (this machine, with the models), 'compute', 'bandwidth', "
+            "'gpu-4bit', 'flat-14b', 'flat-14b-spells'"
+        ),
     )
     parser.add_argument("--noise", type=float, default=0.1, help="log-normal spread of every simulated pass")
     parser.add_argument("--seeds", type=int, default=3, help="noisy replays per cost model")

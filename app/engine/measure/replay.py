@@ -69,6 +69,25 @@ class CostModel:
     name: str = ""
     read_piece: float = 0.0
     queued: float = 0.0
+    # a host that changes speed between answers: (answers a spell lasts, draft factor, main
+    # factor), every other spell slow, its draft passes and main passes that many times as long
+    spells: tuple[int, float, float] | tuple[()] = ()
+
+    def for_answer(self, index: int) -> CostModel:
+        """The costs of the `index`-th answer of a run: slower in a slow spell."""
+        if not self.spells or (index // self.spells[0]) % 2 == 0:
+            return self
+        _, draft, main = self.spells
+        return replace(
+            self,
+            verify=tuple(v * main for v in self.verify),
+            queued=self.queued * main,
+            draft_step=self.draft_step * draft,
+            draft_fixed=self.draft_fixed * draft,
+            draft_read=self.draft_read * draft,
+            read_piece=self.read_piece * draft,
+            spells=(),
+        )
 
     def verify_seconds(self, n: int) -> float:
         if n <= len(self.verify):
@@ -97,7 +116,10 @@ class CostModel:
           timed alone over n tokens 1.27 + 0.67 (n - 1), a draft step 0.8 and every further
           pass a catch-up read takes 2;
         * 'flat-14b' (a 14B bf16 pair on an H100, where a draft pays by 5-20%): a queued
-          plain step 0.9, a pass over n >= 2 tokens 1.55 + 0.04 (n - 2), a draft step 0.35.
+          plain step 0.9, a pass over n >= 2 tokens 1.55 + 0.04 (n - 2), a draft step 0.35;
+        * 'flat-14b-spells': the same on a shared host that changes speed every two answers, its
+          slow spells making the draft's passes 1.8 times as long and the main's 1.3 times
+          (an H100 in run S, docs/measurements/2026-11-27-stale-prices.md).
 
         Plain steps are queued in the last two only.
         """
@@ -112,12 +134,24 @@ class CostModel:
             # (docs/measurements/2026-11-26-adaptive-4bit-gpu.md)
             verify = tuple(step * (1.27 + 0.67 * (n - 1)) for n in range(1, MAX_DRAFT + 2))
             return cls(verify, 0.8 * step, 0.0, 0.08 * step, 0.02 * step, noise, name, 2.0 * step, step)
-        if name == "flat-14b":  # docs/measurements/2026-11-26-coasting-clean-steps.md
+        if name in ("flat-14b", "flat-14b-spells"):  # docs/measurements/2026-11-26-coasting-clean-steps.md
             verify = (step,) + tuple(step * (1.55 + 0.04 * (n - 2)) for n in range(2, MAX_DRAFT + 2))
+            spells = (2, 1.8, 1.3) if name == "flat-14b-spells" else ()
             return cls(
-                verify, 0.35 * step, 0.1 * step, 0.01 * step, 0.02 * step, noise, name, 0.5 * step, 0.9 * step
+                verify,
+                0.35 * step,
+                0.1 * step,
+                0.01 * step,
+                0.02 * step,
+                noise,
+                name,
+                0.5 * step,
+                0.9 * step,
+                spells,
             )
-        raise ValueError(f"unknown cost shape {name!r}: 'compute', 'bandwidth', 'gpu-4bit' or 'flat-14b'")
+        raise ValueError(
+            f"unknown cost shape {name!r}: 'compute', 'bandwidth', 'gpu-4bit', 'flat-14b' or 'flat-14b-spells'"
+        )
 
 
 class SimulatedClock:
@@ -304,7 +338,11 @@ def load_traces(path: Path) -> tuple[list[Trace], CostModel | None]:
         for t in data["traces"]
     ]
     costs = data.get("costs")
-    return traces, CostModel(**{**costs, "verify": tuple(costs["verify"])}) if costs else None
+    if not costs:
+        return traces, None
+    return traces, CostModel(
+        **{**costs, "verify": tuple(costs["verify"]), "spells": tuple(costs.get("spells", ()))}
+    )
 
 
 def run_policies(
@@ -335,13 +373,14 @@ def run_policies(
     }
     for i, trace in enumerate(traces):
         run_seed = seed * 100_003 + i
-        out["plain"].append(replay(trace, PlainDecoding(), costs, seed=run_seed, has_draft=has_draft))
+        costs_i = costs.for_answer(i)
+        out["plain"].append(replay(trace, PlainDecoding(), costs_i, seed=run_seed, has_draft=has_draft))
         for k in ks:
             out[f"fixed{k}"].append(
-                replay(trace, FixedDraftLength(k), costs, seed=run_seed, has_draft=has_draft)
+                replay(trace, FixedDraftLength(k), costs_i, seed=run_seed, has_draft=has_draft)
             )
         for label, (controller, clock) in controllers.items():
             out[label].append(
-                replay(trace, controller, costs, clock=clock, seed=run_seed, has_draft=has_draft)
+                replay(trace, controller, costs_i, clock=clock, seed=run_seed, has_draft=has_draft)
             )
     return out

@@ -283,6 +283,12 @@ class CostTable:
             m.scale(factor)
         self._tables.clear()
 
+    def forget(self, n: int) -> None:
+        """Drop size n's measurements (another moment's): the next passes price it."""
+        if n in self.by_n and (n != 1 or not isinstance(self, VerifyCosts)):
+            del self.by_n[n]
+            self._tables.clear()
+
     def replace(self, by_n: dict[int, RecentMedian]) -> None:
         """Take these measurements instead (a saved state)."""
         self.by_n, self._pending = by_n, []

@@ -10,10 +10,19 @@ proposed, a draft length whose prices rest on fewer than `THIN` rounds, and whic
 the draft's long-run record at the cheapest of those rounds though not at their median, is
 played once. Each such round is one more sample, so this stops by itself; a draft that is dear
 at its cheapest (a 4-bit draft on a GPU) is never rechecked.
+
+Many samples go stale too. A shared host changes speed, and not evenly: on an H100 a 0.5B
+draft's passes took 1.8 times as long in its slow spells, a 14B main's 1.3 times. A draft
+length priced in a slow spell and not played since kept a draft that paid 1.1-1.2x bypassed
+through twenty answers of faster spells, probes and all, since a probe prices neither
+(docs/measurements/2026-11-27-stale-prices.md). So once the draft has played no priced round
+for `STALE` rounds, the longest length in dispute by the current acceptance estimates is played
+`FRESH` rounds in a row, and their prices replace that length's old ones (draft and verify).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from app.engine.decoding.events import Provenance, RoundEvent
@@ -23,6 +32,8 @@ from app.engine.policy.costs import CostTable, RecentMedian, VerifyCosts
 from app.engine.policy.estimates import AcceptanceCounts
 
 THIN = 3  # rounds at a size below which its price may still be one slow moment's
+STALE = 64  # rounds without a priced draft round after which prices may be another spell's
+FRESH = 3  # rounds a stale length is played to price it anew
 
 
 class Priced(Protocol):
@@ -30,6 +41,7 @@ class Priced(Protocol):
 
     config: AdaptiveConfig
     record: AcceptanceCounts
+    acceptance: dict[Provenance, AcceptanceCounts]
     drafting: dict[Provenance, CostTable]
     verify: VerifyCosts
     overhead: RecentMedian
@@ -38,13 +50,37 @@ class Priced(Protocol):
 
 
 class PriceRecheck:
-    """Remembers the longest draft the model chose and, after a good probe, asks for one round at
-    the longest length up to it whose price is in dispute."""
+    """Remembers the longest draft the model chose and asks for rounds at the longest length up
+    to it whose price is in dispute: one after a good probe where its prices are thin, `FRESH`
+    where they are stale, whose prices then replace the old ones."""
 
     def __init__(self) -> None:
         self.model_k = 0  # the longest draft length the model has chosen
         self.due = 0  # the length to recheck; 0: none
+        self.left = 0  # rounds of it still to play
+        self.replace = False  # whether the next recheck round's prices replace the size's
         self.played = 0  # rechecks over the controller's life
+        self.rounds = 0  # rounds observed over the controller's life
+        self.priced_at = 0  # the round a draft round was last priced
+        self.went_stale = 0  # times the draft's prices went stale, over the controller's life
+
+    def observed(self, event: RoundEvent, at: Priced) -> None:
+        """Every round, before its prices are taken: a stale size's first recheck round clears
+        its old prices; once the draft has played no priced round for `STALE` rounds (it sat
+        out, or only probed), the longest length in dispute is rechecked."""
+        self.rounds += 1
+        if event.source is Provenance.DRAFT and event.k and event.catch_up <= 1:
+            if self.replace and event.policy.get("why") == "recheck":
+                at.drafting[Provenance.DRAFT].forget(event.k)
+                at.verify.forget(event.k + 1)
+                self.replace = False
+            self.priced_at = self.rounds
+        elif self.rounds - self.priced_at >= STALE and not self.due:
+            self.priced_at = self.rounds  # checked: the next check is `STALE` rounds away
+            k = self._disputed(at, at.acceptance[Provenance.DRAFT], lambda n: True)
+            if k:
+                self.went_stale += 1
+                self.due, self.left, self.replace = k, FRESH, True
 
     def noted(self, plan: DraftPlan, why: str) -> None:
         if why == "model" and plan.source is Provenance.DRAFT:
@@ -52,28 +88,49 @@ class PriceRecheck:
 
     def after_probe(self, event: RoundEvent, at: Priced) -> None:
         """A probe of the draft was just observed."""
-        step = at.verify.plain_step()
         self.due = 0
-        if event.source is not Provenance.DRAFT or event.accepted < event.k or not step:
+        if event.source is not Provenance.DRAFT or event.accepted < event.k:
             return
-        tokens, plain = at.record.tokens(self.model_k), at.plain_seconds(step)
+        self.due = self._disputed(at, at.record, lambda count: count < THIN)
+        self.left, self.replace = 1, False
+
+    def _disputed(self, at: Priced, rates: AcceptanceCounts, doubtful: Callable[[int], bool]) -> int:
+        """The longest draft length up to the model's whose price is `doubtful` (by its count of
+        rounds) and which would pay at `rates` at the cheapest of its rounds but not at their
+        median; 0 if none."""
+        step = at.verify.plain_step()
+        if not step:
+            return 0
+        tokens, plain = rates.tokens(self.model_k), at.plain_seconds(step)
         drafting, verify = at.drafting[Provenance.DRAFT].by_n, at.verify.by_n
+        due = 0
         for k in range(1, self.model_k + 1):
             d, v = drafting.get(k), verify.get(k + 1)
-            if d is None or v is None or not d.samples or not v.samples or min(d.count, v.count) >= THIN:
+            if (
+                d is None
+                or v is None
+                or not d.samples
+                or not v.samples
+                or not doubtful(min(d.count, v.count))
+            ):
                 continue
             cheapest = at.overhead.value + (min(d.samples) + min(v.samples)) * step
             usual = at.overhead.value + (d.value + v.value) * step
             margin = at.config.margin
             if tokens[k] * plain > margin * cheapest and tokens[k] * plain <= margin * usual:
-                self.due = k  # the longest in dispute: it gains most where the draft pays
+                due = k  # the longest in dispute: it gains most where the draft pays
+        return due
 
     def take(self, available: int) -> DraftPlan | None:
         """The recheck round, if one is due and the draft can play it."""
         if not self.due:
             return None
-        k, self.due = min(self.due, available), 0
+        k = min(self.due, available)
+        self.left -= 1
+        if self.left <= 0 or not k:
+            self.due = 0
         if not k:
+            self.replace = False
             return None
         self.played += 1
         return DraftPlan(k, Provenance.DRAFT)

@@ -142,13 +142,14 @@ def test_replayed_a_slow_plain_step_leaves_the_choices_as_they_were_with_the_rul
 def test_replayed_a_slow_draft_round_does_not_make_a_paying_draft_look_dear():
     """The GPU-like shape, where this draft pays 1.37x plain: the first answer's round 18, the
     second pass at k = 1, takes 100 times its time. Taken in, the median of that size's two
-    passes prices every draft length dear and the draft sits out nearly the whole answer; left
-    out, the controller keeps drafting (one sample fewer moves a few close calls: within 3%)."""
+    passes prices every draft length dear and the draft sits out until those prices go stale
+    and are played again (recheck.py); left out, the controller keeps drafting (one sample fewer
+    moves a few close calls: within 3%)."""
     plain, (none, on, off) = compare_slow_round(TRACES, CostModel.shaped("bandwidth"), 18, 100.0)
     assert none.result.choices[18] == ("draft", 1)
     assert none.result.plans[("main", 0)] < 10
-    assert off.result.plans[("main", 0)] > 300
-    assert off.speed(plain) < 0.8 * none.speed(plain)
+    assert off.result.plans[("main", 0)] > 50
+    assert off.speed(plain) < 0.95 * none.speed(plain)
     assert on.left_out == 1 and on.result.plans[("main", 0)] < 10
     assert on.speed(plain) >= 0.97 * none.speed(plain)
 

@@ -1,12 +1,15 @@
-"""Prices caught in a stall are played again after a good probe, so a paying draft comes back;
-a draft that is dear even at its cheapest is never rechecked."""
+"""Prices caught in a stall are played again after a good probe, and stale ones once the draft
+has gone unpriced for long, so a paying draft comes back; a draft that is dear even at its
+cheapest is never rechecked."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from app.engine.decoding.policy import PlainDecoding
-from app.engine.measure.replay import CostModel, SimulatedClock, replay
+from app.engine.measure.replay import CostModel, SimulatedClock, load_traces, replay, run_policies
 from app.engine.policy.adaptive import AdaptiveDraftLength
 from tests.engine.helpers import agreeing_trace
 
@@ -52,3 +55,18 @@ def test_a_draft_dear_at_its_cheapest_is_never_rechecked():
     gpu = CostModel.shaped("gpu-4bit", step=0.0055, noise=0.1)
     _, rechecks = _later(gpu, {}, range(3))
     assert rechecks == 0
+
+
+def test_prices_from_a_slow_spell_are_played_again_once_stale():
+    """A shared host whose slow spells, every other two answers, make the draft's passes 1.8x
+    as long and the main's 1.3x (seen on an H100): prices taken in a slow spell, never played
+    since, kept a draft that pays 1.2x in the fast spells bypassed through them. Once the draft
+    has gone unpriced for `STALE` rounds its longest length in dispute is played `FRESH` rounds,
+    whose prices replace the old: adaptive keeps most of what the best fixed k gets."""
+    traces = load_traces(Path(__file__).parents[1] / "data" / "draft_right_90.json")[0]
+    spells = CostModel.shaped("flat-14b-spells", noise=0.1)
+    results = run_policies(traces, spells, (4, 6), adaptive={"adaptive": {"use_lookup": False}})
+    speed = {m: sum(r.tokens for r in rs) / sum(r.seconds for r in rs) for m, rs in results.items()}
+    best = max(speed["fixed4"], speed["fixed6"])
+    assert best >= 1.07 * speed["plain"]
+    assert speed["adaptive"] >= 0.955 * best, speed  # 0.969; 0.938 with the draft never stale
