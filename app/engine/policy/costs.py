@@ -57,7 +57,11 @@ class QueuedSteps:
     wait for two passes: on a GPU the first read of a stretch waits for the pass queued
     behind it, and the next read almost not at all. One round says nothing; a stretch's
     mean is the speed, and a median of single rounds picks either end of such pairs, which
-    can price a paying draft under plain."""
+    can price a paying draft under plain.
+
+    A run's last read finds its pass done: a remainder of one after a stretch of eight was a
+    sample of a fifth of a step, and priced plain at a quarter of its cost on an H100, so a
+    remainder under half a stretch joins the stretch before it (2026-11-27-stale-prices.md)."""
 
     def __init__(self, stretch: int = 8, window: int = 5) -> None:
         # a stretch's mean already smooths a burst: five of them follow a machine that slowed
@@ -66,23 +70,28 @@ class QueuedSteps:
         self.means = RecentMedian(window)
         self.rounds = 0  # every queued round seen
         self._sum, self._n = 0.0, 0
+        self._cut: tuple[float, int] | None = None  # the stretch just cut from a run going on
 
     def add(self, x: float) -> None:
         self.rounds += 1
         self._sum += x
         self._n += 1
         if self._n >= self.stretch:
+            cut = (self._sum, self._n)
             self.close()
+            self._cut = cut
 
     def rebase(self, factor: float) -> None:
         """Kept in multiples of the plain step: see VerifyCosts.young."""
         self.means.scale(factor)
         self._sum *= factor
+        if self._cut is not None:
+            self._cut = (self._cut[0] * factor, self._cut[1])
 
     def clear(self) -> None:
         """Forget every stretch (found stale): priced again from the next queued rounds."""
         self.means = RecentMedian(self.means.window)
-        self.rounds, self._sum, self._n = 0, 0.0, 0
+        self.rounds, self._sum, self._n, self._cut = 0, 0.0, 0, None
 
     def check(self, queued: float, alone: float) -> None:
         """Drop the price when `queued` (plain decoding as queued steps, per token) costs more than
@@ -97,10 +106,14 @@ class QueuedSteps:
             self.clear()
 
     def close(self) -> None:
-        """The stretch ended (a round that was not queued came)."""
-        if self._n:
+        """The stretch ended (a round that was not queued came, or it is a stretch long)."""
+        if self._n and self._cut is not None and 2 * self._n < self.stretch and self.means.samples:
+            total, n = self._cut[0] + self._sum, self._cut[1] + self._n
+            self.means.samples[-1] = total / n
+            self.means.refresh()
+        elif self._n:
             self.means.add(self._sum / self._n)
-            self._sum, self._n = 0.0, 0
+        self._sum, self._n, self._cut = 0.0, 0, None
 
     @property
     def value(self) -> float:

@@ -63,3 +63,23 @@ def test_once_the_plain_step_is_known_its_moves_are_the_machine_and_move_every_p
         costs.add(4, 0.012)
     _plain_steps(costs, 0.020, 9)  # the machine now runs at half the speed
     assert costs.table(4)[3] == pytest.approx(0.024)
+
+
+def test_a_run_of_queued_steps_is_one_sample_however_a_stretch_cuts_it():
+    """Seen on an H100: runs of nine queued plain steps, each read waiting for the pass queued
+    behind it but the last (nothing queued behind it, its pass already done). Cut into eight
+    and one, the one was a sample of a fifth of a step, and plain was priced at a quarter of
+    its cost; as one sample per run, plain is what the nine cost together."""
+    queued = QueuedSteps()
+    for _ in range(5):
+        for _ in range(8):
+            queued.add(1.0)
+        queued.add(0.2)
+        queued.close()  # a draft round ends the run
+    assert queued.value == pytest.approx(8.2 / 9)
+    assert queued.price(0.01, 0.02) == pytest.approx(0.01 * 8.2 / 9)
+    # a run of ten ends as eight and two, and the two are short of half a stretch: still one
+    for x in [1.0] * 9 + [0.2]:
+        queued.add(x)
+    queued.close()
+    assert queued.means.samples[-1] == pytest.approx(9.2 / 10)
