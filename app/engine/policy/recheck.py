@@ -62,7 +62,6 @@ class PriceRecheck:
         self.played = 0  # rechecks over the controller's life
         self.rounds = 0  # rounds observed over the controller's life
         self.priced_at = 0  # the round a draft round was last priced
-        self.went_stale = 0  # times the draft's prices went stale, over the controller's life
 
     def observed(self, event: RoundEvent, at: Priced) -> None:
         """Every round, before its prices are taken: a stale size's first recheck round clears
@@ -79,7 +78,6 @@ class PriceRecheck:
             self.priced_at = self.rounds  # checked: the next check is `STALE` rounds away
             k = self._disputed(at, at.acceptance[Provenance.DRAFT], lambda n: True)
             if k:
-                self.went_stale += 1
                 self.due, self.left, self.replace = k, FRESH, True
 
     def noted(self, plan: DraftPlan, why: str) -> None:
