@@ -278,7 +278,8 @@ class AdaptiveDraftLength:
         now = self._clock()
         # a one-time cost (a shape's kernels compiled) prices nothing: see one_time.py
         slow = self.one_time.judge(event, self.one_time.predicted(event, self))
-        self.recheck.observed(event, self)
+        if DRAFT in self.acceptance:
+            self.recheck.observed(event, self)
         if self._last_observed is not None:
             self._follow_probe(event, now - self._last_observed, slow is not None)
         if event.overlapped:  # not a pass's own cost: the time between reads, per token

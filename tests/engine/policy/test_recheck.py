@@ -70,3 +70,12 @@ def test_prices_from_a_slow_spell_are_played_again_once_stale():
     best = max(speed["fixed4"], speed["fixed6"])
     assert best >= 1.07 * speed["plain"]
     assert speed["adaptive"] >= 0.955 * best, speed  # 0.969; 0.938 with the draft never stale
+
+
+def test_prompt_lookup_alone_answers_long_without_a_draft_to_recheck():
+    """The controller the app plays when no draft is chosen: hundreds of rounds with no draft
+    round at all never look for a draft's stale prices."""
+    traces = load_traces(Path(__file__).parents[1] / "data" / "qwen_coder_traces.json")[0]
+    results = run_policies(traces, FLAT, (2,), adaptive={"lookup": {"use_draft": False}})
+    assert sum(r.rounds for r in results["lookup"]) > 4 * 64
+    assert all(r.tokens == len(t.answer) for r, t in zip(results["lookup"], traces))
