@@ -85,7 +85,9 @@ class PriceRecheck:
             self.model_k = max(self.model_k, plan.k)
 
     def after_probe(self, event: RoundEvent, at: Priced) -> None:
-        """A probe of the draft was just observed."""
+        """A probe of the draft was just observed (a stale length's recheck, if due, stays due)."""
+        if self.replace:
+            return
         self.due = 0
         if event.source is not Provenance.DRAFT or event.accepted < event.k:
             return
