@@ -69,7 +69,7 @@ def test_prices_from_a_slow_spell_are_played_again_once_stale():
     speed = {m: sum(r.tokens for r in rs) / sum(r.seconds for r in rs) for m, rs in results.items()}
     best = max(speed["fixed4"], speed["fixed6"])
     assert best >= 1.07 * speed["plain"]
-    assert speed["adaptive"] >= 0.955 * best, speed  # 0.969; 0.938 with the draft never stale
+    assert speed["adaptive"] >= 0.955 * best, speed  # 0.982; 0.938 with the draft never stale
 
 
 def test_prompt_lookup_alone_answers_long_without_a_draft_to_recheck():
