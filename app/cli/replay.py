@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported when the command runs, so --help starts without MLX
     from app.engine.measure.replay import CostModel, ReplayResult, Trace
@@ -49,6 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "for exploring a new pair is not always the same",
     )
     parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an adaptive controller setting (AdaptiveConfig) other than its default, for comparing "
+        "one replay with another; repeat for several",
+    )
+    parser.add_argument(
         "--slow-round",
         metavar="ROUND[-LAST][:FACTOR]",
         help="make round ROUND of the first answer (or each of ROUND..LAST in turn) take FACTOR "
@@ -62,6 +70,29 @@ def _slow_rounds(spec: str) -> tuple[range, float]:
     rounds, _, factor = spec.partition(":")
     first, _, last = rounds.partition("-")
     return range(int(first), int(last or first) + 1), float(factor or 100.0)
+
+
+def _settings(specs: list[str]) -> dict[str, object]:
+    """'stay_rounds=0', 'stale_after=none' ... as AdaptiveConfig keyword arguments."""
+    from dataclasses import fields
+
+    from app.engine.policy.config import AdaptiveConfig
+
+    kinds = {f.name: f.type for f in fields(AdaptiveConfig)}
+    out: dict[str, object] = {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        if not sep or name not in kinds:
+            raise ValueError(f"--setting {spec!r}: expected NAME=VALUE, NAME one of {', '.join(kinds)}")
+        kind = str(kinds[name])
+        if text.lower() == "none" and "None" in kind:
+            out[name] = None
+            continue
+        try:
+            out[name] = float(text) if kind.startswith("float") else int(text)
+        except ValueError:
+            raise ValueError(f"--setting {spec!r}: {name} takes {kind.replace('|', 'or')}") from None
+    return out
 
 
 def _record(args: argparse.Namespace) -> tuple[list[Trace], CostModel | None]:
@@ -162,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
         traces, measured = _load(args.traces) if args.traces else _record(args)
         ks = tuple(int(k) for k in str(args.k).split(","))
         slow = _slow_rounds(args.slow_round) if args.slow_round else None
+        settings = _settings(args.setting)
         models = []
         for name in args.costs.split(","):
             if name == "measured":
@@ -191,12 +223,21 @@ def run(args: argparse.Namespace) -> int:
         f"noise {args.noise}, {args.seeds} seeds{', every answer first in turn' if args.rotate else ''}; "
         "speeds relative to plain, tok/s of plain is simulated"
     )
+    from app.engine.policy.config import AdaptiveConfig
+
+    config = AdaptiveConfig(**settings)  # type: ignore[arg-type]
+    variants: dict[str, dict[str, Any]] = {
+        "adaptive": {"config": config},
+        "adaptive-draft": {"use_lookup": False, "config": config},
+    }
     for costs in models:
         merged: dict[str, list[ReplayResult]] = {}
         for seed in range(args.seeds if args.noise else 1):
             for start in range(len(traces) if args.rotate else 1):
                 order = traces[start:] + traces[:start]
-                for m, rs in run_policies(order, costs.with_noise(args.noise), ks, seed=seed).items():
+                for m, rs in run_policies(
+                    order, costs.with_noise(args.noise), ks, seed=seed, adaptive=variants
+                ).items():
                     rs = rs[len(traces) - start :] + rs[: len(traces) - start]  # back in the answers' order
                     merged[m] = [a.plus(b) for a, b in zip(merged[m], rs)] if m in merged else rs
         print("\n".join(_table(traces, merged, costs.name)))

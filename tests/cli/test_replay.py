@@ -176,3 +176,26 @@ def test_replay_compares_the_one_time_rule_on_and_off_around_a_slow_round(
     assert any(line.strip().startswith("rule off: speed against no slow round worst") for line in out)
     assert main([*args[:-1], "5:x"]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_replay_compares_controller_settings_run_by_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """A setting other than the default changes what adaptive gets and nothing else, so two runs
+    side by side compare it (here: neither staying on close calls nor stale prices played again,
+    on a host that changes speed); a setting that does not exist or a value of the wrong kind
+    is refused with the names it could have been."""
+    from pathlib import Path
+
+    traces = str(Path(__file__).parents[1] / "engine" / "data" / "draft_right_90.json")
+    args = ["replay", "--traces", traces, "--costs", "flat-14b-spells", "--k", "4,6", "--noise", "0"]
+    rows = []
+    for extra in ([], ["--setting", "stay_rounds=0", "--setting", "stale_after=none"]):
+        assert main([*args, *extra]) == 0
+        rows.append(
+            next(line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("all"))
+        )
+    assert rows[0][:4] == rows[1][:4]  # plain and the fixed lengths are the same replay
+    assert float(rows[0][4]) > float(rows[1][4])  # adaptive is not
+    assert main([*args, "--setting", "stay=1"]) == 2
+    assert "stay_rounds" in capsys.readouterr().err
+    assert main([*args, "--setting", "stay_z=high"]) == 2
+    assert "stay_z takes float" in capsys.readouterr().err

@@ -32,6 +32,11 @@ class AdaptiveConfig:
     stay_z: float = 0.5
     stay_rounds: int = 3
     stay_k: int = 3
+    # once the draft has played no priced round for `stale_after` rounds, its prices may be a
+    # slower spell's: the longest length in dispute is played `fresh_rounds` to price it anew
+    # (recheck.py); None never
+    stale_after: int | None = 64
+    fresh_rounds: int = 3
     # while the draft clearly does not pay, the full choice is made only every
     # `coast_rounds + 1` rounds (its estimates move slowly while it sits out)
     coast_rounds: int = 3

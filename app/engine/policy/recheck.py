@@ -16,8 +16,8 @@ draft's passes took 1.8 times as long in its slow spells, a 14B main's 1.3 times
 length priced in a slow spell and not played since kept a draft that paid 1.1-1.2x bypassed
 through twenty answers of faster spells, probes and all, since a probe prices neither
 (docs/measurements/2026-11-27-stale-prices.md). So once the draft has played no priced round
-for `STALE` rounds, the longest length in dispute by the current acceptance estimates is played
-`FRESH` rounds in a row, and their prices replace that length's old ones (draft and verify).
+for `stale_after` rounds, the longest length in dispute by the current acceptance estimates is
+played `fresh_rounds` in a row, and their prices replace that length's old ones (draft and verify).
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ from app.engine.policy.costs import CostTable, RecentMedian, VerifyCosts
 from app.engine.policy.estimates import AcceptanceCounts
 
 THIN = 3  # rounds at a size below which its price may still be one slow moment's
-STALE = 64  # rounds without a priced draft round after which prices may be another spell's
-FRESH = 3  # rounds a stale length is played to price it anew
 
 
 class Priced(Protocol):
@@ -51,7 +49,7 @@ class Priced(Protocol):
 
 class PriceRecheck:
     """Remembers the longest draft the model chose and asks for rounds at the longest length up
-    to it whose price is in dispute: one after a good probe where its prices are thin, `FRESH`
+    to it whose price is in dispute: one after a good probe where its prices are thin, several
     where they are stale, whose prices then replace the old ones."""
 
     def __init__(self) -> None:
@@ -65,7 +63,7 @@ class PriceRecheck:
 
     def observed(self, event: RoundEvent, at: Priced) -> None:
         """Every round, before its prices are taken: a stale size's first recheck round clears
-        its old prices; once the draft has played no priced round for `STALE` rounds (it sat
+        its old prices; once the draft has played no priced round for `stale_after` rounds (it sat
         out, or only probed), the longest length in dispute is rechecked."""
         self.rounds += 1
         if event.source is Provenance.DRAFT and event.k and event.catch_up <= 1:
@@ -74,11 +72,15 @@ class PriceRecheck:
                 at.verify.forget(event.k + 1)
                 self.replace = False
             self.priced_at = self.rounds
-        elif self.rounds - self.priced_at >= STALE and not self.due:
-            self.priced_at = self.rounds  # checked: the next check is `STALE` rounds away
+        elif (
+            (stale := at.config.stale_after) is not None
+            and self.rounds - self.priced_at >= stale
+            and not self.due
+        ):
+            self.priced_at = self.rounds  # checked: the next check is as far away
             k = self._disputed(at, at.acceptance[Provenance.DRAFT], lambda n: True)
             if k:
-                self.due, self.left, self.replace = k, FRESH, True
+                self.due, self.left, self.replace = k, at.config.fresh_rounds, True
 
     def noted(self, plan: DraftPlan, why: str) -> None:
         if why == "model" and plan.source is Provenance.DRAFT:
