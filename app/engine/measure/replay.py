@@ -134,21 +134,13 @@ class CostModel:
             # (docs/measurements/2026-11-26-adaptive-4bit-gpu.md)
             verify = tuple(step * (1.27 + 0.67 * (n - 1)) for n in range(1, MAX_DRAFT + 2))
             return cls(verify, 0.8 * step, 0.0, 0.08 * step, 0.02 * step, noise, name, 2.0 * step, step)
-        if name in ("flat-14b", "flat-14b-spells"):  # docs/measurements/2026-11-26-coasting-clean-steps.md
+        if name == "flat-14b":  # docs/measurements/2026-11-26-coasting-clean-steps.md
             verify = (step,) + tuple(step * (1.55 + 0.04 * (n - 2)) for n in range(2, MAX_DRAFT + 2))
-            spells = (2, 1.8, 1.3) if name == "flat-14b-spells" else ()
             return cls(
-                verify,
-                0.35 * step,
-                0.1 * step,
-                0.01 * step,
-                0.02 * step,
-                noise,
-                name,
-                0.5 * step,
-                0.9 * step,
-                spells,
+                verify, 0.35 * step, 0.1 * step, 0.01 * step, 0.02 * step, noise, name, 0.5 * step, 0.9 * step
             )
+        if name == "flat-14b-spells":
+            return replace(cls.shaped("flat-14b", step, noise), name=name, spells=(2, 1.8, 1.3))
         raise ValueError(
             f"unknown cost shape {name!r}: 'compute', 'bandwidth', 'gpu-4bit', 'flat-14b' or 'flat-14b-spells'"
         )

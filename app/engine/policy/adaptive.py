@@ -63,7 +63,7 @@ class AdaptiveDraftLength:
         self.config, self._clock = config, clock
         self.sources = [s for s, on in ((DRAFT, use_draft), (LOOKUP, use_lookup)) if on]
         self.prober = Prober(config)  # when a bypassed source is tried again
-        self.recheck = PriceRecheck()  # prices measured in a stall, played again after a probe
+        self.recheck = PriceRecheck()  # prices from a stall or a slower spell, played again
         self.stay = StayRule(config)  # whether a chosen draft plays on just under the margin
         self._rounds_at_k = 0  # rounds in a row at the model's best k, for neighbour checks
         self._best_speedup: dict[Provenance, float] = {}
@@ -169,8 +169,7 @@ class AdaptiveDraftLength:
             plan, self._ahead = self._ahead, None
             self._shadow = context.lookup if LOOKUP in self.acceptance else ()
             return plan
-        recheck = self.recheck.take(self._available(context, DRAFT)) if DRAFT in self.acceptance else None
-        if recheck is not None:
+        if DRAFT in self.acceptance and (recheck := self.recheck.take(self._available(context, DRAFT))):
             return self._note(recheck, "recheck")
         if (
             self._coast
@@ -212,8 +211,7 @@ class AdaptiveDraftLength:
         if DRAFT in self.acceptance:  # a chosen draft just under the margin may play on
             prices, point = (plain_seconds, overhead, draft[DRAFT], costs), rates[DRAFT.value]
             last = (self._plan, self._last.get("why"))
-            stay = self.stay.plan(best, last, available[DRAFT], self.acceptance[DRAFT], prices, point)
-            if stay is not None:
+            if stay := self.stay.plan(best, last, available[DRAFT], self.acceptance[DRAFT], prices, point):
                 return self._note(stay, "stay", rates, point[stay.k - 1])
         self.prober.due = 1 << 30
         probe = self.prober.probe(best, self._standing(available, costs, draft, plain_seconds))
@@ -278,8 +276,7 @@ class AdaptiveDraftLength:
         now = self._clock()
         # a one-time cost (a shape's kernels compiled) prices nothing: see one_time.py
         slow = self.one_time.judge(event, self.one_time.predicted(event, self))
-        if DRAFT in self.acceptance:
-            self.recheck.observed(event, self)
+        self.recheck.observed(event, self)
         if self._last_observed is not None:
             self._follow_probe(event, now - self._last_observed, slow is not None)
         if event.overlapped:  # not a pass's own cost: the time between reads, per token

@@ -57,11 +57,9 @@ class QueuedSteps:
     wait for two passes: on a GPU the first read of a stretch waits for the pass queued
     behind it, and the next read almost not at all. One round says nothing; a stretch's
     mean is the speed, and a median of single rounds picks either end of such pairs, which
-    can price a paying draft under plain.
-
-    A run's last read finds its pass done: a remainder of one after a stretch of eight was a
-    sample of a fifth of a step, and priced plain at a quarter of its cost on an H100, so a
-    remainder under half a stretch joins the stretch before it (2026-11-27-stale-prices.md)."""
+    can price a paying draft under plain. A run's last read finds its pass done: a remainder of
+    one after a stretch of eight was a sample of a fifth of a step, and priced plain at a quarter
+    of its cost on an H100, so a remainder under half a stretch joins the stretch before it."""
 
     def __init__(self, stretch: int = 8, window: int = 5) -> None:
         # a stretch's mean already smooths a burst: five of them follow a machine that slowed
@@ -70,14 +68,14 @@ class QueuedSteps:
         self.means = RecentMedian(window)
         self.rounds = 0  # every queued round seen
         self._sum, self._n = 0.0, 0
-        self._cut: tuple[float, int] | None = None  # the stretch just cut from a run going on
+        self._cut = 0  # rounds of the stretch just cut from a run going on (the last mean)
 
     def add(self, x: float) -> None:
         self.rounds += 1
         self._sum += x
         self._n += 1
         if self._n >= self.stretch:
-            cut = (self._sum, self._n)
+            cut = self._n
             self.close()
             self._cut = cut
 
@@ -85,13 +83,11 @@ class QueuedSteps:
         """Kept in multiples of the plain step: see VerifyCosts.young."""
         self.means.scale(factor)
         self._sum *= factor
-        if self._cut is not None:
-            self._cut = (self._cut[0] * factor, self._cut[1])
 
     def clear(self) -> None:
         """Forget every stretch (found stale): priced again from the next queued rounds."""
         self.means = RecentMedian(self.means.window)
-        self.rounds, self._sum, self._n, self._cut = 0, 0.0, 0, None
+        self.rounds, self._sum, self._n, self._cut = 0, 0.0, 0, 0
 
     def check(self, queued: float, alone: float) -> None:
         """Drop the price when `queued` (plain decoding as queued steps, per token) costs more than
@@ -107,13 +103,13 @@ class QueuedSteps:
 
     def close(self) -> None:
         """The stretch ended (a round that was not queued came, or it is a stretch long)."""
-        if self._n and self._cut is not None and 2 * self._n < self.stretch and self.means.samples:
-            total, n = self._cut[0] + self._sum, self._cut[1] + self._n
-            self.means.samples[-1] = total / n
+        if self._n and self._cut and 2 * self._n < self.stretch and self.means.samples:
+            total = self.means.samples[-1] * self._cut + self._sum
+            self.means.samples[-1] = total / (self._cut + self._n)
             self.means.refresh()
         elif self._n:
             self.means.add(self._sum / self._n)
-        self._sum, self._n, self._cut = 0.0, 0, None
+        self._sum, self._n, self._cut = 0.0, 0, 0
 
     @property
     def value(self) -> float:
@@ -298,8 +294,7 @@ class CostTable:
 
     def forget(self, n: int) -> None:
         """Drop size n's measurements (another moment's): the next passes price it."""
-        if n in self.by_n and (n != 1 or not isinstance(self, VerifyCosts)):
-            del self.by_n[n]
+        if self.by_n.pop(n, None) is not None:
             self._tables.clear()
 
     def replace(self, by_n: dict[int, RecentMedian]) -> None:

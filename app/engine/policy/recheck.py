@@ -22,7 +22,6 @@ played `fresh_rounds` in a row, and their prices replace that length's old ones 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 from app.engine.decoding.events import Provenance, RoundEvent
@@ -64,7 +63,8 @@ class PriceRecheck:
     def observed(self, event: RoundEvent, at: Priced) -> None:
         """Every round, before its prices are taken: a stale size's first recheck round clears
         its old prices; once the draft has played no priced round for `stale_after` rounds (it sat
-        out, or only probed), the longest length in dispute is rechecked."""
+        out, or only probed), the longest length in dispute is rechecked. A controller without a
+        draft (prompt lookup alone) has no draft prices to go stale."""
         self.rounds += 1
         if event.source is Provenance.DRAFT and event.k and event.catch_up <= 1:
             if self.replace and event.policy.get("why") == "recheck":
@@ -76,9 +76,10 @@ class PriceRecheck:
             (stale := at.config.stale_after) is not None
             and self.rounds - self.priced_at >= stale
             and not self.due
+            and Provenance.DRAFT in at.acceptance
         ):
             self.priced_at = self.rounds  # checked: the next check is as far away
-            k = self._disputed(at, at.acceptance[Provenance.DRAFT], lambda n: True)
+            k = self._disputed(at, at.acceptance[Provenance.DRAFT], thin_only=False)
             if k:
                 self.due, self.left, self.replace = k, at.config.fresh_rounds, True
 
@@ -93,12 +94,12 @@ class PriceRecheck:
         self.due = 0
         if event.source is not Provenance.DRAFT or event.accepted < event.k:
             return
-        self.due = self._disputed(at, at.record, lambda count: count < THIN)
+        self.due = self._disputed(at, at.record, thin_only=True)
         self.left, self.replace = 1, False
 
-    def _disputed(self, at: Priced, rates: AcceptanceCounts, doubtful: Callable[[int], bool]) -> int:
-        """The longest draft length up to the model's whose price is `doubtful` (by its count of
-        rounds) and which would pay at `rates` at the cheapest of its rounds but not at their
+    def _disputed(self, at: Priced, rates: AcceptanceCounts, *, thin_only: bool) -> int:
+        """The longest draft length up to the model's (with `thin_only`, priced on fewer than
+        `THIN` rounds) which would pay at `rates` at the cheapest of its rounds but not at their
         median; 0 if none."""
         step = at.verify.plain_step()
         if not step:
@@ -108,13 +109,9 @@ class PriceRecheck:
         due = 0
         for k in range(1, self.model_k + 1):
             d, v = drafting.get(k), verify.get(k + 1)
-            if (
-                d is None
-                or v is None
-                or not d.samples
-                or not v.samples
-                or not doubtful(min(d.count, v.count))
-            ):
+            if d is None or v is None or not d.samples or not v.samples:
+                continue
+            if thin_only and min(d.count, v.count) >= THIN:
                 continue
             cheapest = at.overhead.value + (min(d.samples) + min(v.samples)) * step
             usual = at.overhead.value + (d.value + v.value) * step

@@ -2,7 +2,7 @@
 
 Leaving is sticky: a bypassed draft's estimates move only at the next probe, dozens of rounds
 away, while another draft round is what tests them. On a 14B pair whose draft paid by 10-20%,
-two misses in a row bypassed it for a quarter of its rounds (docs/adaptive.md). So a draft
+two rounds that failed early kept it out for 41% of its rounds (docs/adaptive.md). So a draft
 chosen by the model plays on while its estimates, raised by `stay_z` standard errors, still
 say it pays, for `stay_rounds` rounds at most: a draft that really stopped paying leaves a few
 rounds later, one that met bad luck is not set aside for it.
