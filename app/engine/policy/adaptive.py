@@ -3,7 +3,7 @@
 It keeps running estimates of what this machine and this text are like, and nothing else:
 
 * per source (draft model, prompt lookup), the chance that proposal i is accepted given that
-  proposals 0..i-1 were (exponentially forgetting, shrunk towards position i-1 where data is thin);
+  proposals 0..i-1 were (exponentially forgetting, shrunk towards the draft's long-run record);
 * measured costs (`costs.py`): drafting k tokens and a verify pass over n tokens for every size
   seen, the draft's reading of skipped tokens, and the round's fixed overhead. Drafting is not
   k times a step: the first step also reads the tokens the draft has not seen and pays the
@@ -14,8 +14,7 @@ When plain decoding (k = 0) wins, the draft is bypassed: no draft passes at all,
 and then within `probe_budget` of the plain decoding time (its `Prober`). While bypassed, the
 main's confidence in each token it writes is read as the draft's likely hit there
 (ConfidenceLink), so the draft comes back when the text turns predictable without any probe;
-until that link is learnt, a draft whose long-run record says it usually pays is probed
-whatever reading costs. Each answer starts from that record.
+until that link is learnt, a draft that usually pays by its record is probed at any cost.
 
 Prompt lookup costs nothing to consult, so it is scored every round even when not used: its
 candidates are compared with what the round emitted (for sampled tokens the chance of a match is
@@ -67,9 +66,10 @@ class AdaptiveDraftLength:
         self.stay = StayRule(config)  # whether a chosen draft plays on just under the margin
         self._rounds_at_k = 0  # rounds in a row at the model's best k, for neighbour checks
         self._best_speedup: dict[Provenance, float] = {}
-        self.acceptance = {s: AcceptanceCounts(0.5, 1.0, config.decay) for s in self.sources}
-        # the draft's long-run record over every answer: where each new answer starts from
+        # the draft's long-run record over every answer: where each answer starts, and its prior
         self.record = AcceptanceCounts(0.5, 1.0, 0.995)
+        anchors = {DRAFT: self.record}
+        self.acceptance = {s: AcceptanceCounts(0.5, 1.0, config.decay, anchors.get(s)) for s in self.sources}
         self.verify = VerifyCosts()
         reference = self.verify.plain_step
         self.drafting = {DRAFT: CostTable(reference), LOOKUP: CostTable(reference)}  # proposing k tokens
