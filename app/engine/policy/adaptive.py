@@ -82,8 +82,7 @@ class AdaptiveDraftLength:
         self.link = ConfidenceLink()
         self.hindsight = DraftHindsight(config, self.link)  # what the draft would have done
         self._plan = DraftPlan(0, MAIN)  # this round's
-        # rounds left to coast (no full choice), and plain's price when the coasting began
-        self._coast, self._coast_plain = 0, 0.0
+        self._coast, self._coast_plain = 0, 0.0  # rounds left to coast, plain's price as it began
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
         # per token, plain steps queued under the round before (see choose_ahead), in multiples
         # of a plain step timed alone (the reference), so that they follow the machine's speed
@@ -309,6 +308,7 @@ class AdaptiveDraftLength:
                 self.acceptance[LOOKUP].add(length, matched)
         self._shadow = ()
         if event.hindsight and DRAFT in self.acceptance:
+            self._coast = 0  # a probe's verdict on the skipped text: the next choice is made in full
             self.prober.judged(len(event.hindsight), sum(event.hindsight))
             for k, accepted in self.hindsight.judge(event.hindsight):
                 self._count(DRAFT, k, accepted, weight=1 / 3)  # starts overlap: a third of a round
