@@ -3,7 +3,7 @@
 It keeps running estimates of what this machine and this text are like, and nothing else:
 
 * per source (draft model, prompt lookup), the chance that proposal i is accepted given that
-  proposals 0..i-1 were (exponentially forgetting, shrunk towards the draft's long-run record);
+  proposals 0..i-1 were (exponentially forgetting, shrunk towards position i-1 where data is thin);
 * measured costs (`costs.py`): drafting k tokens and a verify pass over n tokens for every size
   seen, the draft's reading of skipped tokens, and the round's fixed overhead. Drafting is not
   k times a step: the first step also reads the tokens the draft has not seen and pays the
@@ -14,7 +14,8 @@ When plain decoding (k = 0) wins, the draft is bypassed: no draft passes at all,
 and then within `probe_budget` of the plain decoding time (its `Prober`). While bypassed, the
 main's confidence in each token it writes is read as the draft's likely hit there
 (ConfidenceLink), so the draft comes back when the text turns predictable without any probe;
-until that link is learnt, a draft that usually pays by its record is probed at any cost.
+until that link is learnt, a draft whose long-run record says it usually pays is probed
+whatever reading costs. Each answer starts from that record.
 
 Prompt lookup costs nothing to consult, so it is scored every round even when not used: its
 candidates are compared with what the round emitted (for sampled tokens the chance of a match is
@@ -66,10 +67,9 @@ class AdaptiveDraftLength:
         self.stay = StayRule(config)  # whether a chosen draft plays on just under the margin
         self._rounds_at_k = 0  # rounds in a row at the model's best k, for neighbour checks
         self._best_speedup: dict[Provenance, float] = {}
-        # the draft's long-run record over every answer: where each answer starts, and its prior
+        self.acceptance = {s: AcceptanceCounts(0.5, 1.0, config.decay) for s in self.sources}
+        # the draft's long-run record over every answer: where each new answer starts from
         self.record = AcceptanceCounts(0.5, 1.0, 0.995)
-        anchors = {DRAFT: self.record}
-        self.acceptance = {s: AcceptanceCounts(0.5, 1.0, config.decay, anchors.get(s)) for s in self.sources}
         self.verify = VerifyCosts()
         reference = self.verify.plain_step
         self.drafting = {DRAFT: CostTable(reference), LOOKUP: CostTable(reference)}  # proposing k tokens
@@ -82,7 +82,8 @@ class AdaptiveDraftLength:
         self.link = ConfidenceLink()
         self.hindsight = DraftHindsight(config, self.link)  # what the draft would have done
         self._plan = DraftPlan(0, MAIN)  # this round's
-        self._coast, self._coast_plain = 0, 0.0  # rounds left to coast, plain's price as it began
+        # rounds left to coast (no full choice), and plain's price when the coasting began
+        self._coast, self._coast_plain = 0, 0.0
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
         # per token, plain steps queued under the round before (see choose_ahead), in multiples
         # of a plain step timed alone (the reference), so that they follow the machine's speed
@@ -308,7 +309,6 @@ class AdaptiveDraftLength:
                 self.acceptance[LOOKUP].add(length, matched)
         self._shadow = ()
         if event.hindsight and DRAFT in self.acceptance:
-            self._coast = 0  # a probe's verdict on the skipped text: the next choice is made in full
             self.prober.judged(len(event.hindsight), sum(event.hindsight))
             for k, accepted in self.hindsight.judge(event.hindsight):
                 self._count(DRAFT, k, accepted, weight=1 / 3)  # starts overlap: a third of a round

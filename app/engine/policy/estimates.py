@@ -8,30 +8,16 @@ from app.engine.decoding.policy import MAX_DRAFT
 
 
 class AcceptanceCounts:
-    """Discounted accept/trial counts per draft position.
+    """Discounted accept/trial counts per draft position."""
 
-    Each position's rate is pulled towards a prior worth `weight` rounds: the rate of the position
-    before, and for the first the `anchor`'s first rate where one is given (the draft's long-run
-    record), else `prior`. A fixed 0.5 there held a dozen rounds' estimates of a draft right 90%
-    of the time at 0.82-0.84 as each answer began, pricing its six-token rounds 6% under what they
-    made. Deeper positions keep the chain: anchored on the record too, a draft whose text turned
-    hard kept its long-run rates where the window had few trials, and a useless one its poor ones
-    once the text turned easy."""
-
-    def __init__(
-        self, prior: float, weight: float, decay: float, anchor: AcceptanceCounts | None = None
-    ) -> None:
-        self.prior, self.weight, self.decay, self.anchor = prior, weight, decay, anchor
+    def __init__(self, prior: float, weight: float, decay: float) -> None:
+        self.prior, self.weight, self.decay = prior, weight, decay
         self.hits = [0.0] * MAX_DRAFT
         self.trials = [0.0] * MAX_DRAFT
         # bumped by every change: the controller reads the estimates every round and recomputes
         # them only when this moved (a bypassed draft's counts may sit still for many rounds)
         self.version = 0
-        self._estimates: tuple[tuple[int, int, int], tuple[float, ...], tuple[float, ...]] = (
-            (-1, 0, 0),
-            (),
-            (),
-        )
+        self._estimates: tuple[tuple[int, int], tuple[float, ...], tuple[float, ...]] = ((-1, 0), (), ())
 
     def _forget(self, weight: float) -> None:
         self.version += 1
@@ -87,10 +73,9 @@ class AcceptanceCounts:
         self.hits, self.trials = list(hits), list(trials)
 
     def estimates(self, k: int) -> tuple[float, ...]:
-        anchor = self.anchor if self.anchor is not None and self.anchor.trials[0] > 0 else None
-        key = (self.version, anchor.version if anchor is not None else -1, k)
+        key = (self.version, k)
         if self._estimates[0] != key:
-            out, prev = [], anchor.estimates(1)[0] if anchor is not None and k else self.prior
+            out, prev = [], self.prior
             for i in range(k):
                 prev = (self.hits[i] + self.weight * prev) / (self.trials[i] + self.weight)
                 out.append(prev)

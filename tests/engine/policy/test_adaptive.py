@@ -708,9 +708,8 @@ def test_coasting_ends_when_plain_decoding_gets_dearer():
                 replace(_event(0, 0, slower * verify(1) if alone else queued), overlapped=not alone)
             )
     assert whys[100:200].count("coasting") >= 90 and sum(k > 0 for k in ks[100:200]) <= 2  # a probe
-    # the first draft round the model chose after the change (a probe may come first): five
-    # stretches of eight queued steps must all say so (a host's stall bursts say it in two or
+    first = next(i for i in range(200, 400) if ks[i])  # the first draft round after the change
+    # five stretches of eight queued steps must all say so (a host's stall bursts say it in two or
     # three), so the first can come a stretch after the fifth
-    first = next(i for i in range(200, 400) if ks[i] and whys[i] == "model")
-    assert first - 200 <= 48, whys[200 : first + 1]
+    assert first - 200 <= 48 and whys[first] == "model", whys[200 : first + 1]
     assert sum(ks[300:]) >= 50  # and speculation pays from then on

@@ -1,11 +1,8 @@
-"""The controller's acceptance estimates: cached between changes, never stale after one, and not
-biased low by their prior."""
+"""The controller's acceptance estimates: cached between changes, never stale after one."""
 
 from __future__ import annotations
 
 import copy
-import random
-import statistics
 
 import pytest
 
@@ -15,7 +12,7 @@ from app.engine.policy.estimates import AcceptanceCounts, tokens_by_k
 def _fresh(counts: AcceptanceCounts, k: int) -> list[float]:
     """The estimates computed from the counts as they are now, bypassing any cache."""
     clone = copy.deepcopy(counts)
-    clone._estimates = ((-1, 0, 0), (), ())
+    clone._estimates = ((-1, 0), (), ())
     return list(clone.estimates(k))
 
 
@@ -63,40 +60,3 @@ def test_predicted_tokens_add_up_to_the_rounds_the_draft_could_have_started():
             hits[j] += weight * reach
     assert counts.trials[:longest] == pytest.approx(trials) and counts.hits[:longest] == pytest.approx(hits)
     assert not any(counts.trials[longest:]) and len(open_rounds) == longest - 1
-
-
-def test_an_anchored_window_follows_its_anchors_changes():
-    record = AcceptanceCounts(0.5, 1.0, 0.995)
-    window = AcceptanceCounts(0.5, 1.0, 0.92, anchor=record)
-    assert window.estimates(3) == AcceptanceCounts(0.5, 1.0, 0.92).estimates(3)  # an empty record
-    window.add(3, 1)
-    before = window.estimates(3)
-    record.add(3, 3)
-    after = window.estimates(3)
-    assert after != before and list(after) == _fresh(window, 3)
-
-
-def test_a_new_answer_prices_a_steady_draft_at_what_its_rounds_make():
-    """A draft right on 90% of proposals, whatever the position, played six at a time over three
-    answers: the fourth starts from the long-run record, and its estimates must price a
-    six-token round at what such rounds make. Pulled towards a fixed 0.5 instead, the window
-    started each answer 6% under (0.91-0.96 over these seeds), and on the 14B GPU pair that
-    kept a paying draft out of whole stretches of answers."""
-    truth = tokens_by_k([0.9] * 6)[-1]
-    shares = []
-    for seed in range(5):
-        rng = random.Random(seed)
-        record = AcceptanceCounts(0.5, 1.0, 0.995)
-        window = AcceptanceCounts(0.5, 1.0, 0.92, anchor=record)
-        for _ in range(3):
-            window.restart_from(record, rounds=6)
-            for _ in range(100):
-                accepted = 0
-                while accepted < 6 and rng.random() < 0.9:
-                    accepted += 1
-                record.add(6, accepted)
-                window.add(6, accepted)
-        window.restart_from(record, rounds=6)
-        assert window.tokens(6)[-1] == pytest.approx(record.tokens(6)[-1], rel=0.01)
-        shares.append(window.tokens(6)[-1] / truth)
-    assert statistics.fmean(shares) > 0.975

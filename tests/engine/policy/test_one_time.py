@@ -135,7 +135,7 @@ def test_replayed_a_slow_plain_step_leaves_the_choices_as_they_were_with_the_rul
     assert on.left_out == 1 and on.differ == 0
     assert on.result.choices == none.result.choices
     assert on.speed(plain) == pytest.approx(none.speed(plain))
-    assert off.left_out == 0 and off.differ > 100
+    assert off.left_out == 0 and off.differ > 150
     assert off.speed(plain) < 0.9 * none.speed(plain)
 
 
@@ -149,7 +149,7 @@ def test_replayed_a_slow_draft_round_does_not_make_a_paying_draft_look_dear():
     assert none.result.choices[18] == ("draft", 1)
     assert none.result.plans[("main", 0)] < 10
     assert off.result.plans[("main", 0)] > 50
-    assert off.speed(plain) < 0.97 * none.speed(plain)
+    assert off.speed(plain) < 0.95 * none.speed(plain)
     assert on.left_out == 1 and on.result.plans[("main", 0)] < 10
     assert on.speed(plain) >= 0.97 * none.speed(plain)
 
