@@ -327,9 +327,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rounds", metavar="JSON", help="write every round of every answer (why, k, times) to this file"
     )
     args = parser.parse_args(argv)
-    ks = [int(k) for k in args.ks.split(",")]
+    try:
+        ks = [int(k) for k in args.ks.split(",")]
+    except ValueError:
+        parser.error(f"--ks takes whole numbers separated by commas, not {args.ks!r}")
     if args.prompts < 1 or args.tokens < 2 or args.repeat < 1:
         parser.error("--prompts and --repeat must be at least 1 and --tokens at least 2")
+    only = tuple(m for m in args.modes.split(",") if m)
+    # checked before a pair is built: a misspelt mode found after minutes of compiling wastes them
+    if unknown := [m for m in only if m not in mode_names(ks)]:
+        parser.error(
+            f"unknown mode {', '.join(unknown)}: choose from {', '.join(mode_names(ks))} "
+            "(a fixed k needs its length in --ks)"
+        )
 
     kernels = keep_compiled_kernels()  # as the app does: compiled kernels outlive the process
     attention = "MLX's own" if shape_generic_attention() else "the backend's default"
@@ -350,7 +360,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     answers: list[tuple[str, str, TimedRun]] = []
     keep = None if args.rounds is None else lambda *answer: answers.append(answer)
     report = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
-    only = tuple(m for m in args.modes.split(",") if m)
     print(format_table([])[0], flush=True)
     adaptive = AdaptiveDraftLength(use_draft=True)
     results = run_prompts(

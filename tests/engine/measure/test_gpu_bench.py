@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
+
 from app.engine.features.timed_run import TimedRun
+from app.engine.measure import gpu_bench
 from app.engine.measure.gpu_bench import COLUMNS, _reduce, format_summary, main, mode_names
 
 
@@ -98,3 +101,23 @@ def test_rounds_file_holds_every_answer_in_the_order_it_was_timed(tmp_path, caps
     assert all(isinstance(r["why"], str) and r["why"] for r in answers[2]["rounds"])  # adaptive says why
     assert all(0.0 <= a <= 1.0 for r in answers[2]["rounds"] for a in r["draft_acceptance"])
     assert any(len(r["draft_acceptance"]) == 8 for r in answers[2]["rounds"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--modes", "fixed5"], "unknown mode fixed5: choose from plain, mlx_lm, fixed2, fixed4, fixed6"),
+        (["--modes", "adaptive,plian2"], "unknown mode plian2"),
+        (["--ks", "2,four"], "--ks takes whole numbers"),
+    ],
+)
+def test_a_bad_mode_or_length_is_refused_before_any_model_is_built(
+    args, message, capsys, monkeypatch
+) -> None:
+    def no_build(*_args, **_kwargs):
+        raise AssertionError("a pair was built for a command line that was refused")
+
+    monkeypatch.setattr(gpu_bench, "build_pair", no_build)
+    with pytest.raises(SystemExit) as refused:
+        main(["--pair", "tiny", *args])
+    assert refused.value.code == 2 and message in capsys.readouterr().err
