@@ -1,5 +1,5 @@
 """Real-shape speed check on a lent GPU, with no model files:
-`python -m app.engine.measure.gpu_bench --pair 7b-4bit --agreement 0.9 --tokens 128 --prompts 8`.
+`python -m app.engine.measure.gpu.gpu_bench --pair 7b-4bit --agreement 0.9 --tokens 128 --prompts 8`.
 
 Builds a random pair at Qwen2.5's sizes in memory (toy_pair.py), warms it up as the app does
 after loading, then per prompt decodes with plain, mlx-lm's speculative loop, fixed k, adaptive
@@ -309,7 +309,7 @@ def chat_prompts(pair: ModelPair, count: int) -> list[tuple[str, list[int]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app.engine.measure.gpu_bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m app.engine.measure.gpu.gpu_bench", description=__doc__)
     parser.add_argument("--pair", choices=sorted(PAIRS), default="tiny")
     parser.add_argument("--bits", type=int, choices=(4, 16), help="override the pair's precision")
     parser.add_argument("--agreement", type=float, default=0.9, help="draft/main greedy agreement")

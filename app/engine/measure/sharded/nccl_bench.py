@@ -22,17 +22,16 @@ from typing import Any
 
 import mlx.core as mx
 
-from app.engine.measure.local_launch import launch
-from app.engine.measure.shard_model import speculative_tok_s
-from app.engine.measure.toy_shapes import FIRST_TEXT_ID, PAIRS, pair_spec
-from app.engine.measure.tp_decode import (
+from app.engine.measure.sharded.local_launch import launch
+from app.engine.measure.sharded.shard_model import speculative_tok_s
+from app.engine.measure.sharded.tp_decode import (
     all_sum_ms,
     first_divergence,
     pass_ms,
     plain_decode,
     speculative_decode,
 )
-from app.engine.measure.tp_models import (
+from app.engine.measure.sharded.tp_models import (
     BuiltPair,
     SplitError,
     build_sharded_pair,
@@ -40,6 +39,7 @@ from app.engine.measure.tp_models import (
     restore,
     without_all_sums,
 )
+from app.engine.measure.toy_shapes import FIRST_TEXT_ID, PAIRS, pair_spec
 
 COLUMNS = (
     "mode",
@@ -54,7 +54,7 @@ COLUMNS = (
     "speedup",
     "vs plain",
 )
-MODULE = "app.engine.measure.nccl_bench"
+MODULE = "app.engine.measure.sharded.nccl_bench"
 LAUNCH_ENV = ("MLX_RANK", "MLX_HOSTFILE", "MLX_WORLD_SIZE")
 
 

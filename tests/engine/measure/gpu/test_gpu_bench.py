@@ -8,8 +8,8 @@ import math
 import pytest
 
 from app.engine.features.timed_run import TimedRun
-from app.engine.measure import gpu_bench
-from app.engine.measure.gpu_bench import COLUMNS, _reduce, format_summary, main, mode_names
+from app.engine.measure.gpu import gpu_bench
+from app.engine.measure.gpu.gpu_bench import COLUMNS, _reduce, format_summary, main, mode_names
 
 
 def _answer(step: float, stall: float = 0.0) -> TimedRun:
