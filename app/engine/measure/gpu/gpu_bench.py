@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import mlx.core as mx
@@ -37,116 +36,20 @@ from app.engine.features.prompts import BUILTIN_PROMPTS
 from app.engine.features.timed_run import TimedRun, run_timed
 from app.engine.kernel_cache import keep_compiled_kernels, shape_generic_attention
 from app.engine.measure.bench import run_mlx_lm
+from app.engine.measure.gpu.report import (
+    FIRST_ANSWER_SLACK,
+    SLOW_STEPS,
+    ModeRun,
+    format_summary,
+    format_table,
+    gaps,
+    reduce_answers,
+)
 from app.engine.measure.toy_pair import build_pair, measure_agreement
 from app.engine.measure.toy_shapes import PAIRS
 from app.engine.policy.adaptive import AdaptiveDraftLength
 from app.engine.policy.controller_state import export_state, restore_state
 from app.engine.policy.warmup import compile_pass_shapes
-
-COLUMNS = (
-    "prompt",
-    "mode",
-    "tok/s",
-    "ratio",
-    "accepted",
-    "rounds",
-    "worst/step",
-    ">3 steps",
-    "stall",
-    "same",
-)
-SLOW_STEPS = 3.0  # a round longer than this many plain steps is a stall worth counting
-FIRST_ANSWER_SLACK = 0.10  # the first answer should take at most this much longer than later ones
-
-
-@dataclass(frozen=True)
-class ModeRun:
-    """One answer in one mode, reduced to what the table prints."""
-
-    prompt: str
-    mode: str
-    tokens: int
-    answer_seconds: float  # prompt sent to last token
-    tok_per_s: float  # first token to last, all answers together
-    ratio: float  # tok_per_s against plain's
-    answer_ratios: tuple[float, ...]  # each answer's speed against plain's in the same turn
-    proposed: int
-    accepted: int
-    rounds: int
-    worst_step: float  # longest round (mlx-lm: longest gap between tokens), in seconds
-    worst_excess: float  # longest round beyond its kind's median (`_excess`), in seconds
-    slow_rounds: int  # rounds over SLOW_STEPS median plain steps
-    plain_step: float  # the median gap between plain's tokens for this prompt, in seconds
-    same_as_plain: bool
-    slow: tuple[str, ...] = ()  # each round over SLOW_STEPS plain steps: what it was and its parts
-    again_seconds: float = 0.0  # with --repeat: the median answer time of the same prompt's later answers
-
-
-def _gaps(stamps: Sequence[float]) -> list[float]:
-    return [b - a for a, b in zip(stamps, stamps[1:])]
-
-
-def _excess(run: TimedRun) -> float:
-    """The longest round's time beyond the median of rounds of its own kind (same k, queued or
-    not, catching up or not), in seconds: a stall, as against what those passes cost once
-    compiled. mlx-lm's tokens' gaps stand in for its rounds."""
-    if not run.log:
-        gaps = _gaps(run.stamps)
-        return max(gaps) - statistics.median(gaps) if gaps else 0.0
-    kinds: dict[tuple[int, bool, bool], list[float]] = {}
-    for r in run.log:
-        if r.wall_seconds > 0:
-            kinds.setdefault((r.k, r.overlapped, r.catch_up > 0), []).append(r.wall_seconds)
-    return max((max(w) - statistics.median(w) for w in kinds.values()), default=0.0)
-
-
-def _rate(runs: Sequence[TimedRun]) -> float:
-    """Tokens per second over every run's first token to last, the runs together."""
-    spans = [r.decode_span for r in runs]
-    seconds = sum(s for _, s in spans)
-    return sum(n for n, _ in spans) / seconds if seconds > 0 else 0.0
-
-
-def _reduce(
-    prompt: str, mode: str, runs: Sequence[TimedRun], plains: Sequence[TimedRun], step: float
-) -> ModeRun:
-    """The mode's answers to one prompt (one per repeat) as one row: counts and answer time are
-    the first answer's, the speed all of them together, the worst round the worst of any."""
-    run, plain = runs[0], plains[0]
-    rate, plain_rate = _rate(runs), _rate(plains)
-    ratios = tuple(
-        one.decode_rate / other.decode_rate if other.decode_rate > 0 else 0.0
-        for one, other in zip(runs, plains)
-    )
-    # our loop reports its rounds; mlx-lm's does not, so its tokens' gaps stand in for them
-    walls = [r.wall_seconds for one in runs for r in one.log if r.wall_seconds > 0]
-    walls = walls or [g for one in runs for g in _gaps(one.stamps)]
-    return ModeRun(
-        prompt=prompt,
-        mode=mode,
-        tokens=len(run.ids),
-        answer_seconds=run.answer_seconds,
-        tok_per_s=rate,
-        ratio=rate / plain_rate if plain_rate > 0 else 0.0,
-        answer_ratios=ratios,
-        proposed=run.proposed,
-        accepted=run.accepted,
-        rounds=run.rounds,
-        worst_step=max(walls, default=0.0),
-        worst_excess=max(_excess(one) for one in runs),
-        slow_rounds=sum(w > SLOW_STEPS * step for w in walls) if step > 0 else 0,
-        plain_step=step,
-        same_as_plain=all(one.ids == plain.ids for one in runs),
-        slow=tuple(
-            f"round {i}: k={r.k} {r.why or r.source} catch-up {r.catch_up} "
-            f"{'queued' if r.overlapped else 'alone'}; draft {r.draft_seconds * 1e3:.1f} ms, "
-            f"verify {r.verify_seconds * 1e3:.1f} ms, round {r.wall_seconds * 1e3:.1f} ms"
-            for one in runs
-            for i, r in enumerate(one.log)
-            if step > 0 and r.wall_seconds > SLOW_STEPS * step
-        ),
-        again_seconds=statistics.median(one.answer_seconds for one in runs[1:]) if len(runs) > 1 else 0.0,
-    )
 
 
 def _write_rounds(path: str, answers: Sequence[tuple[str, str, TimedRun]]) -> None:
@@ -210,59 +113,11 @@ def run_prompts(
                 if keep is not None:
                     keep(name, mode, runs[mode][-1])
         plain = runs["plain"][0]
-        step = statistics.median(_gaps(plain.stamps)) if len(plain.stamps) > 1 else 0.0
-        results.append([_reduce(name, m, r, runs["plain"], step) for m, r in runs.items()])
+        step = statistics.median(gaps(plain.stamps)) if len(plain.stamps) > 1 else 0.0
+        results.append([reduce_answers(name, m, r, runs["plain"], step) for m, r in runs.items()])
         if done is not None:  # each prompt's rows as soon as they exist: a cut-off run keeps them
             done(results[-1])
     return results
-
-
-def format_table(results: Sequence[Sequence[ModeRun]]) -> list[str]:
-    """One block per prompt: each mode's speed, its ratio to plain, and its worst round."""
-    lines = ["  ".join(f"{c:>10}" for c in COLUMNS)]
-    for runs in results:
-        for r in runs:
-            cells = (
-                r.prompt,
-                r.mode,
-                f"{r.tok_per_s:.1f}",
-                f"{r.ratio:.2f}",
-                f"{r.accepted}/{r.proposed}",
-                str(r.rounds),
-                f"{r.worst_step / r.plain_step:.1f}" if r.plain_step > 0 else "-",
-                str(r.slow_rounds),
-                f"{r.worst_excess / r.plain_step:.1f}" if r.plain_step > 0 else "-",
-                "yes" if r.same_as_plain else "NO",
-            )
-            lines.append("  ".join(f"{c:>10}" for c in cells))
-    return lines
-
-
-def _geomean(values: Sequence[float]) -> float:
-    return math.exp(statistics.fmean(math.log(x) for x in values)) if values and min(values) > 0 else 0.0
-
-
-def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
-    """Per mode: the geometric mean of the prompts' ratios, the worst prompt's, the geometric mean
-    of each prompt's median answer against the plain one beside it, and the first answer's time
-    against the median of later ones (warm-up's target: within FIRST_ANSWER_SLACK)."""
-    lines = [f"{'mode':>10}  {'mean ratio':>10}  {'worst':>6}  {'paired median':>13}  {'first/later':>11}"]
-    for i, mode in enumerate(r.mode for r in results[0]):
-        mean = _geomean([runs[i].ratio for runs in results])
-        worst = min(runs[i].ratio for runs in results)
-        paired = _geomean([statistics.median(runs[i].answer_ratios) for runs in results])
-        # the same prompt answered again where there is one: other prompts' answers differ in
-        # length, acceptance and the key widths they cross
-        again = results[0][i].again_seconds
-        later = [again] if again > 0 else [runs[i].answer_seconds for runs in results[1:]]
-        if later and statistics.median(later) > 0:
-            first = results[0][i].answer_seconds / statistics.median(later)
-            verdict = "ok" if first <= 1 + FIRST_ANSWER_SLACK else "SLOW"
-            first_text = f"{first:.2f} {verdict}"
-        else:
-            first_text = "-"
-        lines.append(f"{mode:>10}  {mean:>10.2f}  {worst:>6.2f}  {paired:>13.2f}  {first_text:>11}")
-    return lines
 
 
 def restored_first_answers(
