@@ -37,9 +37,9 @@ from app.engine.features.timed_run import TimedRun, run_timed
 from app.engine.kernel_cache import keep_compiled_kernels, shape_generic_attention
 from app.engine.measure.bench import run_mlx_lm
 from app.engine.measure.gpu.report import (
-    FIRST_ANSWER_SLACK,
     SLOW_STEPS,
     ModeRun,
+    first_answer_text,
     format_summary,
     format_table,
     gaps,
@@ -233,9 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(format_summary(results)))
     if any(r.mode == "adaptive" for r in results[0]):
         first = restored_first_answers(pair, adaptive, prompts[0], args.tokens, keep=keep)
-        verdict = "ok" if first <= 1 + FIRST_ANSWER_SLACK else "SLOW"
         print(
-            f"adaptive restored from its saved state, first answer against a later one: {first:.2f} {verdict}"
+            f"adaptive restored from its saved state, first answer against a later one: {first_answer_text(first)}"
         )
     if args.rounds is not None:  # the restored controller's answers last, "restored" and "learnt"
         _write_rounds(args.rounds, answers)

@@ -150,6 +150,11 @@ def format_table(results: Sequence[Sequence[ModeRun]]) -> list[str]:
     return lines
 
 
+def first_answer_text(first: float) -> str:
+    """A first answer's time against later ones, with the warm-up target's verdict."""
+    return f"{first:.2f} {'ok' if first <= 1 + FIRST_ANSWER_SLACK else 'SLOW'}"
+
+
 def _geomean(values: Sequence[float]) -> float:
     return math.exp(statistics.fmean(math.log(x) for x in values)) if values and min(values) > 0 else 0.0
 
@@ -171,6 +176,6 @@ def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
         first = results[0][i].first_beside
         if not first and later and statistics.median(later) > 0:
             first = results[0][i].answer_seconds / statistics.median(later)
-        first_text = f"{first:.2f} {'ok' if first <= 1 + FIRST_ANSWER_SLACK else 'SLOW'}" if first else "-"
+        first_text = first_answer_text(first) if first else "-"
         lines.append(f"{mode:>10}  {mean:>10.2f}  {worst:>6.2f}  {paired:>13.2f}  {first_text:>11}")
     return lines
