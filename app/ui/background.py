@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 
-from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal, Slot
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -107,9 +107,31 @@ class BackgroundTasks:
         progress: Callable[[P], None] | None = None,
         failed: Callable[[Exception], None] | None = None,
     ) -> Job[P]:
-        """Start `work(job)` off the GUI thread; `done(result)` or `failed(exception)` follows on it."""
-        loop = asyncio.get_running_loop()  # the GUI thread's qasync loop
+        """Start `work(job)` off the GUI thread; `done(result)` or `failed(exception)` follows on it.
+
+        A window is built before its event loop runs (`launch.run_gui`), so work asked for then
+        starts on the loop's first turn instead of needing a loop that does not exist yet."""
         job: Job[P] = Job(progress)
+        self.jobs.add(job)
+        try:
+            loop = asyncio.get_running_loop()  # the GUI thread's qasync loop
+        except RuntimeError:
+            QTimer.singleShot(0, job._relay, lambda: self._launch(job, work, done, failed))
+            return job
+        self._launch(job, work, done, failed, loop)
+        return job
+
+    def _launch(
+        self,
+        job: Job[P],
+        work: Callable[[Job[P]], T],
+        done: Callable[[T], None],
+        failed: Callable[[Exception], None] | None,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        if job.dropped:  # its owner went away before the loop ever ran
+            return
+        loop = loop or asyncio.get_running_loop()
         on_error = failed or self.failed
 
         outcome = loop.run_in_executor(_POOL, work, job)  # starts now, not when the loop next turns
@@ -125,9 +147,7 @@ class BackgroundTasks:
                 done(result)
 
         job.task = loop.create_task(supervise())
-        self.jobs.add(job)
         job.task.add_done_callback(lambda _task: self.jobs.discard(job))
-        return job
 
     def run(self, fn: Callable[[], T], done: Callable[[T], None]) -> Job[None]:
         """`start` for a function that neither reports progress nor can be cancelled."""

@@ -28,6 +28,8 @@ class Engine(Protocol):
     def submit(self, command: Command) -> int: ...
     def cancel(self, request: int | None = None) -> None: ...
     def shutdown(self, timeout: float = 10.0) -> bool: ...
+    @property
+    def is_alive(self) -> bool: ...
 
 
 EngineFactory = Callable[[Callable[[WorkerMessage], None]], Engine]
@@ -64,6 +66,10 @@ class EngineBridge(QObject):
         n = len(self._inbox)
         if n:
             self.batch.emit(tuple(self._inbox.popleft() for _ in range(n)))
+
+    def engine_still_running(self) -> bool:
+        """True while the worker thread is inside a command that has not reached a safe point."""
+        return self.engine.is_alive
 
     def shutdown(self, wait: float = 5.0) -> None:
         """Cancel and stop the worker. Cancelling is checked between rounds, so this is quick;

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QSettings, Qt
+from PySide6.QtCore import QEvent, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -56,6 +56,7 @@ from app.ui.welcome import WelcomePanel
 
 
 class MainWindow(ChatActions):
+    scanned = Signal(object)  # each library scan's outcome: (models, ggufs) or the exception
     highlight_action: QAction  # the View menu's toggles, made by build_menus
     rejected_action: QAction
     sidebar_action: QAction
@@ -69,8 +70,10 @@ class MainWindow(ChatActions):
         settings: QSettings | None = None,
         sources: Sources | None = None,
         restore_pair: bool = True,
+        quit_wait: float = 5.0,
     ) -> None:
         super().__init__()
+        self.quit_wait = quit_wait  # seconds the close waits for the worker to reach a safe point
         self.setWindowTitle(PRODUCT_NAME)
         self.settings = settings or state.app_settings()
         self.sources = sources or default_sources(tuple(Path(p) for p in self._folders()))
@@ -255,6 +258,7 @@ class MainWindow(ChatActions):
         self.run_task(lambda: scan_library(sources, None), self._on_scanned)
 
     def _on_scanned(self, result: Any) -> None:
+        self.scanned.emit(result)
         if isinstance(result, Exception):
             self.report_error(f"Could not scan the model folders: {result}")
             return
@@ -364,12 +368,12 @@ class MainWindow(ChatActions):
     def closeEvent(self, e: QCloseEvent) -> None:
         """Save the composer's draft and the partial answer, cancel the worker, and let it stop (it
         checks between rounds); background tasks (scans, tokenizer loads, an import) are dropped, so
-        none reports to a window being torn down. The window is hidden first: the wait (up to 5 s)
-        is the app's, not the user's."""
+        none reports to a window being torn down. The window is hidden first: the wait
+        (`quit_wait`) is the app's, not the user's."""
         state.save_window(self, self)
         self.hide()
         self.drafts.save()
         self.controller.stop()
-        self.bridge.shutdown(wait=5.0)
+        self.bridge.shutdown(wait=self.quit_wait)
         self.background.shutdown()
         super().closeEvent(e)
