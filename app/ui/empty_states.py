@@ -2,6 +2,7 @@
 
 - models found but none loaded: "Choose models…";
 - models loaded, no conversation yet: a hint about what to type and what the colours mean;
+- a saved conversation: the conversation itself, with or without a model loaded;
 - a message sent with no models loaded: a bar over the composer (the text stays in the box).
 """
 
@@ -42,15 +43,13 @@ TEXTS = {
 
 
 def pane_state(has_models: bool, chat: ChatController) -> str | None:
-    """Which empty state the chat pane shows (None: the transcript)."""
-    loaded, loading, empty_chat = (
-        chat.pair is not None,
-        chat.load_request is not None,
-        not len(chat.transcript),
-    )
-    if loaded:
-        return NEW_CHAT if empty_chat else None
-    if loading:
+    """Which empty state the chat pane shows (None: the transcript). A saved conversation is
+    shown whether or not a model is loaded: reading it needs none."""
+    if len(chat.transcript):
+        return None
+    if chat.pair is not None:
+        return NEW_CHAT
+    if chat.load_request is not None:
         return LOADING
     return NO_PAIR if has_models else WELCOME
 
