@@ -87,13 +87,22 @@ class Telemetry:
     left_out: list[tuple[int, SlowRound]] = field(default_factory=list)
     _records: list[RoundRecord] = field(default_factory=list)
     _last_round_time: float | None = None
+    _window: int = 0  # first token inside the rate window, while token times never go back
+    _in_order: bool = True
 
     def token(self, event: TokenEvent) -> None:
-        self.token_times.append(event.time)
         t, times = event.time, self.token_times
-        lo = len(times) - 1
-        while lo > 0 and t - times[lo - 1] <= RATE_WINDOW_S:
-            lo -= 1
+        self._in_order = self._in_order and (not times or t >= times[-1])
+        times.append(t)
+        if self._in_order:  # the window only moves forward: a walk over it per token was quadratic
+            lo = self._window
+            while t - times[lo] > RATE_WINDOW_S:
+                lo += 1
+            self._window = lo
+        else:
+            lo = len(times) - 1
+            while lo > 0 and t - times[lo - 1] <= RATE_WINDOW_S:
+                lo -= 1
         span = t - times[lo]
         if span > 0:
             self.tok_s.append((t, (len(times) - 1 - lo) / span))

@@ -8,7 +8,13 @@ import io
 import pytest
 
 from app.engine.decoding.events import Provenance, RoundEvent, SlowRound, TokenEvent
-from app.engine.features.telemetry import CSV_FIELDS, Telemetry, export_report, markdown_report
+from app.engine.features.telemetry import (
+    CSV_FIELDS,
+    RATE_WINDOW_S,
+    Telemetry,
+    export_report,
+    markdown_report,
+)
 
 # (k, accepted) per round; every round emits accepted + 1 tokens, 10 ms per token of engine time
 RECORDED = [(4, 4), (4, 2), (0, 0), (4, 0), (4, 3), (2, 2), (0, 0), (4, 1)]
@@ -136,3 +142,26 @@ def test_toy_pair_generation_feeds_telemetry(toy_pair, toy_prompt):
     assert len(t.token_times) == 24 or t.rows
     assert sum(t.histogram) == sum(1 for r in t.rows if r.k)
     assert all(0.0 <= a <= 1.0 for a in t.acceptance_by_position)
+
+
+def _windowed_rates(times: list[float]) -> list[tuple[float, float]]:
+    """The rate series by its definition: tokens after the first in the last second, over their span."""
+    out = []
+    for n, t in enumerate(times):
+        inside = [u for u in times[: n + 1] if t - u <= RATE_WINDOW_S]
+        if t - inside[0] > 0:
+            out.append((t, (len(inside) - 1) / (t - inside[0])))
+    return out
+
+
+def test_windowed_rate_over_a_long_uneven_stream_matches_its_definition():
+    times, t = [], 0.0
+    for i in range(3000):  # bursts and pauses, several windows long
+        t += 0.0004 if i % 50 else 0.3
+        times.append(t)
+    telemetry = Telemetry()
+    for i, when in enumerate(times):
+        telemetry.token(TokenEvent(i, "x", Provenance.MAIN, when, 0, i))
+    expected = _windowed_rates(times)
+    assert [t for t, _ in telemetry.tok_s] == [t for t, _ in expected]
+    assert [r for _, r in telemetry.tok_s] == pytest.approx([r for _, r in expected])
