@@ -54,3 +54,19 @@ if [ "$fail" -ne 0 ]; then
     exit 1
 fi
 echo "smoke: passed ($(wc -l <"$OUT/stderr.txt" | tr -d ' ') allowed stderr lines)"
+
+# The frozen app started as a user starts it (no arguments): its real window must come up, stay
+# up and quit cleanly on SIGTERM, offscreen and, where xvfb-run exists, on a real X server.
+for display in offscreen xvfb; do
+    flags=()
+    if [ "$display" = xvfb ]; then
+        command -v xvfb-run >/dev/null || { echo "smoke: no xvfb-run; launch checked offscreen only"; continue; }
+        flags=(--xvfb)
+    fi
+    if ! (cd "$OUT/cwd" && env -u PYTHONPATH -u PYTHONHOME -u VIRTUAL_ENV \
+            "${PYTHON:-python3}" "$ROOT/packaging/launch_check.py" ${flags[@]+"${flags[@]}"} \
+            --home "$OUT/launch-$display" -- "$EXECUTABLE"); then
+        echo "smoke: the bundle did not launch and quit as a user's app must ($display)" >&2
+        exit 1
+    fi
+done
