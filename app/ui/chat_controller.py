@@ -45,6 +45,7 @@ from app.ui.engine_bridge import EngineBridge
 from app.ui.hosts_dialog import chosen_hostfile
 from app.ui.live_answer import Live
 from app.ui.plain_speed import BaselineStatus, PlainBaselines
+from app.ui.platform_words import this_machine
 from app.ui.settings_dialog import ChatSettings
 from app.ui.stats import LiveStats, StatusStrip
 from app.ui.stats_words import pair_line
@@ -347,7 +348,7 @@ class ChatController(QObject):
         the pair is loaded on this machine alone (the machines stay chosen for the next start)."""
         (main, draft), mode = self.pair or self.loading, {"off": "plain", "lookup": "lookup"}
         self.failed.emit(
-            f"The answer stopped: {why}. The text so far is kept. Loading the models on this Mac alone; "
+            f"The answer stopped: {why}. The text so far is kept. Loading the models on {this_machine()} alone; "
             "choose “Run the main model across machines…” in the model picker to try the machines again."
         )
         self.load_pair(main, draft, mode.get(self.mode_override or "", "model"), alone=True)

@@ -1,4 +1,4 @@
-"""Run the main model across several Macs: list the machines, test them, see each one's share.
+"""Run the main model across several machines: list the machines, test them, see each one's share.
 
 The connection test runs off the GUI thread (app.ui.background) and fills the table as each
 machine answers. The choice is kept in the settings; `chosen_hostfile` is how the load reads it.
@@ -48,22 +48,34 @@ from app.engine.distributed.probe import (
 from app.engine.library.facts import ModelFacts
 from app.ui.background import BackgroundTasks, Job
 from app.ui.hosts_table import NOT_PRIVATE, HostsTable, link_words, summary
+from app.ui.platform_words import capital, machine, machines, on_a_mac, this_machine
 from app.ui.theme import current_theme
 
-HOSTFILE_KEY = "machines/hostfile"  # empty or absent: the main model runs on this Mac alone
+HOSTFILE_KEY = "machines/hostfile"  # empty or absent: the main model runs on this machine alone
 TYPED_KEY = "machines/typed"  # the machines as last typed
 SOURCE_KEY = "machines/source"  # the hostfile last chosen, when one was
-INTRO = (
-    "A main model too large for this Mac can run split across several Macs: each holds part of "
-    "it, and they talk on every word, so connect them with a Thunderbolt cable or your home "
-    "network. The draft model stays on this Mac. Each Mac needs SpecChat installed in the same "
-    "place and must accept ssh from this one without a password."
-)
-PLACEHOLDER = "One Mac per line: its name, then its address. This Mac first.\nthis-mac.local 169.254.10.1\nstudio.local 169.254.10.2"
+
+
+def intro_words() -> str:
+    here, each = this_machine(), machine()
+    return (
+        f"A main model too large for {here} can run split across several {machines()}: each holds "
+        "part of it, and they talk on every word, so connect them with a Thunderbolt cable or your "
+        f"home network. The draft model stays on {here}. Each {each} needs SpecChat installed in "
+        "the same place and must accept ssh from this one without a password."
+    )
+
+
+def placeholder() -> str:
+    first, second = ("this-mac", "studio") if on_a_mac() else ("this-pc", "workstation")
+    return (
+        f"One {machine()} per line: its name, then its address. {capital(this_machine())} first."
+        f"\n{first}.local 169.254.10.1\n{second}.local 169.254.10.2"
+    )
 
 
 def chosen_hostfile(settings: QSettings) -> Path | None:
-    """The hostfile the main model should be loaded across, or None for this Mac alone."""
+    """The hostfile the main model should be loaded across, or None for this machine alone."""
     value = settings.value(HOSTFILE_KEY, "")
     return Path(str(value)) if value else None
 
@@ -95,14 +107,14 @@ class HostsDialog(QDialog):
         self.job: Job[ProbeResult] | None = None
         self.background = BackgroundTasks(self, self._failed)
 
-        intro = QLabel(INTRO)
+        intro = QLabel(intro_words())
         intro.setWordWrap(True)
         self.typed_choice, self.file_choice = (
             QRadioButton("Type the machines"),
             QRadioButton("Use a hostfile"),
         )
         self.typed = QPlainTextEdit()
-        self.typed.setPlaceholderText(PLACEHOLDER)
+        self.typed.setPlaceholderText(placeholder())
         self.typed.setMaximumHeight(90)
         self.path = QLineEdit()
         self.path.setPlaceholderText("An mlx.launch hostfile (JSON)")
@@ -124,7 +136,7 @@ class HostsDialog(QDialog):
         self.fit_note.setWordWrap(True)
         self.test_button = QPushButton("Test connection")
         self.use_button = QPushButton("Use these machines")
-        self.alone_button = QPushButton("Run on this Mac only")
+        self.alone_button = QPushButton(f"Run on {this_machine()} only")
         self.cancel_button = QPushButton("Cancel")
         self.test_button.setDefault(True)  # Enter tests; the others never take Enter
         for button in (self.use_button, self.alone_button, self.cancel_button, self.browse):
@@ -134,7 +146,7 @@ class HostsDialog(QDialog):
         file_row.addWidget(self.path, 1)
         file_row.addWidget(self.browse)
         address_row = QHBoxLayout()
-        address_row.addWidget(QLabel("This Mac connects over:"))
+        address_row.addWidget(QLabel(f"{capital(this_machine())} connects over:"))
         address_row.addWidget(self.address, 1)
         test_row = QHBoxLayout()
         test_row.addWidget(self.test_button)
@@ -176,7 +188,7 @@ class HostsDialog(QDialog):
 
     # -- the machines ----------------------------------------------------------------------
     def _fill_addresses(self, addresses: list[LocalAddress] | None) -> None:
-        self.address.addItem("As listed for this Mac", None)
+        self.address.addItem(f"As listed for {this_machine()}", None)
         for a in addresses if addresses is not None else local_addresses():
             self.address.addItem(f"{a.ip} on {a.interface} — {link_words(a.ip)}", a.ip)
 
@@ -195,7 +207,7 @@ class HostsDialog(QDialog):
             self.file_choice.setChecked(True)
 
     def hostfile(self) -> Hostfile:
-        """The machines as entered, with this Mac's chosen address; raises HostfileError."""
+        """The machines as entered, with this machine's chosen address; raises HostfileError."""
         if self.typed_choice.isChecked():
             hostfile = parse_host_lines(self.typed.toPlainText())
         elif not self.path.text().strip():
@@ -314,7 +326,7 @@ class HostsDialog(QDialog):
         if shares:
             self.fit_note.setText(
                 f"<b>{self.main.name}</b> at {self.context:,} tokens, split across {len(shares)} machines: "
-                f"each holds a part; this Mac also runs the draft. Hover a row for the sums."
+                f"each holds a part; {this_machine()} also runs the draft. Hover a row for the sums."
             )
         else:
             self.fit_note.setText(f"<b>{self.main.name}</b>: reading its size…")
@@ -324,7 +336,7 @@ class HostsDialog(QDialog):
         if self.tested is None:
             return
         path = default_hostfile_path()
-        write_hostfile(self.tested, path)  # with this Mac's chosen address; a chosen file is left as it is
+        write_hostfile(self.tested, path)  # with the chosen local address; a chosen file is left as is
         self.settings.setValue(HOSTFILE_KEY, str(path))
         self.settings.setValue(TYPED_KEY, self.typed.toPlainText())
         self.settings.setValue(SOURCE_KEY, self.path.text().strip() if self.file_choice.isChecked() else "")

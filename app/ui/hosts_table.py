@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 from app.engine.distributed.hosts import is_private_link
 from app.engine.distributed.memory_split import HostShare, Verdict, gb
 from app.engine.distributed.probe import ProbeResult
+from app.ui.platform_words import this_machine
 from app.ui.theme import current_theme
 
 NOT_PRIVATE = (
@@ -27,7 +28,7 @@ def link_words(ip: str) -> str:
         return "not private"
     address = ipaddress.ip_address(ip.split("%", 1)[0])
     if address.is_loopback:
-        return "this Mac only"
+        return f"{this_machine()} only"
     if address.is_link_local:
         return "direct cable (Thunderbolt)"
     return "home or office network"
@@ -51,7 +52,7 @@ class HostsTable(QTableWidget):
     def show_hosts(self, names: list[str], waiting: str = "Not tested yet") -> None:
         self.setRowCount(len(names))
         for row, name in enumerate(names):
-            label = f"{name} (this Mac)" if row == 0 else name
+            label = f"{name} ({this_machine()})" if row == 0 else name
             for column, text in enumerate((label, waiting, "", "", "", "")):
                 self.setItem(row, column, QTableWidgetItem(text))
         self.resizeRowsToContents()

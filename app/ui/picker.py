@@ -37,6 +37,7 @@ from app.ui.background import BackgroundTasks
 from app.ui.download_panel import DownloadPanel, human_bytes
 from app.ui.draft_list import DraftSuggestions, fill_draft_rows, fill_mains
 from app.ui.hosts_dialog import HostsDialog
+from app.ui.platform_words import machines, this_machine
 from app.ui.window_state import app_settings
 
 PLAIN, LOOKUP = "plain", "lookup"
@@ -107,7 +108,9 @@ class PickerDialog(QDialog):
         self.fit_label.setWordWrap(True)
         self.use_button = QPushButton("Use this pair")
         self.machines_button = QPushButton("Run the main model across machines…")
-        self.machines_button.setToolTip("Split a main model too large for this Mac across several Macs")
+        self.machines_button.setToolTip(
+            f"Split a main model too large for {this_machine()} across several {machines()}"
+        )
         self.machines_button.setAutoDefault(False)  # Enter keeps choosing the pair
         self.import_button = QPushButton("Import GGUF…")
         self.import_button.setToolTip("Convert a GGUF file found in your model folders to MLX")

@@ -1,9 +1,7 @@
-"""Words that name the user's machine: "this Mac" only on macOS."""
+"""Words that name the user's machine, for the UI: "this Mac" only on macOS."""
 
 from __future__ import annotations
 
-import sys
+from app.engine.platform_words import capital, machine, machines, on_a_mac, this_machine
 
-
-def this_machine() -> str:
-    return "this Mac" if sys.platform == "darwin" else "this computer"
+__all__ = ["capital", "machine", "machines", "on_a_mac", "this_machine"]

@@ -17,6 +17,7 @@ from app.engine.distributed.probe import local_info, probe_script
 from app.engine.library.facts import compute_facts
 from app.ui.hosts_dialog import SOURCE_KEY, HostsDialog, chosen_hostfile
 from app.ui.hosts_table import CONNECTION, FIT, FREE, MLX, NOT_PRIVATE, SPECCHAT
+from app.ui.platform_words import this_machine
 from app.ui.theme import current_theme
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ def test_enter_tests_every_machine_and_the_table_says_who_answered(qtbot, settin
     assert dialog.job is not None and dialog.progress.isVisible()  # the GUI never waits on it
     wait_tested(qtbot, dialog)
     t = dialog.table
-    assert t.rowCount() == 3 and t.text(0, 0) == "this-mac (this Mac)"
+    assert t.rowCount() == 3 and t.text(0, 0) == f"this-mac ({this_machine()})"
     assert t.text(0, CONNECTION).startswith("Reachable")
     assert (t.text(0, MLX), t.text(0, SPECCHAT)) == (local_info().mlx_version, local_info().specchat_version)
     assert t.text(0, FREE).endswith(" free") is False and " of " in t.text(0, FREE)
@@ -78,7 +79,7 @@ def test_enter_tests_every_machine_and_the_table_says_who_answered(qtbot, settin
     words = dialog.verdict.text()
     assert words.startswith("Fix these before using these machines")
     assert "studio: Could not connect with ssh" in words
-    assert f"MLX 0.1.0 there but {local_info().mlx_version} on this Mac" in words
+    assert f"MLX 0.1.0 there but {local_info().mlx_version} on {this_machine()}" in words
     assert not dialog.use_button.isEnabled()  # refused: one unreachable, one with other versions
 
 
@@ -108,7 +109,8 @@ def test_a_first_machine_that_is_not_this_one_gets_advice(qtbot, settings):
     wait_tested(qtbot, dialog)
     words = dialog.verdict.text()
     assert words.startswith("Every machine answered")
-    assert f"The first machine answered as other-mac.local, but this Mac is {local_info().hostname}" in words
+    here = f"{this_machine()} is {local_info().hostname}"
+    assert f"The first machine answered as other-mac.local, but {here}" in words
     assert dialog.use_button.isEnabled()
 
 
@@ -212,3 +214,38 @@ def test_the_picker_opens_it_for_the_selected_main(qtbot, toy_models, tmp_path):
     assert dialog.main is not None and dialog.main.name == "toy-main"
     assert dialog.context == picker.context.value()
     assert picker.machines_button.text() == "Run the main model across machines…"
+
+
+def _all_words(widget) -> list[str]:
+    """Every text a user can read in `widget`: labels, buttons, tooltips, placeholders, lists."""
+    from PySide6.QtWidgets import QAbstractButton, QComboBox, QLabel, QPlainTextEdit, QTableWidget
+
+    out = [widget.toolTip(), widget.windowTitle()]
+    for child in widget.findChildren(QLabel) + widget.findChildren(QAbstractButton):
+        out += [child.text(), child.toolTip()]
+    for box in widget.findChildren(QComboBox):
+        out += [box.itemText(i) for i in range(box.count())]
+    for edit in widget.findChildren(QPlainTextEdit):
+        out.append(edit.placeholderText())
+    for table in widget.findChildren(QTableWidget):
+        out += [table.item(r, c).text() for r in range(table.rowCount()) for c in range(table.columnCount())]
+    return out
+
+
+def test_away_from_a_mac_the_machines_dialog_says_this_computer(qtbot, settings, monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "platform", "linux")
+    from app.engine.library.discovery import Sources
+    from app.ui.picker import PickerDialog
+
+    dialog = make(qtbot, settings, "other 10.0.0.4\nthis-pc 10.0.0.1")
+    dialog.test()
+    wait_tested(qtbot, dialog)
+    words = _all_words(dialog)
+    assert not [w for w in words if "Mac" in w]
+    assert "Run on this computer only" in words and "This computer connects over:" in words
+    assert dialog.table.text(0, 0) == "other (this computer)"
+    assert "list this computer first" in dialog.verdict.text()
+    picker = PickerDialog(Sources(None, None, tmp_path, use_hub=False), settings=settings)
+    qtbot.addWidget(picker)
+    assert "Mac" not in picker.machines_button.toolTip()
+    assert "this computer" in picker.machines_button.toolTip()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.library.paths import app_data_dir
+from app.engine.platform_words import this_machine
 
 # Thunderbolt bridges pick link-local addresses; RFC 1918 covers home networks.
 PRIVATE_NETWORKS = tuple(
@@ -146,7 +147,7 @@ def _is_ip(text: str) -> bool:
 
 def _checked(hostfile: Hostfile, source: str) -> Hostfile:
     if not hostfile.hosts:
-        raise HostfileError(f"{source} names no machines: add at least two, this Mac first.")
+        raise HostfileError(f"{source} names no machines: add at least two, {this_machine()} first.")
     seen: set[str] = set()
     for host in hostfile.hosts:
         if host.ssh.lower() in seen:

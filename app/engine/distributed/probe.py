@@ -24,6 +24,7 @@ from typing import Any
 
 from app import __version__
 from app.engine.library.memory import available_ram, physical_ram
+from app.engine.platform_words import this_machine
 
 # host, the shell script to run there -> the argv that runs it from here
 Runner = Callable[[str, str], list[str]]
@@ -205,7 +206,7 @@ def version_mismatch(here: HostInfo, there: HostInfo) -> str | None:
     """The refusal in words, naming both versions of each that differs."""
     ours, theirs = _versions(here), _versions(there)
     problems = [
-        f"{name} {theirs[name] or 'missing'} there but {ours[name] or 'missing'} on this Mac"
+        f"{name} {theirs[name] or 'missing'} there but {ours[name] or 'missing'} on {this_machine()}"
         for name in differing_versions(here, there)
     ]
     if not problems:
@@ -226,8 +227,8 @@ def first_machine_note(here: HostInfo, results: Sequence[ProbeResult]) -> str | 
     if _short_name(first.hostname) == _short_name(here.hostname):
         return None
     return (
-        f"The first machine answered as {first.hostname}, but this Mac is {here.hostname}: "
-        "list this Mac first, since the first machine also runs the draft."
+        f"The first machine answered as {first.hostname}, but {this_machine()} is {here.hostname}: "
+        f"list {this_machine()} first, since the first machine also runs the draft."
     )
 
 

@@ -20,6 +20,7 @@ from app.engine.distributed.probe import (
     probe_script,
     ssh_runner,
 )
+from app.engine.platform_words import this_machine
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -151,14 +152,15 @@ def test_different_versions_are_refused_naming_both():
     assert result.reachable and not result.ok
     theirs = local_info().mlx_version
     assert result.mismatch is not None
-    assert f"MLX {theirs} there but 0.99.0 on this Mac" in result.mismatch
-    assert f"SpecChat {__version__} there but 9.9.9 on this Mac" in result.mismatch
+    assert f"MLX {theirs} there but 0.99.0 on {this_machine()}" in result.mismatch
+    assert f"SpecChat {__version__} there but 9.9.9 on {this_machine()}" in result.mismatch
     assert result.differs == ("MLX", "SpecChat")
     here = replace(local_info(), mlx_version=None)
     [result] = probe_hosts(["localhost"], runner=local_runner, script=script(), timeout=60, here=here)
     assert result.differs == ("MLX",) and result.mismatch is not None
     assert (
-        f"MLX {theirs} there but missing on this Mac" in result.mismatch and "SpecChat" not in result.mismatch
+        f"MLX {theirs} there but missing on {this_machine()}" in result.mismatch
+        and "SpecChat" not in result.mismatch
     )
 
 
@@ -181,7 +183,7 @@ def test_the_first_machine_should_be_this_one():
     assert first_machine_note(here, [answer]) is None  # the same Mac under its .local name
     assert first_machine_note(here, [ProbeResult("a", None, "down")]) is None
     note = first_machine_note(here, [ProbeResult("a", replace(here, hostname="studio"))])
-    assert note is not None and "answered as studio, but this Mac is this-mac" in note
+    assert note is not None and f"answered as studio, but {this_machine()} is this-mac" in note
 
 
 def test_a_long_reply_is_read_whole_after_other_output():
