@@ -25,6 +25,7 @@ from app.engine.library.discovery import Sources, default_sources, scan_library
 from app.engine.library.recommended import RecommendedPair
 from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.worker import remembering_worker
+from app.ui import model_folders as folders
 from app.ui import window_state as state
 from app.ui.appearance import Appearance
 from app.ui.arena import ArenaDialog
@@ -76,7 +77,9 @@ class MainWindow(ChatActions):
         self.quit_wait = quit_wait  # seconds the close waits for the worker to reach a safe point
         self.setWindowTitle(PRODUCT_NAME)
         self.settings = settings or state.app_settings()
-        self.sources = sources or default_sources(tuple(Path(p) for p in self._folders()))
+        self.sources = sources or default_sources(
+            tuple(Path(p) for p in folders.saved_folders(self.settings))
+        )
         self.store = store or ConversationStore()
         self.banner = ErrorBanner()  # failures stay here until dismissed; the status bar forgets
         self.error_box: QMessageBox | None = None  # the last failed export's message
@@ -329,14 +332,21 @@ class MainWindow(ChatActions):
         self.show_pane()
 
     def add_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Add a folder of models")
+        """Kept only once a model is found in it; otherwise the banner says what a model folder holds."""
+        folder = folders.ask_for_folder(self)
         if folder:
-            folders = self._folders() + [folder]
-            self.settings.setValue("folders", folders)
-            s = self.sources
-            self.sources = Sources(
-                s.hub_cache, s.lmstudio, s.specchat, tuple(Path(p) for p in folders), s.use_hub
+            self.run_task(
+                lambda: folders.holds_models(folder), lambda found: self._folder_checked(folder, found)
             )
+
+    def _folder_checked(self, folder: str, found: object) -> None:
+        if isinstance(found, Exception):
+            self.report_error(f"Could not read {folder}: {reason(found)}.")
+        elif not found:
+            self.report_error(folders.no_model_found(folder))
+        else:
+            self.sources = folders.keep_folder(self.settings, self.sources, folder)
+            self.statusBar().showMessage(f"Added {folder}", 8000)
             self.scan()
 
     def import_gguf(self) -> None:
@@ -351,13 +361,6 @@ class MainWindow(ChatActions):
     def _show_import(self, text: str) -> None:
         self.welcome.status.setText(text)
         self.statusBar().showMessage(text, 0 if text.startswith("Importing") else 15000)
-
-    def _folders(self) -> list[str]:
-        """The model folders the user added (QSettings hands back a list, a string or nothing)."""
-        value: object = self.settings.value("folders", []) or []
-        return (
-            [value] if isinstance(value, str) else [str(p) for p in value] if isinstance(value, list) else []
-        )
 
     # -- lifecycle ------------------------------------------------------------------------------
     def changeEvent(self, e: QEvent) -> None:
