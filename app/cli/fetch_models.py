@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from app.engine.gguf.fixtures import FIXTURES, fetch, mlx_path
+from app.engine.library.precision import default_bits, default_words
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +15,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=",".join(FIXTURES),
         help=f"comma-separated subset of {', '.join(FIXTURES)} (default: all)",
     )
-    parser.add_argument("--bits", default="4", help="imports to make, comma-separated, e.g. 4,16 (default 4)")
+    parser.add_argument(
+        "--bits",
+        default=str(default_bits()),
+        help=f"imports to make, comma-separated, e.g. 4,16 ({default_words()})",
+    )
     parser.add_argument("--no-import", action="store_true", help="only download and assemble the GGUFs")
 
 

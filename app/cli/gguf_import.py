@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from app.engine.gguf.child import ImportFailed, ImportFinished, ImportProgress, run_import
+from app.engine.library.precision import default_bits, default_words
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,10 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bits",
         type=int,
         choices=(4, 8, 16),
-        default=4,
+        default=default_bits(),
         help="4 or 8: float tensors quantized to this many bits (group 64), quantized tensors keep "
         "the file's own integers (group 32; Q6_K at 8 bits); 16: unquantized, bfloat16 "
-        "(float32 on Linux without a GPU when a fast BLAS is found: it runs faster there) (default 4)",
+        "(float32 on Linux without a GPU when a fast BLAS is found: it runs faster there) "
+        f"({default_words()})",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
 

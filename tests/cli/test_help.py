@@ -25,3 +25,13 @@ def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) 
         main(["--help"])
     out = capsys.readouterr().out
     assert all(name in out for name in COMMANDS)
+
+
+@pytest.mark.parametrize("command", ["import-gguf", "fetch-models"])
+def test_bits_help_says_this_devices_default(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from app.engine.library.precision import default_bits
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert f"default here {default_bits()}:" in out

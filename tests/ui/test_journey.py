@@ -13,9 +13,12 @@ from PySide6.QtWidgets import QFileDialog
 
 from app.engine.library.discovery import Sources
 from app.engine.library.paths import app_data_dir, models_dir
+from app.engine.library.precision import default_bits
 from app.engine.store.transcript import AnswerTurn, Change, MessageState
 from app.ui.main_window import MainWindow
 from tests.engine.gguf.ggufbuild import tiny_llama
+
+IMPORTED = f"tiny-llama-{default_bits()}bit"  # the window imports at this device's precision
 
 
 def open_window(qtbot) -> MainWindow:
@@ -54,11 +57,11 @@ def test_import_send_restart(qtbot, gguf, monkeypatch):
     qtbot.waitUntil(lambda: w.stack.currentWidget() is w.welcome)  # no models yet: what to do
 
     import_from_menu(qtbot, w, gguf, monkeypatch)
-    imported = models_dir() / "tiny-llama-4bit"
+    imported = models_dir() / IMPORTED
     qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=120_000)
     assert (imported / "config.json").is_file()  # in the library's own folder
     assert Path(w.controller.pair[0]).resolve() == imported.resolve()  # selected as the main
-    assert "tiny-llama-4bit" in w.pair_label.text()
+    assert IMPORTED in w.pair_label.text()
     assert w.stack.currentWidget() is not w.welcome  # the chat pane, with a hint of what to type
 
     picker = w.picker()  # the picker lists it, selected as the main
@@ -106,9 +109,9 @@ def test_importing_again_finds_it_in_the_library(qtbot, gguf, monkeypatch):
     import_from_menu(qtbot, w, gguf, monkeypatch)
     qtbot.waitUntil(lambda: "already in your library" in w.welcome.status.text(), timeout=60_000)
     qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=60_000)
-    assert Path(w.controller.pair[0]).resolve() == (models_dir() / "tiny-llama-4bit").resolve()
+    assert Path(w.controller.pair[0]).resolve() == (models_dir() / IMPORTED).resolve()
     assert not w.banner.isVisible()  # no error this time
-    assert sorted(p.name for p in models_dir().iterdir()) == ["tiny-llama-4bit"]
+    assert sorted(p.name for p in models_dir().iterdir()) == [IMPORTED]
     w.close()
 
 

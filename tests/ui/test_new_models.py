@@ -9,6 +9,7 @@ from pathlib import Path
 from app.devtools.fake_engine import FakeEngine
 from app.engine.library.discovery import Sources
 from app.engine.library.paths import models_dir
+from app.engine.library.precision import default_bits
 from app.ui.main_window import MainWindow
 from tests.engine.gguf.ggufbuild import tiny_llama
 from tests.engine.library.hubserver import HubState, LocalHub
@@ -55,5 +56,5 @@ def test_an_import_from_the_open_picker_is_selected_there(qtbot, toy_models, tmp
     qtbot.waitUntil(lambda: main_name(dialog) == "toy-main", timeout=30_000)
     (tmp_path / "in").mkdir()
     dialog.import_requested.emit(str(tiny_llama(tmp_path / "in" / "tiny.gguf")))
-    qtbot.waitUntil(lambda: main_name(dialog) == "tiny-4bit", timeout=120_000)
+    qtbot.waitUntil(lambda: main_name(dialog) == f"tiny-{default_bits()}bit", timeout=120_000)
     assert w.controller.load_request is None and w.controller.pair is None  # the user picks the pair

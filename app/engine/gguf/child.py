@@ -29,6 +29,7 @@ from app.engine.gguf.events import (
 )
 from app.engine.gguf.header import GGUFError, GGUFHeader, read_header
 from app.engine.gguf.limits import ChildWatch, Limits, cap_address_space
+from app.engine.library.precision import default_bits
 
 __all__ = ["ImportEvent", "ImportFailed", "ImportFinished", "ImportProgress", "default_output", "run_import"]
 
@@ -60,7 +61,7 @@ def _peak_rss(rusage: object) -> int:
 def run_import(
     source: str | Path,
     out: str | Path | None = None,
-    bits: int = 4,
+    bits: int | None = None,
     *,
     overwrite: bool = False,
     cancel: threading.Event | None = None,
@@ -73,7 +74,9 @@ def run_import(
     Setting `cancel` stops the child; its temporary folder is removed with it, as it is when the
     child passes `limits` (by default `import_limits`) and is ended. Without `out` the model
     lands in the library; a file already imported there finishes at once with `existing` set.
+    Without `bits` it is this device's default (`default_bits`: 16 where MLX runs on the CPU).
     """
+    bits = default_bits() if bits is None else bits
     source = Path(source)
     started = time.monotonic()
     try:

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from app.engine.blas import ensure_blas
 from app.engine.gguf.architectures import Architecture, architecture_of, model_config
 from app.engine.gguf.destination import PROVENANCE_FILE
 from app.engine.gguf.direct import GROUP as DIRECT_GROUP
@@ -32,6 +31,7 @@ from app.engine.gguf.limits import this_machine
 from app.engine.gguf.shards import ShardWriter
 from app.engine.gguf.tokenizer import build_tokenizer, tokenizer_config
 from app.engine.library.memory import available_ram
+from app.engine.library.precision import unquantized_dtype
 
 SUPPORTED_TYPES = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}
 GROUP_SIZE = 64
@@ -109,15 +109,10 @@ def dequantize(buf: Any, info: TensorInfo) -> np.ndarray:
 
 
 def dense_dtype(bits: int) -> str:
-    """How a `bits` import stores its unquantized weights. MLX's CPU build runs float32 matmuls
-    through BLAS but bfloat16 ones without it, so a 16-bit import for a Linux machine with no GPU
-    and an optimized BLAS is float32 (measured 2.0 against 0.8 tok/s on Qwen2.5-Coder 1.5B/0.5B);
+    """How a `bits` import stores its unquantized weights: a 16-bit import as this device runs
+    them fastest (`unquantized_dtype`: float32 on MLX's CPU build with an optimized BLAS);
     quantized imports do not use BLAS and keep bfloat16 for what they leave unquantized."""
-    import mlx.core as mx
-
-    if bits == 16 and ensure_blas().optimized and mx.default_device().type == mx.cpu:
-        return "float32"
-    return "bfloat16"
+    return unquantized_dtype() if bits == 16 else "bfloat16"
 
 
 def _quantizable(name: str, w: np.ndarray) -> bool:

@@ -1,0 +1,89 @@
+"""How precise a model should be on this device, and what to say about one that is not.
+
+MLX's GPU backends (Metal, CUDA) have fast kernels for quantized matrix products, so 4-bit
+models there are both small and quick. Its CPU build has none: a quantized product runs a
+generic loop, while a float32 product goes to BLAS. Measured on this project's Linux CPU machine
+with SmolLM2-135M, the 4-bit model read a prompt in 42-56 s and wrote 0.7 tokens/s; the 16-bit
+one read it in 0.44 s and wrote 5.1 tokens/s. So where MLX computes on the CPU, new models
+default to 16 bits, and a 4-bit model gets a warning with a one-click 16-bit copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+QUANTIZED_DEFAULT = 4
+UNQUANTIZED = 16
+# measured generation speeds (tokens/s) above, for the warning's words
+SLOWDOWN = 7
+PROMPT_SLOWDOWN = 100
+
+
+def mlx_on_gpu() -> bool:
+    """Whether MLX computes on a GPU (Metal or CUDA) in this process."""
+    from app.engine.decoding.shapes.buckets import on_gpu
+
+    return on_gpu()
+
+
+def default_bits() -> int:
+    """The precision a new import or fetch gets when none is asked for: 4 bits where MLX runs on
+    a GPU, whose quantized kernels make 4-bit models quick and four times smaller; 16 bits where
+    it computes on the CPU, whose build has no fast quantized kernels (about 7 times slower to
+    write and up to 100 times slower to read a prompt than 16 bits; see the module docstring)."""
+    return QUANTIZED_DEFAULT if mlx_on_gpu() else UNQUANTIZED
+
+
+def default_words() -> str:
+    """The default for command-line help, with why it is that here."""
+    if mlx_on_gpu():
+        return f"default here {QUANTIZED_DEFAULT}: MLX runs on a GPU, where 4-bit models are quick"
+    return (
+        f"default here {UNQUANTIZED}: MLX runs on this computer's processor, where 4-bit models "
+        f"are about {SLOWDOWN}x slower; 4 where MLX runs on a GPU"
+    )
+
+
+def unquantized_dtype() -> str:
+    """How unquantized weights are stored for this device. MLX's CPU build sends float32 matrix
+    products to BLAS but runs bfloat16 ones without it, so where MLX computes on the CPU with an
+    optimized BLAS loaded, float32 runs faster (measured 2.0 against 0.8 tokens/s on
+    Qwen2.5-Coder 1.5B/0.5B); everywhere else bfloat16 halves the memory at the same speed."""
+    import mlx.core as mx
+
+    from app.engine.blas import ensure_blas
+
+    if ensure_blas().optimized and mx.default_device().type == mx.cpu:
+        return "float32"
+    return "bfloat16"
+
+
+def dtype_bytes(dtype: str) -> int:
+    return 4 if dtype == "float32" else 2
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePrecision:
+    """What the window needs to know about precision here, read once off the GUI thread."""
+
+    default_bits: int
+    quantized_slow: bool  # quantized models run far slower than unquantized ones here
+    unquantized_dtype: str
+
+    def copy_bytes(self, params: int | None) -> int | None:
+        """About how much disk an unquantized copy of a model with `params` weights takes."""
+        return params * dtype_bytes(self.unquantized_dtype) if params else None
+
+
+def this_device() -> DevicePrecision:
+    bits = default_bits()
+    return DevicePrecision(bits, bits == UNQUANTIZED, unquantized_dtype())
+
+
+def slow_model_warning(bits: int) -> str:
+    """The warning for a `bits`-bit model on a device where quantized models are slow."""
+    return (
+        f"This model is stored at {bits} bits. {bits}-bit models run about {SLOWDOWN}× slower on "
+        "this computer's processor than 16-bit ones, and take up to "
+        f"{PROMPT_SLOWDOWN}× longer to read a message: expect under 1 word per second."
+    )
