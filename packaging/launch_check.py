@@ -105,7 +105,9 @@ def _app_pid(process: subprocess.Popen[bytes]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--xvfb", action="store_true", help="run on a real X server under xvfb-run")
     parser.add_argument("--stay", type=float, default=20.0, help="seconds the app must stay up (20)")
     parser.add_argument("--home", type=Path, help="the data folder (default: a fresh temporary one)")
