@@ -277,6 +277,7 @@ class MainWindow(ChatActions):
     def picker(self) -> PickerDialog:
         dialog = PickerDialog(self.sources, settings=self.settings, parent=self)
         dialog.import_requested.connect(self.start_import)
+        dialog.sources_changed.connect(self._use_sources)
         dialog.downloads.failed.connect(self.report_error)
         self.new_models.follow(dialog, self.controller.pair[0] if self.controller.pair else None)
         dialog.measure_requested.connect(lambda main, _: self._measure_pair(dialog, main))
@@ -348,6 +349,11 @@ class MainWindow(ChatActions):
             self.sources = folders.keep_folder(self.settings, self.sources, folder)
             self.statusBar().showMessage(f"Added {folder}", 8000)
             self.scan()
+
+    def _use_sources(self, sources: Sources) -> None:
+        """A model folder added from the picker is scanned here too."""
+        self.sources = sources
+        self.scan()
 
     def import_gguf(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a GGUF model", "", "GGUF models (*.gguf)")

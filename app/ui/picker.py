@@ -36,6 +36,8 @@ from app.ui.arena import arena_note
 from app.ui.background import BackgroundTasks
 from app.ui.download_panel import DownloadPanel, human_bytes
 from app.ui.draft_list import DraftSuggestions, fill_draft_rows, fill_mains
+from app.ui.empty_library import EmptyLibrary
+from app.ui.error_banner import show_error_dialog
 from app.ui.hosts_dialog import HostsDialog
 from app.ui.platform_words import machines, this_machine
 from app.ui.window_state import app_settings
@@ -70,6 +72,7 @@ class PickerDialog(QDialog):
     """Pick a main and a draft; `picked` holds the choice once accepted."""
 
     library_changed = Signal()
+    sources_changed = Signal(object)  # Sources with a model folder the user just added
     drafts_changed = Signal()
     import_requested = Signal(str)  # a GGUF file found by the scan, to import
     measure_requested = Signal(str, str)  # main and draft folders to race in the arena
@@ -158,6 +161,13 @@ class PickerDialog(QDialog):
         self.machines_button.clicked.connect(self.open_machines)
         self.import_button.clicked.connect(self._offer_import)
         self.downloads.downloaded.connect(lambda *_: self.refresh())
+        self.empty_note = EmptyLibrary(
+            self.mains, self.background, lambda: self.settings or app_settings(), lambda: self.sources
+        )
+        self.empty_note.download.connect(self._show_recommended)
+        self.empty_note.import_file.connect(self.import_requested)
+        self.empty_note.folder_added.connect(self._use_sources)
+        self.empty_note.failed.connect(lambda text: show_error_dialog(self, "No model found", text))
         self.refresh()
 
     def _offer_import(self) -> None:
@@ -185,6 +195,7 @@ class PickerDialog(QDialog):
         gguf_note = f" · {len(ggufs)} GGUF file(s) can be imported" if ggufs else ""
         self.state_label.setText(f"{len(usable)} model(s) found{gguf_note}")
         self.recommended.setVisible(not usable)
+        self.empty_note.setVisible(not facts)
         if usable:
             self.mains.setCurrentIndex(self.main_model.index(0, 0))
         self._fill_drafts()
@@ -295,6 +306,15 @@ class PickerDialog(QDialog):
         dialog.resize(900, 640)
         dialog.open()
         return dialog
+
+    def _show_recommended(self) -> None:
+        self.recommended.show()
+        self.recommended.findChildren(QPushButton)[0].setFocus()
+
+    def _use_sources(self, sources: Sources) -> None:
+        self.sources = sources
+        self.sources_changed.emit(sources)
+        self.refresh()
 
     def _recommended_box(self) -> QGroupBox:
         box = QGroupBox("Recommended pairs to start with")
