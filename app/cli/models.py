@@ -21,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-hub", action="store_true", help="leave out the Hugging Face cache")
     parser.add_argument("--no-lmstudio", action="store_true", help="leave out LM Studio's folder")
+    parser.add_argument(
+        "--no-fetched", action="store_true", help="leave out the models `fetch-models` imported"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
         specchat=Path(args.models_dir).expanduser() if args.models_dir else base.specchat,
         extra=base.extra,
         use_hub=not args.no_hub,
+        fetched=None if args.no_fetched else base.fetched,
     )
     facts, ggufs = scan_library(sources)
     verdicts = {f.path: check_drafts(f, facts) for f in facts if f.usable}

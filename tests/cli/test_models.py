@@ -18,7 +18,7 @@ def test_models_lists_roles_drafts_and_plain_reasons(
         ("other", toy_mismatched_draft),
     ):
         shutil.copytree(src, root / name)
-    assert main(["models", "--models-dir", str(root), "--no-hub", "--no-lmstudio"]) == 0
+    assert main(["models", "--models-dir", str(root), "--no-hub", "--no-lmstudio", "--no-fetched"]) == 0
     out = capsys.readouterr().out
     first = out.split("\n\n")[0] if "\n\n" in out else out
     assert first.startswith("toy-main  [suggested: main]")
@@ -29,6 +29,9 @@ def test_models_lists_roles_drafts_and_plain_reasons(
 
 def test_models_on_an_empty_library_says_so(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SPECCHAT_HOME", str(tmp_path / "home"))
-    assert main(["models", "--models-dir", str(tmp_path / "none"), "--no-hub", "--no-lmstudio"]) == 0
+    assert (
+        main(["models", "--models-dir", str(tmp_path / "none"), "--no-hub", "--no-lmstudio", "--no-fetched"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.startswith("No models found. Download one from the window's model picker")

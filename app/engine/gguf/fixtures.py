@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.engine.library.paths import fetched_models_dir, model_cache_dir
+
 
 @dataclass(frozen=True, slots=True)
 class ModelFixture:
@@ -84,7 +86,7 @@ FIXTURES: dict[str, ModelFixture] = {
 
 def cache_root() -> Path:
     """The model cache: $SPECCHAT_MODEL_CACHE or ~/.cache/specchat."""
-    return Path(os.environ.get("SPECCHAT_MODEL_CACHE") or Path.home() / ".cache" / "specchat")
+    return model_cache_dir()
 
 
 def gguf_path(key: str) -> Path:
@@ -92,7 +94,8 @@ def gguf_path(key: str) -> Path:
 
 
 def mlx_path(key: str, bits: int) -> Path:
-    return cache_root() / "mlx" / f"{FIXTURES[key].name}-{bits}bit"
+    """In the folder the window lists, so a fetched model is offered there at once."""
+    return fetched_models_dir() / f"{FIXTURES[key].name}-{bits}bit"
 
 
 def _wheel_for(wheels: Path, dist: str, version: str) -> Path | None:

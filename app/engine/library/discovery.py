@@ -1,4 +1,5 @@
-"""Finding models: the Hugging Face hub cache, LM Studio, SpecChat's own folder and user folders.
+"""Finding models: the Hugging Face hub cache, LM Studio, SpecChat's own folder, the models
+`python -m app fetch-models` imported and user folders.
 
 Other apps' folders are only read, never written. MLX-format folders become library entries;
 GGUF files are reported separately, to be offered for import.
@@ -12,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine.library.facts import ModelFacts, facts_for
-from app.engine.library.paths import lmstudio_models_dir, models_dir
+from app.engine.library.paths import fetched_models_dir, lmstudio_models_dir, models_dir
 from app.engine.library.safety import check_repo_id, valid_repo_id
 from app.engine.library.store import Store
 
-HUB, LMSTUDIO, SPECCHAT, USER = "hub", "lmstudio", "specchat", "user"
+HUB, LMSTUDIO, SPECCHAT, FETCHED, USER = "hub", "lmstudio", "specchat", "fetched", "user"
 MAX_DEPTH = 4
 
 
@@ -37,10 +38,17 @@ class Sources:
     specchat: Path
     extra: tuple[Path, ...] = ()
     use_hub: bool = True
+    fetched: Path | None = None  # fetch-models' imports (the model cache's mlx folder)
 
 
 def default_sources(extra: tuple[Path, ...] = ()) -> Sources:
-    return Sources(hub_cache=None, lmstudio=lmstudio_models_dir(), specchat=models_dir(), extra=extra)
+    return Sources(
+        hub_cache=None,
+        lmstudio=lmstudio_models_dir(),
+        specchat=models_dir(),
+        extra=extra,
+        fetched=fetched_models_dir(),
+    )
 
 
 def is_model_folder(path: Path) -> bool:
@@ -95,6 +103,8 @@ def discover(sources: Sources) -> list[Found]:
     if sources.lmstudio is not None:
         found += folder_models(sources.lmstudio, LMSTUDIO)
     found += folder_models(sources.specchat, SPECCHAT)
+    if sources.fetched is not None:
+        found += folder_models(sources.fetched, FETCHED)
     for extra in sources.extra:
         found += folder_models(extra, USER)
     seen: set[Path] = set()

@@ -23,6 +23,17 @@ def models_dir() -> Path:
     return app_data_dir() / "models"
 
 
+def model_cache_dir() -> Path:
+    """The model cache `python -m app fetch-models` fills: $SPECCHAT_MODEL_CACHE or
+    ~/.cache/specchat. Its GGUFs and imports are shared by the tests and benchmarks."""
+    return Path(os.environ.get("SPECCHAT_MODEL_CACHE") or Path.home() / ".cache" / "specchat")
+
+
+def fetched_models_dir() -> Path:
+    """Where `fetch-models` puts its MLX imports; the window lists them (read only)."""
+    return model_cache_dir() / "mlx"
+
+
 def partial_dir() -> Path:
     """Unfinished downloads; a dot-folder so discovery never lists them."""
     return models_dir() / ".partial"
