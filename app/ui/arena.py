@@ -2,7 +2,8 @@
 on a small prompt set, rank them by measured speedup over plain, and load the winner in one click.
 
 The library scan and the compatibility checks run as background tasks; the timing runs on the
-engine worker (RunArena), which reports progress and the ranking as worker messages.
+engine worker (RunArena), which reports progress and the ranking as worker messages. Speedups
+here are measured; the best fixed k's is estimated from the measured rounds and is labelled so.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.decoding.events import EngineError
 from app.engine.features.arena import LOOKUP, ArenaProgress, ArenaResult, load_results
+from app.engine.features.figures import percent_text, speedup_text
 from app.engine.library.compat import Verdict, check_pair
 from app.engine.library.discovery import Sources, scan_library
 from app.engine.library.facts import ModelFacts
@@ -44,7 +46,7 @@ from app.ui.background import BackgroundTasks
 from app.ui.engine_bridge import EngineBridge
 
 KEY = Qt.ItemDataRole.UserRole
-COLUMNS = ("Rank", "Draft", "Speedup", "Acceptance", "Best k", "Per prompt class")
+COLUMNS = ("Rank", "Draft", "Speedup (measured)", "Acceptance", "Best k (estimated)", "Per prompt class")
 
 
 def candidate_name(candidate: str) -> str:
@@ -52,12 +54,15 @@ def candidate_name(candidate: str) -> str:
 
 
 def best_k_text(result: ArenaResult) -> str:
-    """The oracle's best fixed k, and a warning when even that k would not beat plain decoding."""
+    """The oracle's best fixed k with its estimated speedup (a formula over the measured rounds,
+    not a run), and a warning when even that k would not beat plain decoding."""
     if not result.best_k:
         return "—"
-    if result.best_k_speedup is not None and result.best_k_speedup < 1:
-        return f"{result.best_k} (plain wins)"
-    return str(result.best_k)
+    if result.best_k_speedup is None:
+        return str(result.best_k)
+    if result.best_k_speedup < 1:
+        return f"{result.best_k} (estimated: plain wins)"
+    return f"{result.best_k} (estimated {speedup_text(result.best_k_speedup)})"
 
 
 def arena_note(result: ArenaResult) -> str:
@@ -65,8 +70,10 @@ def arena_note(result: ArenaResult) -> str:
     if result.error:
         return "arena: could not run"
     k = f", best k {best_k_text(result)}" if result.best_k else ""
-    accepted = "nothing proposed" if result.acceptance is None else f"{result.acceptance:.0%} accepted"
-    return f"arena: {result.speedup:.2f}× vs plain, {accepted}{k}"
+    accepted = (
+        "nothing proposed" if result.acceptance is None else f"{percent_text(result.acceptance)} accepted"
+    )
+    return f"arena: {speedup_text(result.speedup)} vs plain (measured), {accepted}{k}"
 
 
 class ArenaDialog(QDialog):
@@ -320,10 +327,10 @@ class ArenaDialog(QDialog):
             cells = (
                 str(row + 1),
                 candidate_name(r.candidate),
-                f"{r.speedup:.2f}×" if not r.error else "—",
-                f"{r.acceptance:.0%}" if not r.error and r.acceptance is not None else "—",
+                speedup_text(r.speedup) if not r.error else "—",
+                percent_text(r.acceptance) if not r.error and r.acceptance is not None else "—",
                 best_k_text(r),
-                r.error or " · ".join(f"{c} {s:.2f}×" for c, s in r.by_class),
+                r.error or " · ".join(f"{c} {speedup_text(s)}" for c, s in r.by_class),
             )
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -336,7 +343,7 @@ class ArenaDialog(QDialog):
             self.table.selectRow(0)
             best = results[0]
             verdict = (
-                f"{candidate_name(best.candidate)} is fastest: {best.speedup:.2f}× plain decoding"
+                f"{candidate_name(best.candidate)} is fastest: {speedup_text(best.speedup)} plain decoding, measured"
                 if not best.error and best.speedup > 0
                 else "no candidate could run"
             )

@@ -25,7 +25,7 @@ from app.engine.decoding.events import (
     WarmUpProgress,
 )
 from app.engine.decoding.text.clean import clean_text
-from app.engine.features.baselines import BaselineCache
+from app.engine.features.baselines import BaselineCache, context_bucket
 from app.engine.features.prompt_kind import classify
 from app.engine.protocol import (
     ContextOverflow,
@@ -41,6 +41,7 @@ from app.engine.store.drafts import Drafts
 from app.engine.store.history import LOOKUP, RunHistory
 from app.engine.store.transcript import MessageState, Role, Transcript
 from app.engine.store.write_failure import STORAGE_ERRORS, answer_not_started, message_not_sent
+from app.ui.answer_speedups import fill_transcript, fill_turns
 from app.ui.engine_bridge import EngineBridge
 from app.ui.hosts_dialog import chosen_hostfile
 from app.ui.live_answer import Live
@@ -90,6 +91,7 @@ class ChatController(QObject):
             idle=lambda: self.live is None and self.load_request is None,
             parent=self,
         )
+        self.plain.status.connect(self._plain_speed_known)  # before the dashboard hears of it
         self.plain.status.connect(self.baseline_status)
         self.plain.status.connect(lambda _s: self.history_changed.emit())
         self.conversation: int | None = None
@@ -103,6 +105,7 @@ class ChatController(QObject):
         self.loading: tuple[str, str | None] = ("", None)  # the pair being loaded, to name on failure
         self.editing: int | None = None  # key of the user message being edited
         bridge.batch.connect(self.on_batch)
+        self.switched.connect(lambda: self.strip.show_answer(self.transcript.last_answer()))
 
     @property
     def busy(self) -> bool:
@@ -136,7 +139,7 @@ class ChatController(QObject):
         self.conversation = c.id
         self.editing = None
         self.chat_settings = ChatSettings.from_dict(c.settings, c.system_prompt)
-        self.transcript.reset(c.turns())
+        self.transcript.reset(fill_turns(c.turns(), self.history, c.id))
         self.switched.emit()
         if c.damaged:
             self.notice.emit("Part of this conversation was damaged; what could be read is shown.")
@@ -342,6 +345,24 @@ class ChatController(QObject):
             main, helper = self.loading
             pair = f"{main} with the draft {helper}" if helper else main
             self.failed.emit(f"Could not load {pair}: {event.message}")
+
+    def _plain_speed_known(self, status: BaselineStatus) -> None:
+        """A plain speed became known: the answer streaming at its context compares with it, and
+        so do the shown answers whose history rows just got it."""
+        live = self.live
+        if status.plain_tok_s is None:
+            return
+        if (
+            live is not None
+            and live.stats.plain_speed is None
+            and live.context is not None
+            and (live.main, context_bucket(live.context)) == (status.main, status.bucket)
+        ):
+            live.stats.plain_speed = status.plain_tok_s
+        filled = fill_transcript(self.transcript, self.history, self.conversation)
+        last = self.transcript.last_answer()
+        if live is None and any(turn is last for turn in filled) and self.strip.has_stats:
+            self.strip.show_answer(last)
 
     def _reload_alone(self, why: str) -> None:
         """A machine holding part of the main stopped answering: the text so far is kept, and

@@ -1,7 +1,10 @@
 """The speedup dashboard: a dock that charts the current generation as it streams, and a history.
 
 It listens to the bridge's batches itself and keeps only the messages of the generation it was
-told to follow. Numbers come from the engine-side `Telemetry`. The plain baseline arrives as
+told to follow. The charts come from the engine-side `Telemetry`; the headline numbers are the
+answer's one record (`stats_words.figures`), read from the chat's own stats of the answer, so
+they are the strip's and the history's. The best fixed draft length is an estimate from the
+answer's rounds and says so, beside the draft arena's measured figure. The plain baseline arrives as
 `BaselineStatus` news from the chat controller: the main model's plain speed at this answer's
 context bucket, or that it is not known yet, or that it is being measured. The second tab is the
 per-pair history from the database. Each chart keeps its drawn values in plain attributes
@@ -10,6 +13,7 @@ per-pair history from the database. Each chart keeps its drawn values in plain a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,16 +30,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.decoding.events import RoundEvent, TokenEvent
+from app.engine.decoding.events import GenerationFinished, RoundEvent, TokenEvent
+from app.engine.features.arena import LOOKUP, ArenaResult, load_results
 from app.engine.features.baselines import bucket_label
-from app.engine.features.telemetry import Telemetry, export_report
+from app.engine.features.figures import AnswerFigures, per_round_text, percent_text, speed_text, speedup_text
+from app.engine.features.telemetry import Summary, Telemetry, export_report
 from app.engine.protocol import WorkerMessage
 from app.engine.store.history import RunHistory
+from app.engine.store.transcript import AnswerStats
 from app.ui.chart import Chart
 from app.ui.error_banner import reason, show_error_dialog
 from app.ui.history_view import HistoryView
 from app.ui.plain_speed import BaselineStatus
-from app.ui.stats_words import slow_rounds_words
+from app.ui.stats_words import NO_DRAFT_MODES, draft_share, figures, slow_rounds_words
 
 __all__ = ["Chart", "Dashboard"]
 
@@ -50,6 +57,8 @@ class Dashboard(QDockWidget):
         self.error_box: QMessageBox | None = None  # the last failed export's message
         self.telemetry = Telemetry()
         self.baseline: BaselineStatus | None = None  # the followed generation's context and plain speed
+        self.source: Callable[[], AnswerStats] | None = None  # the chat's stats of the followed answer
+        self._arena: tuple[tuple[str, str], ArenaResult | None] | None = None  # (main, draft) -> result
         self.rate = Chart("Tokens per second", "line", "s", x_axis="time (s)", y_axis="tokens/s")
         self.acceptance = Chart(
             "Acceptance by draft position", "bar", x_axis="position in the draft", y_axis="accepted (0–1)"
@@ -95,10 +104,18 @@ class Dashboard(QDockWidget):
             "Draft length over time": self.k_chart,
         }
 
-    def follow(self, request: int, plain_tok_s: float | None = None) -> None:
-        """Start charting a new generation; its plain baseline comes with its context size."""
+    def follow(
+        self,
+        request: int,
+        plain_tok_s: float | None = None,
+        source: Callable[[], AnswerStats] | None = None,
+    ) -> None:
+        """Start charting a new generation; its plain baseline comes with its context size.
+        `source` gives the chat's stats of the answer, whose record the headline shows (without
+        one, the record is computed from the rounds seen here)."""
         self.request = request
         self.baseline = None
+        self.source = source
         self.telemetry = Telemetry(plain_tok_s=plain_tok_s)
         self.refresh()
 
@@ -106,8 +123,28 @@ class Dashboard(QDockWidget):
         """Forget the followed generation: its charts described a pair that is being replaced."""
         self.request = None
         self.baseline = None
+        self.source = None
         self.telemetry = Telemetry()
         self.refresh()
+
+    def answer_stats(self) -> AnswerStats | None:
+        return self.source() if self.source is not None else None
+
+    def figures(self) -> AnswerFigures:
+        """The followed answer's one record, as the strip and the line under the answer show it."""
+        stats = self.answer_stats()
+        return self.telemetry.figures() if stats is None else figures(stats, self.telemetry.plain_tok_s)
+
+    def arena_result(self) -> ArenaResult | None:
+        """The draft arena's last measurement of the followed answer's pair, if it ran one."""
+        stats = self.answer_stats()
+        if stats is None or not stats.main or stats.mode in NO_DRAFT_MODES:
+            return None
+        pair = (stats.main, stats.draft or LOOKUP)
+        if self._arena is None or self._arena[0] != pair:
+            found = next((r for r in load_results(pair[0]) if r.candidate == pair[1] and not r.error), None)
+            self._arena = (pair, found)
+        return self._arena[1]
 
     def set_baseline(self, status: BaselineStatus) -> None:
         """News about plain speed: the followed generation's own, or a measurement's for its bucket."""
@@ -139,13 +176,17 @@ class Dashboard(QDockWidget):
             elif isinstance(message.event, RoundEvent):
                 self.telemetry.round(message.event)
                 fed = True
+            elif isinstance(message.event, GenerationFinished):
+                fed = True  # the answer's final record
         if fed:
             self.refresh()
 
     def refresh(self) -> None:
         t = self.telemetry
         self.rate.set_data(t.tok_s, t.plain_tok_s)
-        self.rate.reference_label = f"plain {t.plain_tok_s:.1f} at this context" if t.plain_tok_s else ""
+        self.rate.reference_label = (
+            f"plain {speed_text(t.plain_tok_s)} at this context" if t.plain_tok_s else ""
+        )
         rates = t.acceptance_by_position
         self.acceptance.set_data(
             [(i + 1, r) for i, r in enumerate(rates)], x_labels=[str(i + 1) for i in range(len(rates))]
@@ -166,29 +207,54 @@ class Dashboard(QDockWidget):
             return f"Measuring plain speed at {where}…"
         if b.plain_tok_s is not None:
             return (
-                f"Plain speed at {where}: {b.plain_tok_s:.1f} tok/s, measured on this machine for contexts of "
+                f"Plain speed at {where}: {speed_text(b.plain_tok_s)}, measured on this machine for contexts of "
                 f"{bucket_label(b.bucket)} tokens."
             )
         return f"Plain speed at {where} is not known yet: it is measured in the background after this answer."
 
     def summary_text(self) -> str:
-        s = self.telemetry.summary()
-        if not s.tokens:
+        f = self.figures()
+        if not f.tokens:
             return "Waiting for tokens…" if self.request is not None else "No generation yet."
         baseline = (
-            f"plain {s.plain_tok_s:.1f} tok/s → <b>{s.achieved_speedup:.2f}×</b>"
-            if s.achieved_speedup
-            else "plain speed not measured yet at this context"
+            f"plain {speed_text(f.plain_tok_s)} → <b>{speedup_text(f.speedup)}</b>"
+            if f.speedup is not None and f.plain_tok_s
+            else "speedup not measured yet: plain speed at this context unknown"
+            if f.proposed
+            else "no speedup: the draft did not run"
         )
-        oracle = (
-            f"best fixed k = {s.oracle_k} would give {s.oracle_speedup:.2f}×"
-            if s.oracle_k
-            else "oracle: not enough drafting rounds yet"
+        lines = [f"<b>{speed_text(f.tok_s)}</b> · {baseline}"]
+        guesses = []
+        if f.acceptance is not None:
+            guesses.append(f"acceptance {percent_text(f.acceptance)} of guesses kept")
+        stats = self.answer_stats()
+        share = draft_share(stats) if stats is not None else None
+        if share is None and f.draft_share:
+            share = f"{percent_text(f.draft_share)} from the draft"
+        if share:
+            guesses.append(share)
+        if f.accepted_per_round is not None:
+            guesses.append(f"{per_round_text(f.accepted_per_round)} accepted per drafting round")
+        if guesses:
+            lines.append(" · ".join(guesses))
+        s = self.telemetry.summary(f)
+        lines.append(self.best_k_text(s))
+        if s.slow_rounds:
+            lines.append(slow_rounds_words(s.slow_rounds))
+        return "<br>".join(lines)
+
+    def best_k_text(self, s: Summary) -> str:
+        """The oracle's best fixed k, an estimate from this answer's rounds, beside the arena's
+        measurement of the same pair when there is one."""
+        arena = self.arena_result()
+        measured = (
+            f" · the draft arena measured {speedup_text(arena.speedup)} with this draft" if arena else ""
         )
-        slow = f"<br>{slow_rounds_words(s.slow_rounds)}" if s.slow_rounds else ""
+        if not s.oracle_k or s.oracle_speedup is None:
+            return "best fixed draft length: not enough drafting rounds yet" + measured
         return (
-            f"<b>{s.tok_s:.1f} tok/s</b> · {baseline}<br>{oracle} · acceptance {s.acceptance:.0%}"
-            f" · {s.mean_accepted:.2f} accepted per drafting round{slow}"
+            f"best fixed draft length k = {s.oracle_k}: estimated {speedup_text(s.oracle_speedup)} "
+            f"(from this answer's rounds){measured}"
         )
 
     def export(self, folder: Path) -> Path:
@@ -196,7 +262,11 @@ class Dashboard(QDockWidget):
         history: its table in the report, history.csv of every recorded answer, its chart."""
         history = self.history.export(folder)
         return export_report(
-            self.telemetry, folder, {name: c.png() for name, c in self.charts.items()}, appendix=history
+            self.telemetry,
+            folder,
+            {name: c.png() for name, c in self.charts.items()},
+            appendix=history,
+            figures=self.figures(),
         )
 
     def _ask_export(self) -> None:

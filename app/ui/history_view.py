@@ -1,8 +1,11 @@
 """The dashboard's history tab: what speculation bought per model pair, across conversations.
 
 Rows come from the `runs` table (app.engine.store.history): one per pair, prompt kind and
-temperature. The chart follows the chosen pair's speedup answer by answer, against plain (1×).
-`rows` and the chart's `points` are plain attributes, so tests read what is shown.
+temperature. Each run holds its answer's own record (app.engine.features.figures), written as
+everywhere else, so a row of one answer reads as that answer does under it; a row of several is
+their mean, as its note says. The chart follows the chosen pair's speedup answer by answer,
+against plain (1×). `rows` and the chart's `points` are plain attributes, so tests read what is
+shown.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine.features.figures import per_round_text, percent_text, speed_text, speedup_text
 from app.engine.store.history import (
     HistoryRow,
     RunHistory,
@@ -33,7 +37,7 @@ from app.engine.store.history import (
 )
 from app.ui.chart import Chart
 
-COLUMNS = ("Kind", "Temp.", "Answers", "Speedup", "Acceptance", "tok/s")
+COLUMNS = ("Kind", "Temp.", "Answers", "Speedup", "Acceptance", "Accepted per round", "Speed")
 
 
 class HistoryView(QWidget):
@@ -98,9 +102,10 @@ class HistoryView(QWidget):
                 r.kind,
                 temperature_label(r.temperature),
                 str(r.answers),
-                f"{r.speedup:.2f}×" if r.speedup else "plain speed not known",
-                f"{r.acceptance:.0%}" if r.acceptance is not None else "—",
-                f"{r.tok_s:.1f}",
+                speedup_text(r.speedup) if r.speedup else "plain speed not known",
+                percent_text(r.acceptance) if r.acceptance is not None else "—",
+                per_round_text(r.accepted_per_round) if r.accepted_per_round is not None else "—",
+                speed_text(r.tok_s),
             )
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -118,8 +123,9 @@ class HistoryView(QWidget):
             n = sum(r.answers for r in self.rows)
             since = time.strftime("%Y-%m-%d", time.localtime(runs[0].created)) if runs else "—"
             self.note.setText(
-                f"{n} answer{'s' * (n != 1)} with {pair_label(*chosen)} since {since}. Speedups are "
-                "geometric means over answers whose plain speed at their context length is known."
+                f"{n} answer{'s' * (n != 1)} with {pair_label(*chosen)} since {since}. A row of several "
+                "answers shows their mean: speedups are geometric means over answers whose plain speed "
+                "at their context length is known; acceptance and accepted per round are pooled."
             )
 
     def cell(self, row: int, column: str) -> str:

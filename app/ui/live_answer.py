@@ -10,6 +10,7 @@ from app.engine.features.baselines import context_bucket
 from app.engine.store.history import Run
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState
 from app.ui.stats import LiveStats
+from app.ui.stats_words import NO_DRAFT_MODES, figures
 from app.ui.tokens import Assembler
 
 
@@ -36,10 +37,17 @@ class Live:
             token_ids=tuple(self.ids),
         )
 
+    def current_stats(self) -> AnswerStats:
+        """The stats so far while it streams; once finished, the answer's own, which later news
+        (its plain speed, measured afterwards) may complete."""
+        return self.answer_stats() if self.message.live else self.message.stats
+
     def run(self, label: str, plain: float | None, state: MessageState, conversation: int | None) -> Run:
-        """The history row of a finished answer whose context the worker has reported."""
+        """The history row of a finished answer whose context the worker has reported: its record's
+        numbers (`plain` only where its stats hold no plain speed), so the history says the same."""
         assert self.context is not None
-        s, rate = self.stats, self.stats.stream_rate
+        s = self.answer_stats()
+        f = figures(s, plain)
         return Run(
             self.main,
             label,
@@ -49,13 +57,14 @@ class Live:
             self.context,
             context_bucket(self.context),
             s.tokens,
-            rate,
-            plain,
-            rate / plain if plain and rate else None,
+            f.tok_s or 0.0,
+            f.plain_tok_s if s.mode not in NO_DRAFT_MODES else None,
+            f.speedup,
             s.proposed,
             s.accepted,
             state,
             time.time(),
             conversation,
             self.message.key,
+            s.drafting_rounds,
         )

@@ -201,7 +201,7 @@ class MainWindow(ChatActions):
         """Point the dashboard at the generation that just started."""
         live = self.controller.live
         if busy and live is not None:
-            self.dashboard.follow(live.request, live.stats.plain_speed)
+            self.dashboard.follow(live.request, live.stats.plain_speed, live.current_stats)
 
     def refresh_sidebar(self) -> None:
         self.sidebar.set_conversations(

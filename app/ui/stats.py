@@ -3,7 +3,9 @@
 Rates come from TokenEvent.time (the engine clock), never from when the UI painted, so a slow
 repaint cannot make the model look slower. Speedup compares with the main model's plain speed
 at this context length (app.engine.features.baselines) and only when the draft ran: plain rounds
-inside a speculative answer are no baseline. The lines under and over an answer (its stats, its losslessness verdict) are worded here too.
+inside a speculative answer are no baseline. Every number shown is read from the answer's one
+record (`stats_words.figures`). The lines under and over an answer (its stats, its losslessness
+verdict) are worded here too.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from app.engine.decoding.events import GenerationFinished, RoundEvent, TokenEvent
-from app.engine.store.transcript import AnswerStats, Verdict
-from app.ui.stats_words import NO_DRAFT_MODES, slow_rounds_words, summary
+from app.engine.decoding.events import GenerationFinished, Provenance, RoundEvent, TokenEvent
+from app.engine.features.figures import per_round_text, percent_text, speed_text, speedup_text, stream_rate
+from app.engine.store.transcript import AnswerStats, AnswerTurn, Verdict
+from app.ui.stats_words import draft_share, figures, slow_rounds_words, summary
 from app.ui.theme import Theme, current_theme
 
 IDENTICAL, NEAR_TIE, DIVERGENCE = "#2e8540", "#c77700", "#c0392b"
@@ -26,17 +29,22 @@ MARKS = {
 
 
 def stats_line(stats: AnswerStats) -> str:
-    """An answer's numbers in one line (its tooltip)."""
+    """An answer's numbers in one line (its tooltip), from its one record."""
+    f = figures(stats)
     parts = [f"{stats.tokens} tokens"]
-    if stats.tokens_per_second:
-        parts.append(f"{stats.tokens_per_second:.1f} tok/s")
+    if f.tok_s:
+        parts.append(speed_text(f.tok_s))
     if stats.first_token_seconds is not None:
         parts.append(f"first token {stats.first_token_seconds * 1000:.0f} ms")
-    if stats.proposed:
-        parts.append(f"acceptance {stats.acceptance:.0%}")
-        parts.append(f"{stats.mean_accepted:.2f} accepted/round")
-    if stats.speedup:
-        parts.append(f"{stats.speedup:.2f}× vs plain")
+    if f.acceptance is not None:
+        parts.append(f"acceptance {percent_text(f.acceptance)} of guesses kept")
+    share = draft_share(stats)
+    if share:
+        parts.append(share)
+    if f.accepted_per_round is not None:
+        parts.append(f"{per_round_text(f.accepted_per_round)} accepted per drafting round")
+    if f.speedup is not None and f.plain_tok_s:
+        parts.append(f"{speedup_text(f.speedup)} vs plain {speed_text(f.plain_tok_s)}")
     if stats.draft_stopped:
         parts.append(stats.draft_stopped)
     if stats.slow_rounds:
@@ -67,8 +75,10 @@ class LiveStats:
     first_time: float | None = None
     last_time: float = 0.0
     rounds: int = 0
+    drafting_rounds: int = 0  # rounds that proposed something
     proposed: int = 0
     accepted: int = 0
+    lookup_accepted: int = 0  # of `accepted`, guessed by prompt lookup
     k: int = 0
     bypassed: bool = False
     rarely_right: tuple[int, int] | None = None  # (right, judged) when the draft is almost never right
@@ -84,8 +94,10 @@ class LiveStats:
 
     def round(self, e: RoundEvent) -> None:
         self.rounds += 1
+        self.drafting_rounds += e.k > 0
         self.proposed += e.k
         self.accepted += e.accepted
+        self.lookup_accepted += e.accepted if e.source is Provenance.LOOKUP else 0
         k = e.policy.get("k", e.k)
         self.k = k if isinstance(k, int) else e.k
         self.bypassed = bool(e.policy.get("bypassed", False)) and self.mode in ("adaptive", "lookup")
@@ -103,44 +115,37 @@ class LiveStats:
         self.finished = e
 
     @property
-    def tokens_per_second(self) -> float:
-        if self.finished is not None and self.finished.stats.decode_seconds > 0:
-            return self.finished.stats.tokens_per_second
-        if self.first_time is None or self.tokens < 2 or self.last_time <= self.first_time:
-            return 0.0
-        return (self.tokens - 1) / (self.last_time - self.first_time)
-
-    @property
     def stream_rate(self) -> float:
-        """(tokens - 1) over first to last token: the rate plain baselines are measured as."""
-        span = self.last_time - (self.first_time or 0.0)
-        return (
-            (self.tokens - 1) / span if self.first_time is not None and self.tokens > 1 and span > 0 else 0.0
-        )
+        """(tokens - 1) over first to last token: the rate plain baselines are measured as, and so
+        the one speed an answer is shown and compared with."""
+        return stream_rate(self.tokens, self.first_time, self.last_time)
 
     def snapshot(self) -> AnswerStats:
         # a speedup is claimed only against the main's plain speed at this context, and only when
-        # the draft ran: plain rounds inside a speculative answer are no baseline
-        plain = self.plain_speed
-        rate = self.tokens_per_second
-        drafted = self.proposed > 0 and self.mode not in NO_DRAFT_MODES
+        # the draft ran: plain rounds inside a speculative answer are no baseline (`figures`)
         data = AnswerStats(
             tokens=self.tokens,
-            tokens_per_second=round(rate, 2),
+            tokens_per_second=round(self.stream_rate, 2),
             first_token_seconds=round(self.first_time, 4) if self.first_time is not None else None,
             rounds=self.rounds,
             proposed=self.proposed,
             accepted=self.accepted,
-            acceptance=round(self.accepted / self.proposed, 4) if self.proposed else 0.0,
-            mean_accepted=round(self.accepted / self.rounds, 3) if self.rounds else 0.0,
             k=self.k,
             bypassed=self.bypassed,
             mode=self.mode,
             draft_rarely_right=self.rarely_right,
             draft_stopped=self.draft_stopped,
             slow_rounds=self.slow_rounds or None,
-            plain_tokens_per_second=round(plain, 2) if plain else None,
-            speedup=round(rate / plain, 3) if plain and rate and drafted else None,
+            plain_tokens_per_second=self.plain_speed or None,
+            drafting_rounds=self.drafting_rounds,
+            lookup_accepted=self.lookup_accepted,
+        )
+        f = figures(data)
+        data = replace(
+            data,
+            acceptance=round(f.acceptance or 0.0, 4),
+            mean_accepted=round(f.accepted_per_round or 0.0, 3),
+            speedup=f.speedup,
         )
         if self.finished is None:
             return data
@@ -197,6 +202,18 @@ class StatusStrip(QWidget):
         """Blank the numbers, leaving the state: they described an answer no longer current."""
         self.labels["summary"].setText("")
         self.labels["summary"].setToolTip("")
+
+    @property
+    def has_stats(self) -> bool:
+        return bool(self.labels["summary"].text())
+
+    def show_answer(self, answer: AnswerTurn | None) -> None:
+        """A finished answer's numbers (the current conversation's last), or none: the strip never
+        keeps numbers of an answer that is no longer on screen."""
+        if answer is None or not answer.stats.tokens:
+            self.clear_stats()
+        else:
+            self.show_stats(answer.stats)
 
     def show_stats(self, s: AnswerStats) -> None:
         self.labels["summary"].setText(summary(s))

@@ -1,12 +1,21 @@
 """An answer's numbers in plain words, one line that never contradicts itself.
 
-Qt-free so every case is unit-tested. A speedup is claimed only when the draft really ran and the
-main model's plain speed at this context is known (the baseline table); otherwise the line says
-what happened instead of printing a ratio against nothing.
+Qt-free so every case is unit-tested. Every number comes from the answer's one record,
+`figures(stats)` (app.engine.features.figures defines each term and how it is written), so the
+strip, the line under the answer, its tooltip and the dashboard say the same. A speedup is claimed
+only when the draft really ran and the main model's plain speed at this context is known (the
+baseline table); otherwise the line says what happened instead of printing a ratio against nothing.
 """
 
 from __future__ import annotations
 
+from app.engine.features.figures import (
+    AnswerFigures,
+    answer_figures,
+    percent_text,
+    speed_text,
+    speedup_text,
+)
 from app.engine.protocol import PairLoaded
 from app.engine.store.transcript import AnswerStats
 
@@ -30,7 +39,19 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
         "all at once and keeps the ones it agrees with, which is faster than writing them one by one.",
     ),
     ("Draft length", "How many words the draft guesses ahead before the main model checks them."),
-    ("Acceptance", "The share of the draft's guesses that the main model kept."),
+    (
+        "Acceptance",
+        "The share of the guesses (the draft's, and words copied from your prompt) that the main model kept.",
+    ),
+    (
+        "From the draft",
+        "The share of the answer's words that the draft guessed and the main model kept. It is "
+        "lower than the acceptance: every round the main model adds one word of its own.",
+    ),
+    (
+        "Accepted per round",
+        "How many guessed words the main model kept on average each time it checked a guess.",
+    ),
     (
         "Speedup",
         "How much faster the answer came than the main model alone at the same conversation length "
@@ -55,7 +76,8 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ),
     (
         "Oracle",
-        "The best fixed draft length for an answer, found afterwards; the dashboard compares with it.",
+        "The best fixed draft length for an answer, found afterwards. Its speedup is estimated from "
+        "the answer's own rounds, not measured; the draft arena measures real runs.",
     ),
     (
         "Residual sampling",
@@ -76,15 +98,42 @@ def slow_rounds_words(count: int) -> str:
     return f"{count} {rounds} left out of timing (first use of a pass shape)"
 
 
+def figures(stats: AnswerStats, plain_tok_s: float | None = None) -> AnswerFigures:
+    """The answer's one record: every view reads its numbers from here. `plain_tok_s`: the main
+    model's plain speed at the answer's context, for an answer whose stats do not hold one yet."""
+    return answer_figures(
+        tokens=stats.tokens,
+        tok_s=stats.tokens_per_second,
+        plain_tok_s=stats.plain_tokens_per_second or plain_tok_s,
+        proposed=stats.proposed,
+        accepted=stats.accepted,
+        drafting_rounds=stats.drafting_rounds,
+        from_prompt=stats.lookup_accepted or 0,
+        drafted=stats.mode not in NO_DRAFT_MODES,
+    )
+
+
 def speed(stats: AnswerStats) -> str:
-    return f"{stats.tokens_per_second:.0f} tok/s" if stats.tokens_per_second else "— tok/s"
+    return speed_text(figures(stats).tok_s)
 
 
 def draft_share(stats: AnswerStats) -> str | None:
-    """How much of the answer the draft wrote, when it wrote any."""
-    if not stats.tokens or not stats.accepted:
-        return None
-    return f"{min(stats.accepted / stats.tokens, 1.0):.0%} from the draft"
+    """How much of the answer the draft (and prompt lookup) wrote, when they wrote any."""
+    f = figures(stats)
+    parts = [f"{percent_text(f.draft_share)} from the draft"] if f.draft_share else []
+    if f.prompt_share:
+        parts.append(f"{percent_text(f.prompt_share)} from your prompt")
+    return " · ".join(parts) or None
+
+
+def speedup_words(speedup: float) -> str:
+    """A measured speedup in words, its ratio written as everywhere else."""
+    ratio = speedup_text(speedup)
+    if speedup >= 1 + SAME_SPEED:
+        return f"{ratio} faster than without the draft"
+    if speedup > 1 - SAME_SPEED:
+        return f"{ratio} — about as fast as without the draft"
+    return f"{ratio} — slower than without the draft (try another draft)"
 
 
 def verdict(stats: AnswerStats) -> str:
@@ -99,13 +148,8 @@ def verdict(stats: AnswerStats) -> str:
         return "the draft isn't helping here — drafting paused"
     if not stats.proposed:
         return "the draft has not run yet"
-    if stats.speedup is None or not stats.plain_tokens_per_second:
-        return "speedup not measured yet"
-    if stats.speedup >= 1 + SAME_SPEED:
-        return f"about {stats.speedup:.1f}× faster than without the draft"
-    if stats.speedup > 1 - SAME_SPEED:
-        return "about as fast as without the draft"
-    return f"{stats.speedup:.2f}× — slower than without the draft (try another draft)"
+    speedup = figures(stats).speedup
+    return "speedup not measured yet" if speedup is None else speedup_words(speedup)
 
 
 def summary(stats: AnswerStats) -> str:
@@ -120,7 +164,7 @@ def answer_line(stats: AnswerStats) -> str:
     """The line under a finished answer: speed, speedup when measured, the draft's share."""
     parts = [speed(stats)]
     said = verdict(stats)
-    if said.startswith("about") or "slower" in said or "paused" in said:
+    if "×" in said or "paused" in said:
         parts.append(said)
     share = draft_share(stats)
     if share:

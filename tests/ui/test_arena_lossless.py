@@ -153,5 +153,5 @@ def test_a_candidate_that_proposed_nothing_is_not_shown_as_rejected():
     from app.ui.arena import arena_note
 
     silent = ArenaResult(LOOKUP, 1.0, None, None, 50.0, 50.0)  # lookup found no match to propose
-    assert arena_note(silent) == "arena: 1.00× vs plain, nothing proposed"
+    assert arena_note(silent) == "arena: 1.00× vs plain (measured), nothing proposed"
     assert "0% accepted" in arena_note(ArenaResult(LOOKUP, 0.9, 0.0, 2, 45.0, 50.0))  # proposed, all rejected

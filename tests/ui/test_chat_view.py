@@ -100,7 +100,9 @@ def test_markdown_render_keeps_token_boundaries_and_code_copy(qtbot):
 
 def test_hover_maps_position_to_token_and_stats(qtbot):
     view = make_view(qtbot)
-    stats = AnswerStats(tokens=3, tokens_per_second=12.5, proposed=4, acceptance=0.5, mean_accepted=1.0)
+    stats = AnswerStats(
+        tokens=3, tokens_per_second=12.5, proposed=4, accepted=2, acceptance=0.5, mean_accepted=1.0
+    )
     view.transcript.reset(
         [AnswerTurn(1, answer_of([("alpha ", M), ("beta ", D), ("gamma", L)]), stats=stats)]
     )

@@ -116,7 +116,7 @@ def test_baseline_news_applies_to_the_followed_generation_and_its_bucket(qtbot):
     d.set_baseline(BaselineStatus("other", 300, 30.0))  # another model
     assert d.rate.reference is None and "Measuring" in d.baseline_note.text()
     d.set_baseline(BaselineStatus("m", 280, 40.0))  # same model, same bucket (256)
-    assert d.rate.reference == 40.0 and d.rate.reference_label == "plain 40.0 at this context"
+    assert d.rate.reference == 40.0 and d.rate.reference_label == "plain 40.0 tok/s at this context"
     assert d.baseline_note.text() == (
         "Plain speed at ~300 tokens of context: 40.0 tok/s, measured on this machine "
         "for contexts of 256–511 tokens."

@@ -30,11 +30,11 @@ RAN = AnswerStats(
         (RAN, "112 tok/s · speedup not measured yet"),
         (
             replace(RAN, plain_tokens_per_second=62.0, speedup=1.81),
-            "112 tok/s · about 1.8× faster than without the draft",
+            "112 tok/s · 1.81× faster than without the draft",
         ),
         (
             replace(RAN, plain_tokens_per_second=110.0, speedup=1.02),
-            "112 tok/s · about as fast as without the draft",
+            "112 tok/s · 1.02× — about as fast as without the draft",
         ),
         (
             replace(RAN, plain_tokens_per_second=140.0, speedup=0.8),
@@ -53,9 +53,7 @@ def test_a_plain_answer_never_claims_a_speedup_even_with_a_stored_ratio():
 
 def test_the_line_under_an_answer_gives_speed_speedup_and_the_drafts_share():
     measured = replace(RAN, plain_tokens_per_second=62.0, speedup=1.81)
-    assert (
-        answer_line(measured) == "112 tok/s · about 1.8× faster than without the draft · 41% from the draft"
-    )
+    assert answer_line(measured) == "112 tok/s · 1.81× faster than without the draft · 41% from the draft"
     assert answer_line(RAN) == "112 tok/s · 41% from the draft"  # no baseline: no ratio
 
 

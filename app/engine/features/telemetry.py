@@ -14,6 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.engine.decoding.events import RoundEvent, SlowRound, TokenEvent
+from app.engine.features.figures import (
+    AnswerFigures,
+    answer_figures,
+    per_round_text,
+    percent_text,
+    speed_text,
+    speedup_text,
+    stream_rate,
+)
 from app.engine.policy.oracle import Oracle, RoundRecord, best_fixed
 
 RATE_WINDOW_S = 1.0  # tok/s is averaged over the last second of engine time
@@ -64,10 +73,11 @@ class Summary:
     plain_tok_s: float | None
     achieved_speedup: float | None  # measured tok/s over the plain baseline
     oracle_k: int | None
-    oracle_speedup: float | None  # best fixed k, predicted from this run's acceptance and costs
+    oracle_speedup: float | None  # best fixed k, estimated from this run's acceptance and costs
     acceptance: float  # accepted over proposed
     mean_accepted: float  # accepted drafts per drafting round
     slow_rounds: int = 0  # rounds left out of the controller's timing (one-time costs)
+    figures: AnswerFigures | None = None  # the same numbers as every view shows them
 
 
 @dataclass
@@ -158,26 +168,40 @@ class Telemetry:
     def oracle(self) -> Oracle | None:
         return best_fixed(self._records, self.max_k)
 
-    def summary(self) -> Summary:
+    def figures(self) -> AnswerFigures:
+        """This generation's numbers, by the definitions every view uses (app.engine.features.figures)."""
+        times = self.token_times
+        drafting = [r for r in self.rows if r.k]
+        return answer_figures(
+            tokens=len(times),
+            tok_s=stream_rate(len(times), times[0] if times else None, times[-1] if times else 0.0),
+            plain_tok_s=self.plain_tok_s,
+            proposed=sum(r.k for r in drafting),
+            accepted=sum(r.accepted for r in drafting),
+            drafting_rounds=len(drafting),
+            from_prompt=sum(r.accepted for r in drafting if r.source == "lookup"),
+        )
+
+    def summary(self, figures: AnswerFigures | None = None) -> Summary:
+        """`figures`: the answer's own numbers, when the caller has them (the chat's record of the
+        answer); otherwise they are computed from the rounds seen here."""
         times = self.token_times
         span = times[-1] - times[0] if len(times) > 1 else 0.0
-        rate = (len(times) - 1) / span if span > 0 else 0.0
-        drafting = [r for r in self.rows if r.k]
-        proposed = sum(r.k for r in drafting)
-        accepted = sum(r.accepted for r in drafting)
+        f = figures or self.figures()
         o = self.oracle()
         return Summary(
-            tokens=len(times),
+            tokens=f.tokens,
             rounds=len(self.rows),
             seconds=span,
-            tok_s=rate,
-            plain_tok_s=self.plain_tok_s,
-            achieved_speedup=rate / self.plain_tok_s if self.plain_tok_s and rate else None,
+            tok_s=f.tok_s or 0.0,
+            plain_tok_s=f.plain_tok_s,
+            achieved_speedup=f.speedup,
             oracle_k=o.best_k if o else None,
             oracle_speedup=o.predicted_speedup if o else None,
-            acceptance=accepted / proposed if proposed else 0.0,
-            mean_accepted=accepted / len(drafting) if drafting else 0.0,
+            acceptance=f.acceptance or 0.0,
+            mean_accepted=f.accepted_per_round or 0.0,
             slow_rounds=len(self.left_out),
+            figures=f,
         )
 
     def csv_text(self) -> str:
@@ -193,15 +217,21 @@ def _num(value: float | None, fmt: str = "{:.2f}", missing: str = "—") -> str:
     return missing if value is None else fmt.format(value)
 
 
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else speedup_text(value)
+
+
 def markdown_report(
     t: Telemetry,
     title: str = "Speculative decoding report",
     charts: dict[str, str] | None = None,
     appendix: str = "",
+    figures: AnswerFigures | None = None,
 ) -> str:
     """A self-contained summary; `charts` maps a caption to a PNG path relative to the report;
-    `appendix` is Markdown added at the end (the per-pair history)."""
-    s = t.summary()
+    `appendix` is Markdown added at the end (the per-pair history); `figures`: the answer's own
+    numbers, so the report says what the app showed."""
+    s = t.summary(figures)
     lines = [
         f"# {title}",
         "",
@@ -209,12 +239,12 @@ def markdown_report(
         "|---|---|",
         f"| tokens | {s.tokens} |",
         f"| rounds | {s.rounds} |",
-        f"| decode rate | {s.tok_s:.1f} tok/s |",
-        f"| plain rate (baseline) | {_num(s.plain_tok_s, '{:.1f} tok/s', 'not measured')} |",
-        f"| achieved speedup | {_num(s.achieved_speedup, '{:.2f}×')} |",
-        f"| oracle: best fixed k | {_num(s.oracle_k, '{}')} ({_num(s.oracle_speedup, '{:.2f}×')}) |",
-        f"| acceptance | {s.acceptance:.0%} |",
-        f"| accepted per drafting round | {s.mean_accepted:.2f} |",
+        f"| decode rate | {speed_text(s.tok_s)} |",
+        f"| plain rate (baseline) | {speed_text(s.plain_tok_s) if s.plain_tok_s else 'not measured'} |",
+        f"| achieved speedup (measured) | {_ratio(s.achieved_speedup)} |",
+        f"| oracle: best fixed k (estimated) | {_num(s.oracle_k, '{}')} ({_ratio(s.oracle_speedup)}) |",
+        f"| acceptance (guesses kept) | {percent_text(s.acceptance)} |",
+        f"| accepted per drafting round | {per_round_text(s.mean_accepted)} |",
         "",
         "## Acceptance by draft position",
         "",
@@ -260,6 +290,7 @@ def export_report(
     charts: dict[str, bytes] | None = None,
     title: str = "Speculative decoding report",
     appendix: str = "",
+    figures: AnswerFigures | None = None,
 ) -> Path:
     """Write report.md, rounds.csv and the given PNG charts (name -> bytes) into `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -270,5 +301,5 @@ def export_report(
         links[name] = file
     (folder / "rounds.csv").write_text(t.csv_text(), encoding="utf-8")
     report = folder / "report.md"
-    report.write_text(markdown_report(t, title, links, appendix), encoding="utf-8")
+    report.write_text(markdown_report(t, title, links, appendix, figures), encoding="utf-8")
     return report

@@ -1,8 +1,10 @@
 """Speedup history per model pair, across conversations: rows in the conversations database.
 
-Every finished answer leaves one `Run` (the `runs` table, schema v3). The history view and the
-exported report group them by pair, prompt kind and temperature. Speedups are ratios, so they
-are averaged geometrically; acceptance is pooled (accepted over proposed across the answers).
+Every finished answer leaves one `Run` (the `runs` table, schema v3; v5 added its drafting
+rounds). Its numbers are the answer's own record (app.engine.features.figures), so one answer
+reads the same here as under it. The history view and the exported report group them by pair,
+prompt kind and temperature. Speedups are ratios, so they are averaged geometrically; acceptance
+and accepted per round are pooled (accepted over proposed, over drafting rounds, across answers).
 Plain answers are stored too (they are the baseline's evidence) but are not a pair's speedup.
 """
 
@@ -43,6 +45,7 @@ class Run:
     created: float = 0.0
     conversation_id: int | None = None
     message_id: int | None = None
+    drafting_rounds: int | None = None  # rounds that proposed something; None: stored before v5
 
 
 _COLUMNS = tuple(f.name for f in fields(Run))
@@ -102,6 +105,16 @@ class RunHistory:
         rows = self.db.execute(sql + " ORDER BY created, id", args)
         return [_read_run(row) for row in rows]
 
+    def plain_speeds(self, conversation_id: int) -> dict[int, float]:
+        """message id -> the plain speed its run was compared with, for one conversation's answers
+        (filled in when it was measured after the answer)."""
+        rows = self.db.execute(
+            "SELECT message_id, plain_tok_s FROM runs WHERE conversation_id=? AND message_id IS NOT NULL "
+            "AND plain_tok_s IS NOT NULL AND mode!='off'",
+            (conversation_id,),
+        )
+        return {int(m): float(p) for m, p in rows}
+
     def pairs(self) -> list[tuple[str, str]]:
         """Speculative pairs that have history, most recently used first."""
         rows = self.db.execute(
@@ -123,6 +136,7 @@ class HistoryRow:
     measured: int  # how many answers that is
     acceptance: float | None  # pooled: accepted over proposed
     tok_s: float
+    accepted_per_round: float | None = None  # pooled over the answers whose drafting rounds are known
 
 
 def _geomean(xs: list[float]) -> float | None:
@@ -140,6 +154,8 @@ def aggregate(runs: list[Run]) -> list[HistoryRow]:
     for (main, draft, kind, temp), rs in sorted(groups.items()):
         proposed = sum(r.proposed for r in rs)
         speedups = [r.speedup for r in rs if r.speedup]
+        counted = [r for r in rs if r.drafting_rounds]
+        drafting = sum(r.drafting_rounds or 0 for r in counted)
         out.append(
             HistoryRow(
                 main,
@@ -151,6 +167,7 @@ def aggregate(runs: list[Run]) -> list[HistoryRow]:
                 len(speedups),
                 sum(r.accepted for r in rs) / proposed if proposed else None,
                 sum(r.tok_s for r in rs) / len(rs),
+                sum(r.accepted for r in counted) / drafting if drafting else None,
             )
         )
     return out
@@ -172,12 +189,13 @@ def history_markdown(rows: list[HistoryRow]) -> str:
     if not rows:
         return "\n".join(lines + ["No answers recorded yet.", ""])
     lines += [
-        "| pair | kind | temperature | answers | speedup | acceptance | tok/s |",
-        "|---|---|---|---|---|---|---|",
+        "| pair | kind | temperature | answers | speedup | acceptance | accepted per round | tok/s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     lines += [
         f"| {pair_label(r.main, r.draft)} | {r.kind} | {temperature_label(r.temperature)} | {r.answers} | "
-        f"{_fmt(r.speedup, '{:.2f}×')} | {_fmt(r.acceptance, '{:.0%}')} | {r.tok_s:.1f} |"
+        f"{_fmt(r.speedup, '{:.2f}×')} | {_fmt(r.acceptance, '{:.0%}')} | "
+        f"{_fmt(r.accepted_per_round, '{:.2f}')} | {r.tok_s:.1f} |"
         for r in rows
     ]
     return "\n".join(lines + [""])

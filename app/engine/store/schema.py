@@ -99,5 +99,11 @@ def _v4(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
+def _v5(db: sqlite3.Connection) -> None:
+    """Each run's drafting rounds, so the history shows accepted tokens per round as the answer
+    did; NULL for runs stored before (they are left out of that figure)."""
+    db.execute("ALTER TABLE runs ADD COLUMN drafting_rounds INTEGER")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
 SCHEMA_VERSION = len(MIGRATIONS)

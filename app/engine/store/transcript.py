@@ -121,7 +121,7 @@ class AnswerStats:
     proposed: int = 0
     accepted: int = 0
     acceptance: float = 0.0  # accepted over proposed
-    mean_accepted: float = 0.0  # accepted drafts per round
+    mean_accepted: float = 0.0  # accepted drafts per drafting round (older answers: per round)
     k: int = 0  # the draft length of the last round
     bypassed: bool = False  # the adaptive policy paused speculation
     mode: str = ""
@@ -142,6 +142,8 @@ class AnswerStats:
     temperature: float | None = None
     token_ids: tuple[int, ...] = ()
     lossless: LosslessVerdict | None = None
+    drafting_rounds: int | None = None  # rounds that proposed something; None: stored before it was counted
+    lookup_accepted: int | None = None  # of `accepted`, those prompt lookup guessed
 
     # field -> (JSON key, reader): the keys are those of the first stored stats, kept so old rows load
     _JSON: ClassVar[dict[str, tuple[str, Callable[[object], object]]]] = {
@@ -171,6 +173,8 @@ class AnswerStats:
         "temperature": ("temperature", _float),
         "token_ids": ("token_ids", _ids),
         "lossless": ("lossless", LosslessVerdict.from_json),
+        "drafting_rounds": ("drafting_rounds", _int),
+        "lookup_accepted": ("lookup_accepted", _int),
     }
 
     def to_json(self) -> dict[str, Any]:
@@ -348,6 +352,12 @@ class Transcript:
         del self._turns[index + 1 :]
         self._tell(Change.RESET, None)
         return index
+
+    def update_stats(self, turn: AnswerTurn, stats: AnswerStats) -> None:
+        """A finished answer's stats were completed later (its plain speed became known): its
+        line changes, its text does not."""
+        turn.stats = stats
+        self._tell(Change.UPDATED, turn)
 
     def start_check(self, turn: AnswerTurn) -> None:
         """A losslessness check of `turn` is running; its last verdict no longer stands."""

@@ -34,6 +34,7 @@ def run(
     created=1.0,
     bucket=256,
     cid=None,
+    rounds=None,
 ) -> Run:
     return Run(
         main,
@@ -52,6 +53,7 @@ def run(
         "complete",
         created,
         cid,
+        drafting_rounds=rounds,
     )
 
 
@@ -97,8 +99,8 @@ def test_records_fills_late_baselines_and_forgets_deleted_conversations(store):
 def test_aggregates_by_pair_kind_and_temperature(store):
     h = RunHistory(store)
     for r in [
-        run(kind="code", tok_s=60, plain=30, proposed=40, accepted=30, created=1),  # 2.0×
-        run(kind="code", tok_s=45, plain=30, proposed=60, accepted=30, created=2),  # 1.5×
+        run(kind="code", tok_s=60, plain=30, proposed=40, accepted=30, created=1, rounds=10),  # 2.0×
+        run(kind="code", tok_s=45, plain=30, proposed=60, accepted=30, created=2, rounds=20),  # 1.5×
         run(kind="code", tok_s=50, plain=None, proposed=10, accepted=10, created=3),  # speedup unknown yet
         run(kind="code", t=0.7, tok_s=33, plain=30, proposed=20, accepted=5, created=4),
         run(kind="prose", tok_s=36, plain=30, created=5),
@@ -119,6 +121,8 @@ def test_aggregates_by_pair_kind_and_temperature(store):
     assert greedy.speedup == pytest.approx(math.sqrt(2.0 * 1.5))  # geometric mean of the known ones
     assert greedy.acceptance == pytest.approx(70 / 110)  # pooled over all three
     assert greedy.tok_s == pytest.approx((60 + 45 + 50) / 3)
+    assert greedy.accepted_per_round == pytest.approx(60 / 30)  # pooled over the runs that counted rounds
+    assert keyed[("d/0.5b", "prose", 0.0)].accepted_per_round is None  # stored before rounds were counted
     assert keyed[("d/0.5b", "code", 0.7)].speedup == pytest.approx(1.1)
     assert keyed[(LOOKUP, "code", 0.0)].speedup == pytest.approx(1.3)
     assert speedup_series(h.runs("m/7b", "d/0.5b")) == [
@@ -128,7 +132,7 @@ def test_aggregates_by_pair_kind_and_temperature(store):
         (4.0, pytest.approx(1.2)),
     ]
     text = history_markdown(rows)
-    assert "| 7b + 0.5b | code | greedy | 3 | 1.73× | 64% | 51.7 |" in text
+    assert "| 7b + 0.5b | code | greedy | 3 | 1.73× | 64% | 2.00 | 51.7 |" in text
     assert "| 7b + prompt lookup | code | greedy | 1 | 1.30× |" in text
     assert pair_label("m/7b", "") == "7b + plain"
 
