@@ -15,9 +15,12 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QTimer
+
+if TYPE_CHECKING:
+    from app.ui.main_window import MainWindow
 
 READY_PREFIX = "specchat: ready"
 # Python runs a signal handler only between bytecodes; while Qt waits for events none run, so a
@@ -32,7 +35,6 @@ def run_gui() -> int:
     from PySide6.QtWidgets import QApplication
 
     from app import PRODUCT_NAME
-    from app.ui.main_window import MainWindow
 
     started = time.monotonic()
     app = QApplication.instance() or QApplication(sys.argv)
@@ -41,9 +43,7 @@ def run_gui() -> int:
     app.setOrganizationName(PRODUCT_NAME)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = MainWindow(quit_wait=QUIT_WAIT_S)
-    window.show()
-    _announce_when_ready(window, started)
+    window = open_main_window(started)
     poll = _close_on_signals(window)
     app.lastWindowClosed.connect(loop.stop)
     with loop:
@@ -55,6 +55,18 @@ def run_gui() -> int:
         # library's destructors; everything worth keeping is already written, so leave now.
         os._exit(0)
     return 0
+
+
+def open_main_window(started: float | None = None) -> MainWindow:
+    """The window as a user's start makes it: the data folder's store and settings, the default
+    model folders, the real engine worker, the last pair restored; shown, and announced once up.
+    Tests that drive a real start call this too."""
+    from app.ui.main_window import MainWindow
+
+    window = MainWindow(quit_wait=QUIT_WAIT_S)
+    window.show()
+    _announce_when_ready(window, time.monotonic() if started is None else started)
+    return window
 
 
 def _announce_when_ready(window: Any, started: float) -> None:
