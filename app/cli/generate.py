@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from app.cli.options import (
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         pair = load_pair(args.main, args.draft, force=args.force)
+        asked = time.perf_counter()  # the model is loaded: from here on the user waits for words
         messages = ([{"role": "system", "content": args.system}] if args.system else []) + [
             {"role": "user", "content": args.prompt}
         ]
@@ -65,7 +67,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     shown = 0
+    first: float | None = None
     for token in answer:
+        if first is None:
+            first = time.perf_counter() - asked
         shown = _print_notices(answer.notices, shown)
         drafted = colour and token.provenance is not Provenance.MAIN
         sys.stdout.write(f"\x1b[32m{token.text}\x1b[0m" if drafted else token.text)
@@ -77,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"[{finished.finish_reason}] {s.tokens} tokens, {s.tokens_per_second:.1f} tok/s, "
         f"prefill {s.prefill_seconds:.2f}s, acceptance {s.acceptance:.0%} "
-        f"({s.accepted}/{s.proposed}), {s.mean_accepted_per_round:.2f} accepted per round",
+        f"({s.accepted}/{s.proposed}), {s.mean_accepted_per_round:.2f} accepted per round"
+        + (f", first token after {first:.2f}s" if first is not None else ""),
         file=sys.stderr,
     )
     return 0
