@@ -22,6 +22,7 @@ from app.engine.library.roles import (
     plain_reason,
     recommended_drafts,
     suggested_role,
+    unusable_words,
 )
 
 KEY = Qt.ItemDataRole.UserRole
@@ -31,11 +32,16 @@ ROLE_WORDS = {DRAFT: "suggested as a draft", "main": "suggested as main"}
 def fill_mains(
     model: QStandardItemModel, facts: list[ModelFacts], describe: Callable[[ModelFacts], str]
 ) -> None:
-    """Largest first, each with the role the library suggests for it."""
+    """Largest first, each with the role the library suggests for it; a damaged or unreadable
+    folder last, greyed, with the reason in place of its description."""
     model.clear()
     for f in by_size(facts):
-        role = ROLE_WORDS[suggested_role(f, facts)] if f.usable else "can't be loaded"
-        item = QStandardItem(f"{f.name}\n{describe(f)} · {role}")
+        line = (
+            f"{describe(f)} · {ROLE_WORDS[suggested_role(f, facts)]}"
+            if f.usable
+            else f"✕ {unusable_words(f)}"
+        )
+        item = QStandardItem(f"{f.name}\n{line}")
         item.setData(f.path, KEY)
         item.setToolTip("\n".join((f.path, *f.problems, *f.warnings)))
         item.setEnabled(f.usable)

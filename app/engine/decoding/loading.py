@@ -6,9 +6,7 @@ Remote code is never honoured, whatever a config asks for.
 
 from __future__ import annotations
 
-import json
 import re
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,8 @@ from typing import Any
 from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.tokenizer_utils import TokenizerWrapper
 from mlx_lm.utils import load as mlx_load
+
+from app.engine.decoding.safetensors_file import safetensors_problem
 
 # owner/name, each part of letters, digits, '-', '_', '.', no '..' and no leading '.'/'-'.
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
@@ -28,32 +28,9 @@ class ModelLoadError(Exception):
 def check_safetensors(path: Path) -> None:
     """Refuse a weights file whose header is not what safetensors promises, before MLX reads it,
     so a pickle in disguise or a header lying about sizes is named instead of crashing the loader."""
-    size = path.stat().st_size
-    with path.open("rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise ModelLoadError(f"{path}: not a safetensors file (too short)")
-        (length,) = struct.unpack("<Q", head)
-        if length == 0 or 8 + length > size:
-            raise ModelLoadError(f"{path}: not a safetensors file (header length {length} past the end)")
-        try:
-            header = json.loads(f.read(length))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ModelLoadError(f"{path}: safetensors header is not JSON ({exc})") from exc
-    if not isinstance(header, dict):
-        raise ModelLoadError(f"{path}: safetensors header is not a JSON object")
-    data_size = size - 8 - length
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
-        if (
-            not isinstance(offsets, list)
-            or len(offsets) != 2
-            or not all(isinstance(o, int) for o in offsets)
-            or not 0 <= offsets[0] <= offsets[1] <= data_size
-        ):
-            raise ModelLoadError(f"{path}: safetensors header gives tensor {name!r} sizes the file lacks")
+    problem = safetensors_problem(path)
+    if problem is not None:
+        raise ModelLoadError(f"{path}: {problem}")
 
 
 @dataclass

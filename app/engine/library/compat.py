@@ -17,6 +17,7 @@ from app.engine.library.vocab import VocabError, Vocabulary, read_vocabulary
 
 VOCAB_SLACK = 128  # mlx-lm's own limit: padded embedding rows may differ by this much
 REFUSE, WARN = "refuse", "warn"
+CACHE_KIND = "compat-2"  # its number changes whenever the rules do, so old verdicts are not reused
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +164,11 @@ def _model_reasons(main: ModelFacts, draft: ModelFacts) -> list[Reason]:
             )
         )
     if Path(main.path).resolve() == Path(draft.path).resolve():
-        out.append(Reason("same_model", WARN, "the draft is the main model itself"))
+        out.append(Reason("same_model", REFUSE, "the draft is the main model itself"))
+    elif main.weights_digest is not None and main.weights_digest == draft.weights_digest:
+        out.append(
+            Reason("same_model", REFUSE, f"the draft holds the same weights as the main ({main.path})")
+        )
     elif main.params and draft.params and draft.params >= main.params:
         out.append(
             Reason(
@@ -182,7 +187,7 @@ def check_pair(main_dir: Path, draft_dir: Path, store: Store | None = None) -> V
     main = model_facts(Path(main_dir), store=store)
     draft = model_facts(Path(draft_dir), store=store)
     key = f"{main.fingerprint}:{draft.fingerprint}"
-    cached = store.get("compat", key)
+    cached = store.get(CACHE_KIND, key)
     if cached is not None:
         return Verdict.from_json(cached)
     reasons = _model_reasons(main, draft)
@@ -193,5 +198,5 @@ def check_pair(main_dir: Path, draft_dir: Path, store: Store | None = None) -> V
     else:
         reasons = _token_reasons(main_vocab, draft_vocab) + reasons
     verdict = Verdict(str(main_dir), str(draft_dir), tuple(reasons))
-    store.put("compat", key, verdict.to_json())
+    store.put(CACHE_KIND, key, verdict.to_json())
     return verdict

@@ -1,6 +1,7 @@
 """Facts about a model folder, from its metadata files only, cached by a fingerprint of its files.
 
-Weights are never loaded: the parameter count comes from the safetensors headers.
+Weights are never loaded: the parameter count comes from the safetensors headers, which are also
+checked, so a damaged folder is marked unusable with the reason before anything offers it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.engine.decoding.safetensors_file import safetensors_problem
 from app.engine.library.safety import read_json, remote_code_requests, weight_problem
 from app.engine.library.store import Store
 from app.engine.library.vocab import VocabError, read_vocabulary
@@ -77,6 +79,12 @@ VISION_TYPES = frozenset(
     }
 )
 MAX_HEADER = 100 * 2**20
+# The cache's kind for facts; its number changes whenever what facts hold does, so facts cached
+# by an older version are read again instead of lacking a field (or a problem) newer code checks.
+CACHE_KIND = "facts-2"
+# Samples of each weights file that tell two copies of one model from two models of one shape.
+SAMPLES, SAMPLE_BYTES = 8, 64 * 1024
+NOT_READABLE = "is not a model file SpecChat can read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +108,7 @@ class ModelFacts:
     kv_bytes_per_token: int
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    weights_digest: str | None = None  # the same for two copies of one model (see weights_digest)
 
     @property
     def usable(self) -> bool:
@@ -133,6 +142,35 @@ def folder_fingerprint(folder: Path) -> str:
             continue
         digest.update(f"{p.name}\x00{st.st_size}\x00{st.st_mtime_ns}\x01".encode())
     return digest.hexdigest()[:24]
+
+
+def weights_digest(folder: Path) -> str | None:
+    """Which weights the folder holds, from each safetensors file's size and a few samples of its
+    bytes (the header among them): two copies of one model match wherever they are, two fine-tunes
+    of one shape differ in every tensor. None when it has no weights to read."""
+    digest, files = hashlib.sha256(), sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None
+    for path in files:
+        try:
+            size = path.stat().st_size
+            digest.update(size.to_bytes(8, "little"))
+            with path.open("rb") as f:
+                for i in range(SAMPLES):
+                    f.seek(size * i // SAMPLES)
+                    digest.update(f.read(SAMPLE_BYTES))
+        except OSError:
+            return None
+    return digest.hexdigest()[:24]
+
+
+def damage(folder: Path) -> list[str]:
+    """A problem for each weights file whose header does not hold: plain words, then the detail."""
+    out = []
+    for path in sorted(folder.glob("*.safetensors")):
+        if (problem := safetensors_problem(path)) is not None:
+            out.append(f"damaged: {path.name} {NOT_READABLE} ({problem})")
+    return out
 
 
 def safetensors_header(path: Path) -> dict[str, Any]:
@@ -223,6 +261,7 @@ def compute_facts(folder: Path, source: str = "user") -> ModelFacts:
     model_type = str(raw.get("model_type") or config.get("model_type") or "unknown")
     if (bad := weight_problem(folder)) is not None:
         problems.append(bad)
+    problems += damage(folder)
     warnings += [f"asks for remote code ({r}); it is ignored" for r in remote_code_requests(folder)]
     vision = (
         "vision_config" in raw
@@ -263,6 +302,7 @@ def compute_facts(folder: Path, source: str = "user") -> ModelFacts:
         kv_bytes_per_token=_kv_bytes_per_token(config),
         problems=tuple(problems),
         warnings=tuple(warnings),
+        weights_digest=weights_digest(folder),
     )
 
 
@@ -275,7 +315,7 @@ def facts_for(folders: list[Path], source: str = "user", store: Store | None = N
     """Facts for many folders with one cache query; only changed folders are re-read."""
     store = store or Store()
     keys = [folder_fingerprint(f) for f in folders]
-    cached = store.get_many("facts", keys)
+    cached = store.get_many(CACHE_KIND, keys)
     out = []
     for folder, key in zip(folders, keys):
         if key in cached:
@@ -283,6 +323,6 @@ def facts_for(folders: list[Path], source: str = "user", store: Store | None = N
             out.append(dataclasses.replace(facts, source=source) if facts.source != source else facts)
             continue
         facts = compute_facts(folder, source)
-        store.put("facts", key, facts.to_json())
+        store.put(CACHE_KIND, key, facts.to_json())
         out.append(facts)
     return out

@@ -67,6 +67,12 @@ def suggested_role(model: ModelFacts, library: list[ModelFacts]) -> str:
     return MAIN
 
 
+def unusable_words(model: ModelFacts) -> str:
+    """Why a model can't be used at all, for its greyed row: "damaged or unreadable: …"."""
+    problem = model.problems[0].removeprefix("damaged: ") if model.problems else "no problem found"
+    return f"damaged or unreadable: {problem}"
+
+
 def refusal_kind(verdict: Verdict) -> str:
     """A short group for counting hidden drafts: "different vocabulary" and the like."""
     codes = {r.code for r in verdict.refusals}
@@ -74,6 +80,10 @@ def refusal_kind(verdict: Verdict) -> str:
         return "different vocabulary"
     if codes & _TOKEN_CODES:
         return "different special tokens"
+    if "same_model" in codes:
+        return "the same model"
+    if "unusable" in codes:
+        return "damaged"
     if "draft_not_smaller" in codes:
         return "not smaller than the main"
     return "can't draft"
@@ -85,6 +95,11 @@ def plain_reason(main: ModelFacts, draft: ModelFacts, verdict: Verdict) -> str:
     codes = {r.code for r in verdict.refusals}
     if d.lower() == m.lower():
         d, m = draft.name.rsplit("/", 1)[-1], main.name.rsplit("/", 1)[-1]
+    if "unusable" in codes:
+        return f"{d} is {unusable_words(draft)}" if draft.problems else f"{m} is {unusable_words(main)}"
+    if "same_model" in codes:
+        same = "This is another copy of" if d == m else f"{d} is the same model as"
+        return f"{same} {m}: a model can't draft for itself"
     if codes & _VOCAB_CODES:
         return f"{d} uses a different vocabulary from {m}; a draft must share the main model's tokenizer"
     if codes & _TOKEN_CODES:
@@ -97,8 +112,6 @@ def plain_reason(main: ModelFacts, draft: ModelFacts, verdict: Verdict) -> str:
         return (
             f"{d} can't take back its guesses the way a draft must (its memory of the text can't be rewound)"
         )
-    if "unusable" in codes:
-        return f"{d} or {m} can't be loaded; hover for details"
     return f"{d} can't draft for {m}; hover for details"
 
 
