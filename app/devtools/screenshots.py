@@ -1,7 +1,8 @@
 """`python -m app --screenshot DIR`: scripted states rendered offscreen and saved as PNGs.
 
 Everything runs against a throwaway app-data folder, the synthetic engine and the toy models,
-so the pictures are reproducible and nothing of the user's is touched.
+so the pictures are reproducible and nothing of the user's is touched; the last pictures show a
+real fetched model answering through the real engine (screenshots_real.py).
 """
 
 from __future__ import annotations
@@ -200,5 +201,9 @@ def render_all(out_dir: str) -> int:
     from app.devtools.screenshots_hosts import render_hosts
 
     render_hosts(app, home, out, _wait, _save)
+
+    from app.devtools.screenshots_real import render_real_model
+
+    render_real_model(app, home, out, _wait, _save)
     shutil.rmtree(home, ignore_errors=True)
     return 0
