@@ -258,7 +258,7 @@ class EngineWorker:
         try:
             pair = load_checked_pair(command.main, command.draft, store=self._memory)
         except ModelLoadError as exc:
-            reply(EngineError(str(exc), kind=ErrorKind.LOAD))
+            reply(EngineError(str(exc), kind=ErrorKind.LOAD, plain=exc.plain))
             return
         self._pair, self._session = pair, ChatSession(pair)
         self._loaded = (command.main, command.draft)

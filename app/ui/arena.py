@@ -272,6 +272,7 @@ class ArenaDialog(QDialog):
         self.cancelling, self.last_progress = False, None
         self.bar.setRange(0, 0)
         self.state.setText("Loading the main model…")
+        self.state.setToolTip("")  # a failed run's detail belongs to that run
         self._update_buttons()
         self.running_changed.emit(True)
         return True
@@ -310,7 +311,8 @@ class ArenaDialog(QDialog):
                     self.state.setText(event.message)
                     continue
                 self._stopped()
-                self.state.setText(f"The arena could not run: {event.message}")
+                self.state.setText(f"The arena could not run: {event.plain or event.message}")
+                self.state.setToolTip(event.message if event.plain else "")  # the detail, on hover
 
     def _stopped(self, complete: bool = False) -> None:
         self.request, self.cancelling = None, False

@@ -66,6 +66,7 @@ class ChatController(QObject):
     pair_changed = Signal(str)  # a sentence describing the loaded pair, or the load error
     notice = Signal(str)  # news the status bar may show for a while
     failed = Signal(str)  # a failure the window keeps on screen until the user dismisses it
+    load_failed = Signal(str, str)  # a failed load in plain words, and its technical detail ("" if none)
     switched = Signal()  # another conversation (or the new chat) is now the current one
     baseline_status = Signal(object)  # BaselineStatus: the plain speed the dashboard compares with
     history_changed = Signal()
@@ -341,10 +342,11 @@ class ChatController(QObject):
             self.load_request = None
             self.strip.set_state("No model loaded")
             self.strip.clear_stats()
-            self.pair_changed.emit(f"Could not load: {event.message}")
+            words = event.plain or event.message  # the technical message goes behind Details
+            self.pair_changed.emit(f"Could not load: {words}")
             main, helper = self.loading
             pair = f"{main} with the draft {helper}" if helper else main
-            self.failed.emit(f"Could not load {pair}: {event.message}")
+            self.load_failed.emit(f"Could not load {pair}: {words}", event.message if event.plain else "")
 
     def _plain_speed_known(self, status: BaselineStatus) -> None:
         """A plain speed became known: the answer streaming at its context compares with it, and

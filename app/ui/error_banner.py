@@ -1,13 +1,16 @@
 """Where a failed action is told: a banner across the top of the window that stays until the user
 dismisses it, and a dialog for a failed export. The status bar clears itself after seconds, so a
-failure told only there is easily missed; nothing here hides on a timer."""
+failure told only there is easily missed; nothing here hides on a timer.
+
+A failure is said in plain words; its technical account (a path, a header length, an exception),
+where there is one, waits behind a Details toggle, for a bug report or a search."""
 
 from __future__ import annotations
 
 import errno
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QPushButton, QVBoxLayout, QWidget
 
 from app.ui.theme import Theme, current_theme
 
@@ -53,15 +56,26 @@ class ErrorBanner(QFrame):
         self.setObjectName("errorBanner")
         self.set_theme(current_theme())
         self.messages: list[str] = []
-        self.label = QLabel("")
-        self.label.setWordWrap(True)
-        self.label.setTextFormat(Qt.TextFormat.PlainText)  # paths and engine text are never markup
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details: dict[str, str] = {}  # a message's technical account, when it has one
+        self.label, self.detail_label = QLabel(""), QLabel("")
+        for label in (self.label, self.detail_label):
+            label.setWordWrap(True)
+            label.setTextFormat(Qt.TextFormat.PlainText)  # paths and engine text are never markup
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.detail_label.hide()
+        self.details_button = QPushButton("Details")
+        self.details_button.setCheckable(True)
+        self.details_button.toggled.connect(self._show_details)
+        self.details_button.hide()
         self.dismiss_button = QPushButton("Dismiss")
         self.dismiss_button.clicked.connect(self.dismiss)
+        text = QVBoxLayout()
+        text.addWidget(self.label)
+        text.addWidget(self.detail_label)
         row = QHBoxLayout(self)
         row.setContentsMargins(10, 6, 10, 6)
-        row.addWidget(self.label, 1)
+        row.addLayout(text, 1)
+        row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
         row.addWidget(self.dismiss_button, 0, Qt.AlignmentFlag.AlignTop)
         self.hide()
 
@@ -72,16 +86,30 @@ class ErrorBanner(QFrame):
             f" #errorBanner QLabel {{ color: {theme.error_text.name()}; }}"
         )
 
-    def show_error(self, text: str) -> None:
+    def show_error(self, text: str, detail: str = "") -> None:
+        """`text` in plain words; `detail`, if any, is shown only when Details is pressed."""
         if text in self.messages:
             self.messages.remove(text)  # said again: moves to the bottom instead of repeating
         self.messages = [*self.messages, text][-MAX_MESSAGES:]
+        if detail:
+            self.details[text] = detail
+        self.details = {m: d for m, d in self.details.items() if m in self.messages}
         self.label.setText("\n".join(self.messages))
+        self.detail_label.setText("\n".join(self.details[m] for m in self.messages if m in self.details))
+        self.details_button.setVisible(bool(self.details))
+        self._show_details(self.details_button.isChecked())
         self.show()
 
+    def _show_details(self, on: bool) -> None:
+        self.details_button.setText("Hide details" if on else "Details")
+        self.detail_label.setVisible(on and bool(self.details))
+
     def dismiss(self) -> None:
-        self.messages = []
+        self.messages, self.details = [], {}
         self.label.setText("")
+        self.detail_label.setText("")
+        self.details_button.setChecked(False)
+        self.details_button.hide()
         self.hide()
 
     def text(self) -> str:

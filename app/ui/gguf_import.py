@@ -1,6 +1,6 @@
 """Importing a GGUF file from the window: the child-process import runs as a background job, and
-each of its events becomes a line of status text; a failure is also handed to `failed`, which
-keeps it on screen until the user dismisses it. On a wait panel the import shows its progress,
+each of its events becomes a line of status text; a failure is also handed to `failed`, in plain
+words with the technical detail apart, which keeps it on screen until the user dismisses it. On a wait panel the import shows its progress,
 time and estimate with a Cancel button. The model lands in the library's models folder, and
 `imported` gets its folder, whether it was just converted or was there from an earlier import."""
 
@@ -21,6 +21,20 @@ STAGES = {
 }
 
 
+# Failures whose engine message is technical: said in these words, the message behind Details.
+PLAIN_FAILURES = {
+    "invalid": "this is not a GGUF model file SpecChat can read: it may be damaged, or another kind of file",
+    "crashed": "the import stopped unexpectedly",
+    "error": "the import stopped unexpectedly",
+}
+
+
+def failure_words(kind: str, message: str) -> tuple[str, str]:
+    """(the failure in plain words, the technical detail or "") for an ImportFailed."""
+    plain = PLAIN_FAILURES.get(kind)
+    return (plain, message) if plain else (message, "")
+
+
 def describe(name: str, event: object) -> str:
     from app.engine.gguf.events import ImportFailed, ImportFinished, ImportProgress
 
@@ -32,7 +46,7 @@ def describe(name: str, event: object) -> str:
     if isinstance(event, ImportFinished):
         return f"Imported {name} into your library in {event.seconds:.0f} s"
     if isinstance(event, ImportFailed):
-        return f"Could not import {name}: {event.message}"
+        return f"Could not import {name}: {failure_words(event.kind, event.message)[0]}"
     return f"Importing {name}…"
 
 
@@ -41,7 +55,7 @@ def start_import(
     path: str,
     show: Callable[[str], None],
     done: Callable[[], None],
-    failed: Callable[[str], None],
+    failed: Callable[[str, str], None],
     waits: WaitPanel | None = None,
     imported: Callable[[str], None] = lambda _path: None,
 ) -> None:
@@ -64,15 +78,16 @@ def start_import(
             waits.end(key, finished=isinstance(event, ImportFinished))
         show(describe(name, event))
         if isinstance(event, ImportFailed) and event.kind != "cancelled":
-            failed(f"Could not import {path}: {event.message}")
+            words, detail = failure_words(event.kind, event.message)
+            failed(f"Could not import {path}: {words}", detail)
         if isinstance(event, ImportFinished):
             imported(event.path)
 
     def crashed(exc: Exception) -> None:
         if waits is not None:
             waits.end(key, finished=False)
-        show(f"Could not import {name}: {exc}")
-        failed(f"Could not import {path}: {exc}")
+        show(f"Could not import {name}: {PLAIN_FAILURES['error']}")
+        failed(f"Could not import {path}: {PLAIN_FAILURES['error']}", f"{type(exc).__name__}: {exc}")
         done()
 
     job = background.start(consume, lambda _: done(), progress=progress, failed=crashed)

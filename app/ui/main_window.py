@@ -174,6 +174,7 @@ class MainWindow(ChatActions):
         c.pair_changed.connect(self.pair_label.setText)
         c.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         c.failed.connect(self.report_error)
+        c.load_failed.connect(self.report_error)
         self.drafts.failed.connect(self.report_error)
         self.pair_button.clicked.connect(self.choose_models)
         self.sidebar.new_requested.connect(c.new_conversation)
@@ -193,9 +194,9 @@ class MainWindow(ChatActions):
         self.welcome.download.connect(self._download_pair)
 
     # -- actions --------------------------------------------------------------------------------
-    def report_error(self, text: str) -> None:
-        """A failed action, kept on screen until the user dismisses it."""
-        self.banner.show_error(text)
+    def report_error(self, text: str, detail: str = "") -> None:
+        """A failed action, kept on screen until the user dismisses it; `detail` behind Details."""
+        self.banner.show_error(text, detail)
 
     def _follow_generation(self, busy: bool) -> None:
         """Point the dashboard at the generation that just started."""

@@ -68,6 +68,8 @@ def test_the_worker_answers_an_incompatible_pair_with_a_load_error(toy_models, t
     event = message.event
     assert not isinstance(event, PairLoaded)
     assert isinstance(event, EngineError) and event.kind == "load" and REASON in event.message
+    # the window's headline, in plain words; the token detail stays in the message for Details
+    assert event.plain == "the draft model can't guess ahead for this main model (different vocabulary)"
 
 
 def test_the_arena_refuses_an_incompatible_candidate_with_its_reason(

@@ -150,6 +150,8 @@ def test_import_error_stays(qtbot, window, tmp_path):
     window.start_import(str(bogus))
     qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=10_000)
     assert str(bogus) in window.banner.text()
+    assert "this is not a GGUF model file SpecChat can read" in window.banner.text()
+    assert window.banner.details_button.isVisible()  # the parser's own words, one click away
     stays_until_dismissed(qtbot, window)
 
 

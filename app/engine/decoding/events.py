@@ -154,10 +154,13 @@ class GenerationFinished:
 
 @dataclass(frozen=True, slots=True)
 class EngineError:
-    """A failure reported to the caller instead of raised across a thread."""
+    """A failure reported to the caller instead of raised across a thread. `message` is the
+    technical account; `plain`, where set, says the same in words anyone understands, and the
+    window shows it first with the message behind a Details toggle."""
 
     message: str
     kind: ErrorKind = ErrorKind.ERROR
+    plain: str = ""
 
 
 Event = TokenEvent | RoundEvent | PrefillProgress | WarmUpProgress | GenerationFinished | EngineError

@@ -21,8 +21,17 @@ from app.engine.decoding.safetensors_file import safetensors_problem
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
 
 
+NOT_A_MODEL_FILE = "this is not a model file SpecChat can read: it may be damaged, or not a model at all"
+UNREADABLE = "its files could not be read: they may be damaged, or this kind of model is not supported"
+
+
 class ModelLoadError(Exception):
-    """A model could not be loaded; the message says why in words a user can act on."""
+    """A model could not be loaded. The message is the technical account (a path, a header
+    length); `plain` says it in words anyone understands, or is "" where the message already does."""
+
+    def __init__(self, message: str, plain: str = "") -> None:
+        super().__init__(message)
+        self.plain = plain
 
 
 def check_safetensors(path: Path) -> None:
@@ -30,7 +39,7 @@ def check_safetensors(path: Path) -> None:
     so a pickle in disguise or a header lying about sizes is named instead of crashing the loader."""
     problem = safetensors_problem(path)
     if problem is not None:
-        raise ModelLoadError(f"{path}: {problem}")
+        raise ModelLoadError(f"{path}: {problem}", NOT_A_MODEL_FILE)
 
 
 @dataclass
@@ -68,16 +77,25 @@ def load_model(source: str | Path) -> LoadedModel:
     path = Path(text).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():
-            raise ModelLoadError(f"{path} is not a model folder: it has no config.json")
+            raise ModelLoadError(
+                f"{path} is not a model folder: it has no config.json",
+                "this folder holds no model SpecChat can read: a model folder has a config.json file",
+            )
         if not any(path.glob("*.safetensors")):
-            raise ModelLoadError(f"{path} has no .safetensors weights (pickle weights are refused)")
+            raise ModelLoadError(
+                f"{path} has no .safetensors weights (pickle weights are refused)",
+                "this folder has no weights SpecChat can read: a model's weights are .safetensors files",
+            )
         for weights in sorted(path.glob("*.safetensors")):
             check_safetensors(weights)
         target = str(path)
     elif is_repo_id(text):
         target = text
     else:
-        raise ModelLoadError(f"{text!r} is neither an existing folder nor a hub repo id (owner/name)")
+        raise ModelLoadError(
+            f"{text!r} is neither an existing folder nor a hub repo id (owner/name)",
+            "no folder or downloadable model goes by that name",
+        )
     try:
         # mlx-lm annotates two results; return_config=True adds the third
         model, tokenizer, config = mlx_load(target, return_config=True, trust_remote_code=False)  # type: ignore[misc]
@@ -85,7 +103,7 @@ def load_model(source: str | Path) -> LoadedModel:
         raise
     except Exception as exc:
         # Whatever a damaged folder makes mlx-lm or the tokenizer raise is a load failure, not a crash.
-        raise ModelLoadError(f"could not load {text}: {type(exc).__name__}: {exc}") from exc
+        raise ModelLoadError(f"could not load {text}: {type(exc).__name__}: {exc}", UNREADABLE) from exc
     return LoadedModel(model=model, tokenizer=tokenizer, config=config, source=text)
 
 
@@ -97,6 +115,7 @@ def load_pair(main: str | Path, draft: str | Path | None = None) -> ModelPair:
         draft_vocab = draft_model.model.args.vocab_size if hasattr(draft_model.model, "args") else None
         if main_vocab is not None and draft_vocab is not None and abs(main_vocab - draft_vocab) > 128:
             raise ModelLoadError(
-                f"the draft's vocabulary ({draft_vocab}) does not match the main's ({main_vocab})"
+                f"the draft's vocabulary ({draft_vocab}) does not match the main's ({main_vocab})",
+                "the draft model reads text differently from the main model, so it can't guess ahead for it",
             )
     return ModelPair(main=main_model, draft=draft_model)

@@ -187,7 +187,7 @@ def run_arena_job(
     try:
         model = loaded.main if loaded is not None else load_model(main)
     except ModelLoadError as exc:
-        emit(EngineError(str(exc), kind=ErrorKind.LOAD))
+        emit(EngineError(str(exc), kind=ErrorKind.LOAD, plain=exc.plain))
         return
     drafts = {loaded.draft.source: loaded.draft} if loaded is not None and loaded.draft is not None else {}
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from app.engine.decoding.loading import ModelLoadError, ModelPair, load_pair
 from app.engine.library.compat import Verdict, check_pair
 from app.engine.library.discovery import resolve_model
+from app.engine.library.roles import refusal_kind
 from app.engine.library.store import Store
 
 
@@ -21,7 +22,10 @@ class IncompatiblePair(ModelLoadError):
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
         reason = verdict.refusals[0].message if verdict.refusals else "incompatible"
-        super().__init__(f"the draft {verdict.draft} cannot speculate for {verdict.main}: {reason}")
+        super().__init__(
+            f"the draft {verdict.draft} cannot speculate for {verdict.main}: {reason}",
+            f"the draft model can't guess ahead for this main model ({refusal_kind(verdict)})",
+        )
 
 
 def require_compatible(main: str | Path, draft: str | Path, store: Store | None = None) -> Verdict:
@@ -30,7 +34,9 @@ def require_compatible(main: str | Path, draft: str | Path, store: Store | None 
     try:
         main_dir, draft_dir = resolve_model(str(main)), resolve_model(str(draft))
     except (FileNotFoundError, ValueError) as exc:
-        raise ModelLoadError(f"could not check the pair: {exc}") from exc
+        raise ModelLoadError(
+            f"could not check the pair: {exc}", "the models could not be found to check them"
+        ) from exc
     verdict = check_pair(main_dir, draft_dir, store)
     if not verdict.compatible:
         raise IncompatiblePair(verdict)
