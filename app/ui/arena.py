@@ -35,10 +35,11 @@ from PySide6.QtWidgets import (
 from app.engine.decoding.events import EngineError
 from app.engine.features.arena import LOOKUP, ArenaProgress, ArenaResult, load_results
 from app.engine.features.figures import percent_text, speedup_text
-from app.engine.library.compat import Verdict, check_pair
+from app.engine.library.compat import Verdict
 from app.engine.library.discovery import Sources, scan_library
 from app.engine.library.facts import ModelFacts
 from app.engine.library.ranking import rank_drafts
+from app.engine.library.roles import check_drafts, draft_candidates
 from app.engine.library.store import Store
 from app.engine.protocol import ArenaFinished, RunArena, WorkerMessage
 from app.ui.arena_prompts import PromptList
@@ -215,13 +216,10 @@ class ArenaDialog(QDialog):
         self.show_results(load_results(main) if main else [], "Last arena for this model" if main else "")
         if main is None:
             return
-        self.state.setText("Checking which drafts are compatible…")
-        others, store, facts = [f for p, f in self.facts.items() if p != main], self.store, self.facts[main]
+        library, store, facts = list(self.facts.values()), self.store, self.facts[main]
+        self.state.setText(f"Checking {len(draft_candidates(facts, library))} drafts…")
         self.background.run(
-            lambda: (
-                main,
-                rank_drafts(facts, [(d, check_pair(Path(main), Path(d.path), store)) for d in others]),
-            ),
+            lambda: (main, rank_drafts(facts, check_drafts(facts, library, store))),
             self._on_verdicts,
         )
 

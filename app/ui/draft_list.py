@@ -84,6 +84,23 @@ def fill_draft_rows(
     return (toggle if summary else ""), sum(v.compatible for _, v in ranked)
 
 
+def checking_text(total: int, done: int = 0) -> str:
+    """The draft list's row while the main's drafts are checked: "Checking 7 drafts… 3 done"."""
+    noun = "draft" if total == 1 else "drafts"
+    return f"Checking {total} {noun}…" + (f" {done} done" if done else "")
+
+
+def checking_row(total: int, done: int = 0) -> QStandardItem:
+    """Greyed and never picked: it only says the list is not complete yet, and why."""
+    item = QStandardItem(checking_text(total, done))
+    item.setToolTip(
+        "Each model's tokenizer is read to see whether it can guess ahead for this main model. "
+        "The first check of a model takes a few seconds; later ones are remembered."
+    )
+    item.setEnabled(False)
+    return item
+
+
 class DraftSuggestions(QWidget):
     """Below the draft list: hub drafts of the main's family when no local draft fits, and
     "Measure now" to race the chosen draft in the arena."""
@@ -108,7 +125,7 @@ class DraftSuggestions(QWidget):
         # Only a draft model can be raced: not plain decoding, prompt lookup or a refused draft.
         drafts.selectionModel().currentChanged.connect(
             lambda index, _: self.measure_button.setEnabled(
-                index.isValid() and index.flags() & Qt.ItemFlag.ItemIsEnabled and index.row() >= 2
+                index.isValid() and bool(index.flags() & Qt.ItemFlag.ItemIsEnabled) and index.row() >= 2
             )
         )
         layout = QVBoxLayout(self)

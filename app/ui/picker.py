@@ -26,16 +26,17 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.features.arena import load_results
-from app.engine.library.compat import Verdict, check_pair
+from app.engine.library.compat import Verdict
 from app.engine.library.discovery import Found, Sources, scan_library
 from app.engine.library.facts import ModelFacts
 from app.engine.library.memory import MemoryFit, memory_fit
 from app.engine.library.recommended import RECOMMENDED
+from app.engine.library.roles import check_drafts, draft_candidates
 from app.engine.library.store import Store
 from app.ui.arena import arena_note
-from app.ui.background import BackgroundTasks
+from app.ui.background import BackgroundTasks, Job
 from app.ui.download_panel import DownloadPanel, human_bytes
-from app.ui.draft_list import DraftSuggestions, fill_draft_rows, fill_mains
+from app.ui.draft_list import DraftSuggestions, checking_row, checking_text, fill_draft_rows, fill_mains
 from app.ui.empty_library import EmptyLibrary
 from app.ui.error_banner import show_error_dialog
 from app.ui.hosts_dialog import HostsDialog
@@ -94,6 +95,7 @@ class PickerDialog(QDialog):
         self.settings = settings  # where the machines dialog keeps its choice; the app's when None
         self.facts: dict[str, ModelFacts] = {}
         self.verdicts: dict[str, list[tuple[ModelFacts, Verdict]]] = {}
+        self.checking: dict[str, tuple[int, int]] = {}  # a main's drafts being checked: (done, total)
         self.picked: PickedPair | None = None
         self.background = BackgroundTasks(self, lambda exc: self.state_label.setText(f"Error: {exc}"))
 
@@ -188,6 +190,7 @@ class PickerDialog(QDialog):
         facts, ggufs = result
         self.facts = {f.path: f for f in facts}
         self.verdicts.clear()
+        self.checking.clear()
         fill_mains(self.main_model, facts, describe)
         usable = [f for f in facts if f.usable]
         self.ggufs = sorted(str(g.path) for g in ggufs)
@@ -207,19 +210,35 @@ class PickerDialog(QDialog):
 
     def _on_main_changed(self) -> None:
         main = self.current_main()
+        if main is not None and main.path not in self.verdicts and main.path not in self.checking:
+            self._check_drafts(main)
         self._fill_drafts()
-        if main is None or main.path in self.verdicts:
+
+    def _check_drafts(self, main: ModelFacts) -> None:
+        """Off the GUI thread; the draft list counts the checks down as they come back."""
+        library, store = list(self.facts.values()), self.store
+        self.checking[main.path] = (0, len(draft_candidates(main, library)))
+
+        def check(job: Job[tuple[str, int]]) -> tuple[str, list[tuple[ModelFacts, Verdict]]]:
+            return main.path, check_drafts(main, library, store, lambda n: job.report((main.path, n)))
+
+        self.background.start(check, self._on_verdicts, progress=self._on_checked)
+
+    def _on_checked(self, progress: tuple[str, int]) -> None:
+        path, done = progress
+        if path not in self.checking:
             return
-        candidates, store = [f for f in self.facts.values() if f.path != main.path], self.store
-        check = lambda: (
-            main.path,
-            [(d, check_pair(Path(main.path), Path(d.path), store)) for d in candidates],
-        )
-        self.background.run(check, self._on_verdicts)
+        total = self.checking[path][1]
+        self.checking[path] = (done, total)
+        main = self.current_main()
+        row = self.draft_model.item(2) if self.draft_model.rowCount() > 2 else None
+        if main is not None and main.path == path and row is not None and row.data(KEY) is None:
+            row.setText(checking_text(total, done))
 
     def _on_verdicts(self, result: tuple[str, list[tuple[ModelFacts, Verdict]]]) -> None:
         path, verdicts = result
         self.verdicts[path] = verdicts
+        self.checking.pop(path, None)
         main = self.current_main()
         if main is not None and main.path == path:
             self._fill_drafts()
@@ -247,8 +266,9 @@ class PickerDialog(QDialog):
         self.show_incompatible.setVisible(bool(hidden))
         pending = main is not None and main.path not in self.verdicts
         self.use_button.setEnabled(main is not None)
-        if pending:
-            self.fit_label.setText("Checking drafts…")
+        if main is not None and pending:
+            done, total = self.checking.get(main.path, (0, 0))
+            self.draft_model.appendRow(checking_row(total, done))
         self.suggestions.show_for(main, compatible, not pending)
         self.drafts.setCurrentIndex(self.draft_model.index(2 if compatible else 0, 0))
         self._update_fit()

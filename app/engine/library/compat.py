@@ -181,8 +181,23 @@ def _model_reasons(main: ModelFacts, draft: ModelFacts) -> list[Reason]:
     return out
 
 
-def check_pair(main_dir: Path, draft_dir: Path, store: Store | None = None) -> Verdict:
-    """The verdict for one pair; cached by both folders' fingerprints."""
+def _vocabulary(folder: Path, kept: dict[Path, Vocabulary] | None) -> Vocabulary:
+    if kept is None:
+        return read_vocabulary(folder)
+    if folder not in kept:
+        kept[folder] = read_vocabulary(folder)
+    return kept[folder]
+
+
+def check_pair(
+    main_dir: Path,
+    draft_dir: Path,
+    store: Store | None = None,
+    vocabularies: dict[Path, Vocabulary] | None = None,
+) -> Verdict:
+    """The verdict for one pair; cached by both folders' fingerprints. `vocabularies`, when given,
+    keeps each vocabulary read, so checking many drafts for one main parses the main's tokenizer
+    (seconds for a large vocabulary) once instead of once per draft."""
     store = store or Store()
     main = model_facts(Path(main_dir), store=store)
     draft = model_facts(Path(draft_dir), store=store)
@@ -192,7 +207,10 @@ def check_pair(main_dir: Path, draft_dir: Path, store: Store | None = None) -> V
         return Verdict.from_json(cached)
     reasons = _model_reasons(main, draft)
     try:
-        main_vocab, draft_vocab = read_vocabulary(Path(main_dir)), read_vocabulary(Path(draft_dir))
+        main_vocab, draft_vocab = (
+            _vocabulary(Path(main_dir), vocabularies),
+            _vocabulary(Path(draft_dir), None),
+        )
     except VocabError as exc:
         reasons.append(Reason("tokenizer_missing", REFUSE, str(exc)))
     else:

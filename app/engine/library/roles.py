@@ -7,6 +7,7 @@ a test) sees the same order, roles and reasons the picker offers.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from app.engine.library.facts import ModelFacts
 from app.engine.library.ranking import rank_drafts
 from app.engine.library.recommended import RECOMMENDED
 from app.engine.library.store import Store
+from app.engine.library.vocab import Vocabulary
 
 MAIN, DRAFT = "main", "draft"
 # A model at most this share of a same-vocabulary model's size is suggested as its draft.
@@ -157,12 +159,27 @@ def recommended_drafts(main: ModelFacts) -> list[DownloadableDraft]:
     return out
 
 
+def draft_candidates(main: ModelFacts, library: list[ModelFacts]) -> list[ModelFacts]:
+    """The models checked as drafts for `main`: every other one."""
+    return [d for d in library if d.path != main.path]
+
+
 def check_drafts(
-    main: ModelFacts, library: list[ModelFacts], store: Store | None = None
+    main: ModelFacts,
+    library: list[ModelFacts],
+    store: Store | None = None,
+    on_checked: Callable[[int], None] | None = None,
 ) -> list[tuple[ModelFacts, Verdict]]:
-    """Every other model's verdict as a draft for `main`, as the picker asks for them."""
-    others = [d for d in library if d.path != main.path]
-    return [(d, check_pair(Path(main.path), Path(d.path), store)) for d in others]
+    """Every other model's verdict as a draft for `main`, as the picker asks for them; the main's
+    vocabulary is read once. `on_checked(n)` follows each verdict, so a picker can say how far
+    it has got: a first check of a large library reads every tokenizer and takes a while."""
+    vocabularies: dict[Path, Vocabulary] = {}
+    out = []
+    for d in draft_candidates(main, library):
+        out.append((d, check_pair(Path(main.path), Path(d.path), store, vocabularies)))
+        if on_checked is not None:
+            on_checked(len(out))
+    return out
 
 
 def describe_library(

@@ -72,3 +72,20 @@ def test_facts_cached_before_the_damage_check_are_read_again(toy_models, tmp_pat
     stale = compute_facts(broken).to_json() | {"problems": [], "weights_digest": None}
     store.put("facts", folder_fingerprint(broken), stale)  # as an older version cached it
     assert not facts_for([broken], store=store)[0].usable
+
+
+def test_checking_drafts_reads_the_mains_vocabulary_once_and_counts(toy_models, tmp_path, monkeypatch):
+    from app.engine.library import compat
+    from app.engine.library.facts import facts_for
+    from app.engine.library.roles import check_drafts
+
+    main = copy(Path(toy_models.main), tmp_path / "main")
+    drafts = [copy(Path(toy_models.draft), tmp_path / f"draft-{n}") for n in range(3)]
+    read, real = [], compat.read_vocabulary
+    monkeypatch.setattr(compat, "read_vocabulary", lambda folder: read.append(folder) or real(folder))
+    store = Store(tmp_path / "cache.sqlite3")
+    library = facts_for([main, *drafts], store=store)
+    counted: list[int] = []
+    verdicts = check_drafts(library[0], library, store, counted.append)
+    assert [v.compatible for _, v in verdicts] == [True, True, True] and counted == [1, 2, 3]
+    assert read.count(main) == 1 and sorted(read[1:]) == drafts
