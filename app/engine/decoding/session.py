@@ -21,6 +21,7 @@ from typing import Any
 import mlx.core as mx
 
 from app.engine.decoding.caches import misfit
+from app.engine.decoding.chunking import CHUNK_SECONDS, ChunkPacer
 from app.engine.decoding.events import EngineError, ErrorKind, PrefillProgress
 from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.shapes import buckets
@@ -54,18 +55,23 @@ class ChatSession:
 
     `bucketed`: every pass runs at one of `buckets.PASS_SIZES` (`buckets.run`); `padded_keys`: the
     caches hand attention keys padded to a few lengths (`padded_cache`). Both keep a GPU from
-    compiling kernels mid-answer and default to on there, off on the CPU."""
+    compiling kernels mid-answer and default to on there, off on the CPU.
+
+    `prefill_chunk` is the largest prefill pass; each is sized to take about `chunk_seconds`
+    (`chunking.py`), or is always the largest when that is None."""
 
     def __init__(
         self,
         pair: ModelPair,
         *,
         prefill_chunk: int = PREFILL_CHUNK,
+        chunk_seconds: float | None = CHUNK_SECONDS,
         bucketed: bool | None = None,
         padded_keys: bool | None = None,
     ) -> None:
         self.pair = pair
         self.prefill_chunk = prefill_chunk
+        self.pacer = ChunkPacer(prefill_chunk, chunk_seconds)
         self.bucketed = buckets.on_gpu() if bucketed is None else bucketed
         self.padded_keys = buckets.on_gpu() if padded_keys is None else padded_keys
         self.main_cache = self.new_cache(pair.main)
@@ -244,8 +250,9 @@ class ChatSession:
         """Make the caches hold `prompt[:-1]` and set `pending = prompt[-1]`.
 
         Reuses the longest common prefix of what the caches already hold (an edited or
-        regenerated turn trims back to it). Cancellable between chunks; a cancel leaves the
-        caches consistent with `tokens` and `pending` unset.
+        regenerated turn trims back to it). Cancellable between chunks, which are sized to
+        take well under a second each; a cancel leaves the caches consistent with `tokens` and
+        `pending` unset.
         """
         if not prompt:
             raise ValueError("the prompt is empty")
@@ -258,12 +265,15 @@ class ChatSession:
         done = 0
         start = time.perf_counter()
         yield PrefillProgress(0, total, 0.0)
-        for ids, is_draft in ((main_todo, False), (draft_todo, True)):
-            for at in range(0, len(ids), self.prefill_chunk):
+        for ids, role in ((main_todo, "main"), (draft_todo, "draft")):
+            at = 0
+            while at < len(ids):
                 if cancel is not None and cancel.is_set():
                     return
-                chunk = ids[at : at + self.prefill_chunk]
-                if is_draft:
+                size = self.pacer.size(role)
+                chunk = ids[at : at + size]
+                began = time.perf_counter()
+                if role == "draft":
                     # draft_todo is empty unless this pair can speculate
                     assert self.pair.draft is not None and self.draft_cache is not None
                     self._feed(self.pair.draft.model, self.draft_cache, chunk)
@@ -271,8 +281,11 @@ class ChatSession:
                 else:
                     self._feed(self.pair.main.model, self.main_cache, chunk)
                     self.tokens.extend(chunk)
+                now = time.perf_counter()
+                self.pacer.record(role, size, len(chunk), now - began)
+                at += len(chunk)
                 done += len(chunk)
-                yield PrefillProgress(done, total, time.perf_counter() - start)
+                yield PrefillProgress(done, total, now - start)
         self.pending = prompt[-1]
 
     def catch_up_draft(self) -> list[int]:
