@@ -51,6 +51,7 @@ class NewModels(QObject):
         self.dialog, self.prefer = dialog, main
         dialog.library_changed.connect(lambda: select_main(dialog, self.prefer))
         dialog.downloads.downloaded.connect(lambda folder: self._downloaded(dialog, folder))
+        dialog.copy_made.connect(lambda _copy, main: setattr(self, "prefer", main))
 
     def _downloaded(self, dialog: PickerDialog, folder: str) -> None:
         # The picker rescans on the same signal; its result comes back later, to this preference.

@@ -30,6 +30,7 @@ from app.engine.library.compat import Verdict
 from app.engine.library.discovery import Found, Sources, scan_library
 from app.engine.library.facts import ModelFacts
 from app.engine.library.memory import MemoryFit, memory_fit
+from app.engine.library.precision import DevicePrecision, this_device
 from app.engine.library.recommended import RECOMMENDED
 from app.engine.library.roles import check_drafts, draft_candidates
 from app.engine.library.store import Store
@@ -41,6 +42,7 @@ from app.ui.empty_library import EmptyLibrary
 from app.ui.error_banner import show_error_dialog
 from app.ui.hosts_dialog import HostsDialog
 from app.ui.platform_words import machines, this_machine
+from app.ui.precision_notice import PrecisionNotice, select_path
 from app.ui.window_state import app_settings
 
 PLAIN, LOOKUP = "plain", "lookup"
@@ -77,6 +79,7 @@ class PickerDialog(QDialog):
     drafts_changed = Signal()
     import_requested = Signal(str)  # a GGUF file found by the scan, to import
     measure_requested = Signal(str, str)  # main and draft folders to race in the arena
+    copy_made = Signal(str, str)  # a 16-bit copy's folder, and the main to show once it is listed
 
     def __init__(
         self,
@@ -126,15 +129,20 @@ class PickerDialog(QDialog):
         self.suggestions = DraftSuggestions(
             self.drafts, lambda r: self.downloads.enqueue([r]), self._measure, human_bytes
         )
+        self.main_precision = PrecisionNotice(self.background)
+        self.draft_precision = PrecisionNotice(self.background)
+        self.prefer_main: str | None = None  # a copy just made, to select once it is listed
+        self.prefer_draft: str | None = None
 
         columns = QHBoxLayout()
-        for title, view, extra in (
-            ("Main model", self.mains, None),
-            ("Draft", self.drafts, self.show_incompatible),
+        for title, view, notice, extra in (
+            ("Main model", self.mains, self.main_precision, None),
+            ("Draft", self.drafts, self.draft_precision, self.show_incompatible),
         ):
             box = QVBoxLayout()
             box.addWidget(QLabel(f"<b>{title}</b>"))
             box.addWidget(view)
+            box.addWidget(notice)
             if extra is not None:
                 box.addWidget(extra)
                 box.addWidget(self.suggestions)
@@ -157,6 +165,12 @@ class PickerDialog(QDialog):
 
         self.mains.selectionModel().currentChanged.connect(lambda *_: self._on_main_changed())
         self.drafts.selectionModel().currentChanged.connect(lambda *_: self._update_fit())
+        self.drafts.selectionModel().currentChanged.connect(
+            lambda *_: self.draft_precision.show_for(self.facts.get(self.current_draft_key() or ""))
+        )
+        self.main_precision.made.connect(lambda folder: self._copy_made(folder, as_main=True))
+        self.draft_precision.made.connect(lambda folder: self._copy_made(folder, as_main=False))
+        self.background.run(this_device, self._on_device)
         self.show_incompatible.toggled.connect(lambda *_: self._fill_drafts())
         self.context.valueChanged.connect(lambda *_: self._update_fit())
         self.use_button.clicked.connect(self._on_use)
@@ -199,7 +213,9 @@ class PickerDialog(QDialog):
         self.state_label.setText(f"{len(usable)} model(s) found{gguf_note}")
         self.recommended.setVisible(not usable)
         self.empty_note.setVisible(not facts)
-        if usable:
+        if self.prefer_main and select_path(self.mains, self.main_model, self.prefer_main):
+            self.prefer_main = None
+        elif usable:
             self.mains.setCurrentIndex(self.main_model.index(0, 0))
         self._fill_drafts()
         self.library_changed.emit()
@@ -210,6 +226,7 @@ class PickerDialog(QDialog):
 
     def _on_main_changed(self) -> None:
         main = self.current_main()
+        self.main_precision.show_for(main)
         if main is not None and main.path not in self.verdicts and main.path not in self.checking:
             self._check_drafts(main)
         self._fill_drafts()
@@ -271,8 +288,24 @@ class PickerDialog(QDialog):
             self.draft_model.appendRow(checking_row(total, done))
         self.suggestions.show_for(main, compatible, not pending)
         self.drafts.setCurrentIndex(self.draft_model.index(2 if compatible else 0, 0))
+        if self.prefer_draft and select_path(self.drafts, self.draft_model, self.prefer_draft):
+            self.prefer_draft = None
         self._update_fit()
         self.drafts_changed.emit()
+
+    def _on_device(self, device: DevicePrecision) -> None:
+        for notice in (self.main_precision, self.draft_precision):
+            notice.set_device(device)
+
+    def _copy_made(self, folder: str, as_main: bool) -> None:
+        """A 16-bit copy is in the library: list it, chosen where its original was."""
+        main = self.current_main()
+        if as_main or main is None:
+            self.prefer_main = folder
+        else:
+            self.prefer_main, self.prefer_draft = main.path, folder
+        self.copy_made.emit(folder, self.prefer_main)
+        self.refresh()
 
     def _measure(self) -> None:
         if (main := self.current_main()) is not None and (key := self.current_draft_key()):

@@ -79,7 +79,7 @@ def test_models_json_lists_what_the_picker_offers(qtbot, toy_models, toy_mismatc
     root = library(toy_models, toy_mismatched_draft, tmp_path / "lib")
     dialog = open_picker(qtbot, Sources(None, None, root, use_hub=False), 3)
     dialog.show_incompatible.setChecked(True)
-    args = ["models", "--json", "--models-dir", str(root), "--no-hub", "--no-lmstudio"]
+    args = ["models", "--json", "--models-dir", str(root), "--no-hub", "--no-lmstudio", "--no-fetched"]
     assert cli_main(args) == 0
     listing = json.loads(capsys.readouterr().out)["models"]
     assert [m["path"] for m in listing] == [

@@ -2,10 +2,12 @@
 
 MLX's GPU backends (Metal, CUDA) have fast kernels for quantized matrix products, so 4-bit
 models there are both small and quick. Its CPU build has none: a quantized product runs a
-generic loop, while a float32 product goes to BLAS. Measured on this project's Linux CPU machine
-with SmolLM2-135M, the 4-bit model read a prompt in 42-56 s and wrote 0.7 tokens/s; the 16-bit
-one read it in 0.44 s and wrote 5.1 tokens/s. So where MLX computes on the CPU, new models
-default to 16 bits, and a 4-bit model gets a warning with a one-click 16-bit copy.
+generic loop, while a float32 product goes to BLAS. Measured on a 2-core Linux machine with
+SmolLM2-135M through mlx-lm (a 247-token message, 32 tokens written): its 4-bit GGUF import
+(group 32) read at 0.6 tokens/s and wrote 0.5 tokens/s, mlx-lm's own 4-bit quantization
+(group 64) read at 3.4-4.6 and wrote 2.1-2.6, and the unquantized float32 model read at
+67-154 and wrote 3.9-7.0. So where MLX computes on the CPU, new models default to 16 bits, and
+a 4-bit model gets a warning with a one-click 16-bit copy.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from dataclasses import dataclass
 
 QUANTIZED_DEFAULT = 4
 UNQUANTIZED = 16
-# measured generation speeds (tokens/s) above, for the warning's words
-SLOWDOWN = 7
-PROMPT_SLOWDOWN = 100
+# how much slower quantized models were in the measurements above, for the warning's words
+SLOWDOWN = "2 to 14"
+PROMPT_SLOWDOWN = "17 to 250"
 
 
 def mlx_on_gpu() -> bool:
@@ -29,8 +31,8 @@ def mlx_on_gpu() -> bool:
 def default_bits() -> int:
     """The precision a new import or fetch gets when none is asked for: 4 bits where MLX runs on
     a GPU, whose quantized kernels make 4-bit models quick and four times smaller; 16 bits where
-    it computes on the CPU, whose build has no fast quantized kernels (about 7 times slower to
-    write and up to 100 times slower to read a prompt than 16 bits; see the module docstring)."""
+    it computes on the CPU, whose build has no fast quantized kernels (2 to 14 times slower to
+    write and 17 to 250 times slower to read a prompt than 16 bits; see the module docstring)."""
     return QUANTIZED_DEFAULT if mlx_on_gpu() else UNQUANTIZED
 
 
@@ -40,7 +42,7 @@ def default_words() -> str:
         return f"default here {QUANTIZED_DEFAULT}: MLX runs on a GPU, where 4-bit models are quick"
     return (
         f"default here {UNQUANTIZED}: MLX runs on this computer's processor, where 4-bit models "
-        f"are about {SLOWDOWN}x slower; 4 where MLX runs on a GPU"
+        f"are {SLOWDOWN} times slower; 4 where MLX runs on a GPU"
     )
 
 
@@ -83,7 +85,7 @@ def this_device() -> DevicePrecision:
 def slow_model_warning(bits: int) -> str:
     """The warning for a `bits`-bit model on a device where quantized models are slow."""
     return (
-        f"This model is stored at {bits} bits. {bits}-bit models run about {SLOWDOWN}× slower on "
-        "this computer's processor than 16-bit ones, and take up to "
-        f"{PROMPT_SLOWDOWN}× longer to read a message: expect under 1 word per second."
+        f"This model is stored at {bits} bits. On this computer's processor, {bits}-bit models "
+        f"write {SLOWDOWN} times slower than 16-bit ones and read a message {PROMPT_SLOWDOWN} "
+        "times slower: expect about a word per second or less."
     )

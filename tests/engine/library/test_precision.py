@@ -49,5 +49,5 @@ def test_an_explicit_bits_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_the_warning_says_how_slow_in_plain_words() -> None:
     words = precision.slow_model_warning(4)
-    assert "4-bit models run about 7× slower on this computer's processor than 16-bit ones" in words
-    assert "expect under 1 word per second" in words
+    assert "On this computer's processor, 4-bit models write 2 to 14 times slower than 16-bit ones" in words
+    assert "expect about a word per second or less" in words

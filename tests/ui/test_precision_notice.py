@@ -1,0 +1,83 @@
+"""A quantized model chosen where MLX computes on the CPU is warned about in plain words, and one
+click makes a 16-bit copy that joins the library and is selected; on a GPU nothing is said."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.engine.library import precision
+from app.engine.library.discovery import Sources
+from app.engine.library.paths import models_dir
+from app.ui.picker import KEY, PickerDialog, describe
+from tests.engine.library.test_unquantized_copy import quantize
+
+BIG = 64 * 2**30
+WARNING = "On this computer's processor, 4-bit models write 2 to 14 times slower than 16-bit ones"
+
+
+def open_picker(qtbot, library: Path) -> PickerDialog:
+    """The picker over a folder of other models, with SpecChat's own folder where copies land."""
+    dialog = PickerDialog(
+        Sources(None, None, models_dir(), extra=(library,), use_hub=False), usable_memory=BIG
+    )
+    qtbot.addWidget(dialog)
+    dialog.resize(1000, 720)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    qtbot.waitUntil(lambda: dialog.current_main() is not None and dialog.drafts_checked(), timeout=60_000)
+    return dialog
+
+
+def listed(dialog: PickerDialog) -> list[str]:
+    return sorted(Path(dialog.main_model.item(r).data(KEY)).name for r in range(dialog.main_model.rowCount()))
+
+
+def test_a_4_bit_main_on_the_cpu_is_warned_and_copied_at_16_bits(qtbot, toy_models, tmp_path, monkeypatch):
+    monkeypatch.setattr(precision, "mlx_on_gpu", lambda: False)
+    quantize(toy_models.main, tmp_path / "other-app" / "toy-main-4bit")
+    dialog = open_picker(qtbot, tmp_path / "other-app")
+    notice = dialog.main_precision
+    qtbot.waitUntil(notice.copy_button.isVisible, timeout=30_000)
+    assert WARNING in notice.text.text() and "expect about a word per second or less" in notice.text.text()
+    assert notice.copy_button.text() == "Make a 16-bit copy"
+
+    notice.copy_button.click()
+    qtbot.waitUntil(lambda: dialog.current_main().name == "toy-main-16bit", timeout=120_000)
+    copy = dialog.current_main()
+    assert Path(copy.path).parent == models_dir()  # in SpecChat's own folder, not the other app's
+    assert copy.bits is not None and copy.bits >= 16 and f"{copy.bits}-bit" in describe(copy)
+    assert listed(dialog) == ["toy-main-16bit", "toy-main-4bit"]
+    qtbot.waitUntil(lambda: not notice.isVisible(), timeout=10_000)  # the copy needs no warning
+
+
+def test_a_4_bit_draft_is_copied_and_chosen_beside_the_same_main(qtbot, toy_models, tmp_path, monkeypatch):
+    monkeypatch.setattr(precision, "mlx_on_gpu", lambda: False)
+    library = tmp_path / "other-app"
+    quantize(toy_models.main, library / "toy-main-4bit")
+    quantize(toy_models.draft, library / "toy-draft-4bit")
+    dialog = open_picker(qtbot, library)
+    main = dialog.current_main().path
+    assert dialog.current_draft_key().endswith("toy-draft-4bit")
+    qtbot.waitUntil(dialog.draft_precision.copy_button.isVisible, timeout=30_000)
+    assert WARNING in dialog.draft_precision.text.text()
+
+    dialog.draft_precision.copy_button.click()
+    qtbot.waitUntil(lambda: (dialog.current_draft_key() or "").endswith("toy-draft-16bit"), timeout=120_000)
+    assert dialog.current_main().path == main
+
+
+@pytest.mark.parametrize("quantized", [True, False])
+def test_nothing_is_said_on_a_gpu_or_of_an_unquantized_model(
+    qtbot, toy_models, tmp_path, monkeypatch, quantized
+):
+    monkeypatch.setattr(precision, "mlx_on_gpu", lambda: quantized)  # a GPU when the model is quantized
+    if quantized:
+        quantize(toy_models.main, tmp_path / "other-app" / "toy-main-4bit")
+    else:
+        shutil.copytree(toy_models.main, tmp_path / "other-app" / "toy-main")
+    dialog = open_picker(qtbot, tmp_path / "other-app")
+    qtbot.waitUntil(lambda: dialog.main_precision.device is not None, timeout=30_000)
+    assert not dialog.main_precision.isVisible() and not dialog.draft_precision.isVisible()
