@@ -81,3 +81,33 @@ def test_nothing_is_said_on_a_gpu_or_of_an_unquantized_model(
     dialog = open_picker(qtbot, tmp_path / "other-app")
     qtbot.waitUntil(lambda: dialog.main_precision.device is not None, timeout=30_000)
     assert not dialog.main_precision.isVisible() and not dialog.draft_precision.isVisible()
+
+
+def test_in_the_window_the_copy_stays_selected_over_the_loaded_main(qtbot, toy_models, tmp_path, monkeypatch):
+    """The window keeps its loaded main selected across the picker's rescans; a copy just made
+    replaces it there."""
+    from app.devtools.fake_engine import FakeEngine
+    from app.ui.main_window import MainWindow
+
+    monkeypatch.setattr(precision, "mlx_on_gpu", lambda: False)
+    library = tmp_path / "other-app"
+    quantize(toy_models.main, library / "toy-main-4bit")
+    shutil.copytree(toy_models.draft, library / "toy-draft")
+    w = MainWindow(
+        engine_factory=lambda emit: FakeEngine(emit),
+        sources=Sources(None, None, models_dir(), extra=(library,), use_hub=False),
+        restore_pair=False,
+    )
+    qtbot.addWidget(w)
+    dialog = w.picker()
+    w.new_models.prefer = str(library / "toy-draft")  # as if the draft were the loaded main
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitUntil(lambda: dialog.current_main() is not None, timeout=30_000)
+    qtbot.waitUntil(lambda: dialog.current_main().name == "toy-draft", timeout=10_000)
+    dialog.mains.setCurrentIndex(dialog.main_model.index(0, 0))
+    assert dialog.current_main().name == "toy-main-4bit"
+    qtbot.waitUntil(dialog.main_precision.copy_button.isVisible, timeout=30_000)
+    dialog.main_precision.copy_button.click()
+    qtbot.waitUntil(lambda: len(listed(dialog)) == 3, timeout=120_000)
+    qtbot.waitUntil(lambda: dialog.current_main().name == "toy-main-16bit", timeout=10_000)
