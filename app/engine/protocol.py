@@ -54,6 +54,8 @@ __all__ = [
     "GenerationFinished",
     "GenerationStats",
     "LoadPair",
+    "LoadQueued",
+    "LoadStarted",
     "LosslessReport",
     "LosslessVerdict",
     "MeasureBaseline",
@@ -215,6 +217,20 @@ class PairLoaded:
 
 
 @dataclass(frozen=True, slots=True)
+class LoadQueued:
+    """A load submitted while other work runs or waits: sent at once, as that work is told to
+    stop. `stopping`: what runs stops at its next safe point (an answer, the arena, a check, a
+    measurement); False: it is a load, which cannot stop halfway, so this one waits for it."""
+
+    stopping: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LoadStarted:
+    """The load that was queued (`LoadQueued`) begins now."""
+
+
+@dataclass(frozen=True, slots=True)
 class GenerationContext:
     """Sent before a generation's prefill: the context it decodes at, for the baseline lookup."""
 
@@ -223,7 +239,15 @@ class GenerationContext:
 
 
 Reply = (
-    Event | PairLoaded | GenerationContext | LosslessReport | ArenaProgress | ArenaFinished | BaselineMeasured
+    Event
+    | PairLoaded
+    | LoadQueued
+    | LoadStarted
+    | GenerationContext
+    | LosslessReport
+    | ArenaProgress
+    | ArenaFinished
+    | BaselineMeasured
 )
 
 

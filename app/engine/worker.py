@@ -46,6 +46,8 @@ from app.engine.protocol import (
     Generate,
     GenerationContext,
     LoadPair,
+    LoadQueued,
+    LoadStarted,
     MeasureBaseline,
     PairLoaded,
     Reply,
@@ -57,6 +59,10 @@ from app.engine.protocol import (
     WarmUpProgress,
     WorkerMessage,
 )
+
+_NOT_LOADED = "the load was cancelled before it began; the models loaded before stay loaded"
+# seconds a load waits before it says so: a command's last steps after its final reply are no wait
+ANNOUNCE_AFTER = 0.25
 
 
 class EngineWorker:
@@ -80,8 +86,10 @@ class EngineWorker:
         # this one starts commands: the lock orders the two)
         self._lock = threading.Lock()
         self._running: int | None = None
+        self._running_command: Command | None = None
         self._last_started = 0
         self._cancelled_early: set[int] = set()
+        self._queued_loads: set[int] = set()  # loads that said `LoadQueued`, to say `LoadStarted`
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._pair: ModelPair | None = None
         self._session: ChatSession | None = None
@@ -92,9 +100,36 @@ class EngineWorker:
         self._thread.start()
 
     def submit(self, command: Command) -> int:
-        request = next(self._ids)
-        self._queue.put((request, command))
+        """Queue `command`; its request id comes back at once.
+
+        A LoadPair replaces the pair, so it also cancels what runs and what waits before it:
+        those stop at their next safe point (within a round or a prefill chunk) instead of
+        keeping the new pair waiting. A load that waits longer than `ANNOUNCE_AFTER` says so
+        (`LoadQueued`, then `LoadStarted`). A load that has not begun when another is submitted
+        is skipped."""
+        with self._lock:
+            request = next(self._ids)
+            if isinstance(command, LoadPair):
+                earlier = range(self._last_started + 1, request)
+                if self._running is not None or earlier:
+                    timer = threading.Timer(ANNOUNCE_AFTER, self._announce_wait, (request,))
+                    timer.daemon = True
+                    timer.start()
+                if self._running is not None:
+                    self._cancel.set()
+                self._cancelled_early.update(earlier)
+            self._queue.put((request, command))
         return request
+
+    def _announce_wait(self, request: int) -> None:
+        """Say that the load `request` waits, unless it has begun (on a timer's thread)."""
+        with self._lock:
+            if request <= self._last_started:
+                return
+            # a load that runs cannot stop halfway: this one waits for it
+            stopping = not isinstance(self._running_command, LoadPair)
+            self._queued_loads.add(request)
+            self._emit(WorkerMessage(request, LoadQueued(stopping)))
 
     def cancel(self, request: int | None = None) -> None:
         """Stop a command at its next safe point (between rounds or chunks): `request`, or
@@ -133,19 +168,28 @@ class EngineWorker:
             request, command = item
             with self._lock:
                 self._running = self._last_started = request
+                self._running_command = command
                 if request in self._cancelled_early:
                     self._cancelled_early.discard(request)
                     self._cancel.set()
                 else:
                     self._cancel.clear()
+                queued = request in self._queued_loads
+                self._queued_loads.discard(request)
             try:
+                if isinstance(command, LoadPair) and self._cancel.is_set():
+                    # replaced (or cancelled) before it began: the pair loaded now stays
+                    self._emit(WorkerMessage(request, EngineError(_NOT_LOADED, kind=ErrorKind.STATE)))
+                    continue
+                if queued:
+                    self._emit(WorkerMessage(request, LoadStarted()))
                 self._handle(request, command)
             except Exception as exc:
                 detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
                 self._emit(WorkerMessage(request, EngineError(detail, kind=ErrorKind.CRASH)))
             finally:
                 with self._lock:
-                    self._running = None
+                    self._running = self._running_command = None
 
     def _policy_for(self, speculation: SpeculationSettings) -> DraftPolicy:
         """Adaptive controllers live as long as the loaded pair (costs are the machine's), and
