@@ -23,7 +23,7 @@ from app.engine.features.figures import (
     speedup_text,
     stream_rate,
 )
-from app.engine.policy.oracle import Oracle, RoundRecord, best_fixed
+from app.engine.policy.oracle import Oracle, RoundRecord, Tally
 
 RATE_WINDOW_S = 1.0  # tok/s is averaged over the last second of engine time
 CSV_FIELDS = (
@@ -95,10 +95,19 @@ class Telemetry:
     histogram: list[int] = field(default_factory=list)  # index: accepted drafts in a drafting round
     # rounds whose time the controller left out of its costs (a pass shape's first use), by round
     left_out: list[tuple[int, SlowRound]] = field(default_factory=list)
-    _records: list[RoundRecord] = field(default_factory=list)
+    _tally: Tally = field(init=False, compare=False, repr=False)  # the oracle's sums, asked each batch
+    # drafting rounds, their drafts, those kept, and those kept from the prompt: summed as rounds
+    # come, since the dashboard asks for them every batch
+    _drafting: int = 0
+    _proposed: int = 0
+    _accepted: int = 0
+    _from_prompt: int = 0
     _last_round_time: float | None = None
     _window: int = 0  # first token inside the rate window, while token times never go back
     _in_order: bool = True
+
+    def __post_init__(self) -> None:
+        self._tally = Tally(self.max_k)
 
     def token(self, event: TokenEvent) -> None:
         t, times = event.time, self.token_times
@@ -144,9 +153,13 @@ class Telemetry:
         if event.left_out is not None:
             self.left_out.append((event.index, event.left_out))
         if event.left_out is None:  # a one-time cost is no fixed k's price either (the oracle's)
-            self._records.append(RoundRecord.of(event, wall))
+            self._tally.add(RoundRecord.of(event, wall))
         self.k_series.append((event.index, event.k))
         if event.k:
+            self._drafting += 1
+            self._proposed += event.k
+            self._accepted += event.accepted
+            self._from_prompt += event.accepted if event.source.value == "lookup" else 0
             self._grow(event.k)
             self.histogram[event.accepted] += 1
             for i in range(min(event.accepted + 1, event.k)):
@@ -166,20 +179,19 @@ class Telemetry:
         return [h / t if t else 0.0 for h, t in zip(self.hits, self.trials)]
 
     def oracle(self) -> Oracle | None:
-        return best_fixed(self._records, self.max_k)
+        return self._tally.oracle()
 
     def figures(self) -> AnswerFigures:
         """This generation's numbers, by the definitions every view uses (app.engine.features.figures)."""
         times = self.token_times
-        drafting = [r for r in self.rows if r.k]
         return answer_figures(
             tokens=len(times),
             tok_s=stream_rate(len(times), times[0] if times else None, times[-1] if times else 0.0),
             plain_tok_s=self.plain_tok_s,
-            proposed=sum(r.k for r in drafting),
-            accepted=sum(r.accepted for r in drafting),
-            drafting_rounds=len(drafting),
-            from_prompt=sum(r.accepted for r in drafting if r.source == "lookup"),
+            proposed=self._proposed,
+            accepted=self._accepted,
+            drafting_rounds=self._drafting,
+            from_prompt=self._from_prompt,
         )
 
     def summary(self, figures: AnswerFigures | None = None) -> Summary:

@@ -12,7 +12,6 @@ It is runtime code: the arena and the dashboard's telemetry report it, and the b
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -74,54 +73,85 @@ class Oracle:
     speedup_by_k: tuple[float, ...]  # k = 1, 2, ...
 
 
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else 0.0
+class _Mean:
+    """A running mean: the tally keeps sums, not every sample."""
+
+    __slots__ = ("n", "total")
+
+    def __init__(self) -> None:
+        self.total, self.n = 0.0, 0
+
+    def add(self, x: float) -> None:
+        self.total += x
+        self.n += 1
+
+    @property
+    def value(self) -> float:
+        return self.total / self.n if self.n else 0.0
 
 
-def _costs(by_n: dict[int, list[float]], up_to: int) -> list[float]:
+def _costs(by_n: dict[int, _Mean], up_to: int) -> list[float]:
     """Mean cost per measured n; a least-squares line elsewhere (proportional to n while only
     one size is measured); non-decreasing."""
-    measured = {n: _mean(v) for n, v in by_n.items()}
-    line = fit_line([(n, measured[n], len(v)) for n, v in by_n.items()])
+    measured = {n: m.value for n, m in by_n.items()}
+    line = fit_line([(n, measured[n], m.n) for n, m in by_n.items()])
     return cost_curve(measured, line, up_to)
+
+
+class Tally:
+    """What the oracle reads from rounds, kept as sums: a round is added once, and asking again
+    after more rounds costs the same however long the answer (the dashboard asks every batch)."""
+
+    def __init__(self, max_k: int = 8) -> None:
+        self.max_k = max_k
+        self.hits, self.trials = [0] * max_k, [0] * max_k
+        self.drafting: dict[int, _Mean] = {}
+        self.verify: dict[int, _Mean] = {}
+        self.overhead = _Mean()
+        self.queued = _Mean()  # per token, plain steps queued under the round before
+
+    def add(self, r: RoundRecord) -> None:
+        if r.overlapped:
+            if r.wall_seconds > 0:
+                self.queued.add(r.wall_seconds)
+            return
+        self.verify.setdefault(r.k + 1, _Mean()).add(r.verify_seconds)
+        if r.wall_seconds > 0:
+            self.overhead.add(max(0.0, r.wall_seconds - r.draft_seconds - r.verify_seconds))
+        if r.k and r.source == "draft":
+            for i in range(min(r.accepted + 1, r.k, self.max_k)):
+                self.trials[i] += 1
+                self.hits[i] += i < r.accepted
+            if r.catch_up <= 1:
+                self.drafting.setdefault(r.k, _Mean()).add(r.draft_seconds)
+
+    def oracle(self) -> Oracle | None:
+        """None when the rounds cannot tell (no draft-model rounds, or no plain step measured,
+        alone or queued)."""
+        max_k, trials = self.max_k, self.trials
+        if not trials[0] or (1 not in self.verify and not self.queued.n) or not self.drafting:
+            return None
+        rates, prev = [], 0.0
+        for h, t in zip(self.hits, trials):
+            prev = h / t if t else prev
+            rates.append(prev)
+        costs = _costs(self.verify, max_k + 1)
+        draft = _costs(self.drafting, max_k)
+        o = self.overhead.value
+        # plain decoding as it runs (its steps queued, the loop's Python hidden) where it was
+        # seen; a one-at-a-time plain round otherwise
+        plain = 1.0 / self.queued.value if self.queued.n else 1.0 / (o + costs[0])
+        observed = max(i + 1 for i in range(max_k) if trials[i])  # no extrapolating acceptance
+        speedups = tuple(
+            expected_tokens(rates[:k]) / (o + draft[k - 1] + costs[k]) / plain for k in range(1, observed + 1)
+        )
+        best = max(range(observed), key=lambda i: speedups[i])
+        return Oracle(best + 1, speedups[best], tuple(rates), speedups)
 
 
 def best_fixed(rounds: Iterable[RoundRecord], max_k: int = 8) -> Oracle | None:
     """None when the rounds cannot tell (no draft-model rounds, or no plain step measured, alone or queued)."""
-    hits, trials = [0] * max_k, [0] * max_k
-    drafting: dict[int, list[float]] = defaultdict(list)
-    verify: dict[int, list[float]] = defaultdict(list)
-    overhead: list[float] = []
-    queued: list[float] = []  # per token, plain steps queued under the round before
+    tally = Tally(max_k)
     for r in rounds:
-        if r.overlapped:
-            if r.wall_seconds > 0:
-                queued.append(r.wall_seconds)
-            continue
-        verify[r.k + 1].append(r.verify_seconds)
-        if r.wall_seconds > 0:
-            overhead.append(max(0.0, r.wall_seconds - r.draft_seconds - r.verify_seconds))
-        if r.k and r.source == "draft":
-            for i in range(min(r.accepted + 1, r.k, max_k)):
-                trials[i] += 1
-                hits[i] += i < r.accepted
-            if r.catch_up <= 1:
-                drafting[r.k].append(r.draft_seconds)
-    if not trials[0] or (1 not in verify and not queued) or not drafting:
-        return None
-    rates, prev = [], 0.0
-    for h, t in zip(hits, trials):
-        prev = h / t if t else prev
-        rates.append(prev)
-    costs = _costs(verify, max_k + 1)
-    draft = _costs(drafting, max_k)
-    o = _mean(overhead)
-    # plain decoding as it runs (its steps queued, the loop's Python hidden) where it was seen;
-    # a one-at-a-time plain round otherwise
-    plain = 1.0 / _mean(queued) if queued else 1.0 / (o + costs[0])
-    observed = max(i + 1 for i in range(max_k) if trials[i])  # no extrapolating acceptance
-    speedups = tuple(
-        expected_tokens(rates[:k]) / (o + draft[k - 1] + costs[k]) / plain for k in range(1, observed + 1)
-    )
-    best = max(range(observed), key=lambda i: speedups[i])
-    return Oracle(best + 1, speedups[best], tuple(rates), speedups)
+        tally.add(r)
+    return tally.oracle()

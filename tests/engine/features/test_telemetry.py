@@ -15,6 +15,7 @@ from app.engine.features.telemetry import (
     export_report,
     markdown_report,
 )
+from app.engine.policy.oracle import RoundRecord, best_fixed
 
 # (k, accepted) per round; every round emits accepted + 1 tokens, 10 ms per token of engine time
 RECORDED = [(4, 4), (4, 2), (0, 0), (4, 0), (4, 3), (2, 2), (0, 0), (4, 1)]
@@ -165,3 +166,19 @@ def test_windowed_rate_over_a_long_uneven_stream_matches_its_definition():
     expected = _windowed_rates(times)
     assert [t for t, _ in telemetry.tok_s] == [t for t, _ in expected]
     assert [r for _, r in telemetry.tok_s] == pytest.approx([r for _, r in expected])
+
+
+def test_oracle_and_figures_kept_as_sums_match_the_rounds_read_again():
+    """The dashboard asks every batch: the sums kept as rounds come give what reading every
+    round again gives."""
+    rounds = [(k, (i * 7 + 3) % (k + 1)) for i, k in enumerate([4, 4, 0, 2, 4, 3, 0, 4] * 40)]
+    t = Telemetry()
+    replay(t, rounds)
+    records = [
+        RoundRecord(r.k, r.accepted, r.draft_seconds, r.verify_seconds, r.wall_seconds, r.source, 0)
+        for r in t.rows
+    ]
+    assert t.oracle() is not None and t.oracle() == best_fixed(records, t.max_k)
+    drafting = [r for r in t.rows if r.k]
+    f = t.figures()
+    assert f.proposed == sum(r.k for r in drafting) and f.accepted == sum(r.accepted for r in drafting)
