@@ -32,6 +32,8 @@ from app.engine.protocol import (
     Generate,
     GenerationContext,
     LoadPair,
+    LoadQueued,
+    LoadStarted,
     PairLoaded,
     SpeculationMode,
     WorkerMessage,
@@ -51,8 +53,13 @@ from app.ui.settings_dialog import ChatSettings
 from app.ui.stats import LiveStats, StatusStrip
 from app.ui.stats_words import pair_line
 from app.ui.tokens import Assembler
+from app.ui.wait_progress import duration
 
 CHECKPOINT_SECONDS = 0.5
+WAITING_TO_LOAD = {  # LoadQueued.stopping: what a load waits for before it begins
+    True: "Stopping the current work before loading…",
+    False: "Waiting for the models being loaded to finish…",
+}
 FINISHED_STATES = {
     MessageState.COMPLETE: "Done",
     MessageState.CANCELLED: "Stopped",
@@ -301,7 +308,9 @@ class ChatController(QObject):
                         )
                     )
                 elif isinstance(event, PrefillProgress):
-                    self.strip.set_state(f"Reading prompt {event.done}/{event.total}")
+                    self.strip.set_state(
+                        f"Reading prompt {event.done:,}/{event.total:,} · {duration(event.seconds)}"
+                    )
                 elif isinstance(event, GenerationFinished):
                     live.assembler.answer.add_tail(event.tail)
                     live.assembler.flush()
@@ -334,6 +343,10 @@ class ChatController(QObject):
             self.pair_changed.emit(pair_line(event, self.mode_override))
             if event.speculation_refusal:
                 self.notice.emit(event.speculation_refusal)
+        elif isinstance(event, LoadQueued):  # what ran is stopping (or is a load that cannot)
+            self.strip.set_state(WAITING_TO_LOAD[event.stopping])
+        elif isinstance(event, LoadStarted):
+            self.strip.set_state("Loading models…")
         elif isinstance(event, WarmUpProgress):  # a GPU builds kernels per pass shape: done once per load
             self.strip.set_state(f"Preparing speculation: compiling pass shapes {event.done}/{event.total}…")
         elif isinstance(event, EngineError) and event.kind == "notice":
@@ -391,7 +404,9 @@ class ChatController(QObject):
         plain = self.plain.get(main, context) if mode != "off" else None
         if self.history.record(live.run(label, plain, state, self.conversation)) is not None:
             self.history_changed.emit()
-        if mode != "off" and plain is None and self.plain.want(main, context):
+        # after a Stop the worker stays quiet: no measurement starts behind the user's back
+        stopped = state is MessageState.CANCELLED
+        if mode != "off" and plain is None and not stopped and self.plain.want(main, context):
             self.baseline_status.emit(BaselineStatus(main, context, None, True))
 
     def _checkpoint(self, live: Live, state: MessageState) -> None:

@@ -1,4 +1,5 @@
-"""The chat's long waits on the wait panel: loading a pair, its warm-up, reading the prompt.
+"""The chat's long waits on the wait panel: loading a pair (and the work it stops first), its
+warm-up, reading the prompt.
 
 It only reads the controller's state and the worker's messages, after the controller has handled
 them, and looks again on a timer, so a load or a question shows up without the controller having
@@ -12,7 +13,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QTimer
 
 from app.engine.decoding.events import PrefillProgress, WarmUpProgress
-from app.engine.protocol import WorkerMessage
+from app.engine.protocol import LoadQueued, LoadStarted, WorkerMessage
 from app.ui.chat_controller import ChatController
 from app.ui.wait_progress import TICK_MS, WaitPanel
 
@@ -26,7 +27,8 @@ class ChatWaits(QObject):
         super().__init__(parent)
         self.controller, self.panel = controller, panel
         self.key: tuple[str, int] | None = None
-        self.counts: dict[int, object] = {}  # request -> its last PrefillProgress or WarmUpProgress
+        # request -> its last PrefillProgress or WarmUpProgress; a load's LoadQueued or LoadStarted
+        self.counts: dict[int, object] = {}
         controller.bridge.batch.connect(self.on_batch)  # connected after the controller's own slot
         controller.busy_changed.connect(lambda _busy: self.sync())
         self.timer = QTimer(self, interval=TICK_MS)
@@ -37,7 +39,8 @@ class ChatWaits(QObject):
         c = self.controller
         current = {c.load_request, c.live.request if c.live is not None else None}
         for message in batch:  # a stopped request's late reports are not kept
-            if isinstance(message.event, (PrefillProgress, WarmUpProgress)) and message.request in current:
+            kept = (PrefillProgress, WarmUpProgress, LoadQueued, LoadStarted)
+            if isinstance(message.event, kept) and message.request in current:
                 self.counts[message.request] = message.event
         self.sync()
 
@@ -46,8 +49,11 @@ class ChatWaits(QObject):
         c = self.controller
         key: tuple[str, int] | None = None
         if c.load_request is not None:
-            warming = isinstance(self.counts.get(c.load_request), WarmUpProgress)
-            key = ("warm-up" if warming else "load", c.load_request)
+            said = self.counts.get(c.load_request)
+            kind = "warm-up" if isinstance(said, WarmUpProgress) else "load"
+            if isinstance(said, LoadQueued):  # the work before it has not stopped yet
+                kind = "stopping" if said.stopping else "after-load"
+            key = (kind, c.load_request)
         elif c.live is not None and c.live.stats.tokens == 0:
             key = ("prompt", c.live.request)
         if key != self.key:
@@ -66,9 +72,16 @@ class ChatWaits(QObject):
     def _begin(self, key: tuple[str, int]) -> None:
         c, kind, request = self.controller, key[0], key[1]
         main, draft = c.loading
+        names = f"{_name(main)} and {_name(draft)}" if draft else _name(main)
         if kind == "load":
-            names = f"{_name(main)} and {_name(draft)}" if draft else _name(main)
             self.panel.begin(key, f"Loading {names}", memory=f"load:{main}:{draft}", cancel=self._cancel_load)
+        elif kind in ("stopping", "after-load"):  # not timed as a load: the load has not begun
+            what = (
+                "Stopping the current work"
+                if kind == "stopping"
+                else "Waiting for the models already loading"
+            )
+            self.panel.begin(key, f"{what}, then loading {names}", memory="", cancel=self._cancel_load)
         elif kind == "warm-up":
             self.panel.begin(
                 key,
@@ -90,8 +103,9 @@ class ChatWaits(QObject):
             )
 
     def _cancel_load(self) -> None:
-        """A load cannot stop halfway on the worker: the window stops waiting for it and cancels
-        what follows it (the warm-up); the pair it may still load is not used until picked again."""
+        """A load not yet begun is skipped. One under way cannot stop halfway on the worker: the
+        window stops waiting for it and cancels what follows it (the warm-up); the pair it may
+        still load is not used until picked again."""
         c = self.controller
         if c.load_request is None:
             return

@@ -32,7 +32,8 @@ TEXTS = {
     ),
     LOADING: (
         "Loading the models…",
-        "This takes a few seconds. Type your message meanwhile and send it once they are loaded.",
+        "Small models load in seconds; large ones can take minutes on a slower computer. The time "
+        "so far shows below. Type your message meanwhile and send it once they are loaded.",
     ),
     NEW_CHAT: (
         "Start a conversation",

@@ -41,6 +41,7 @@ from app.ui.empty_states import WELCOME, EmptyChat, NeedModelsBar, pane_state
 from app.ui.engine_bridge import EngineBridge, EngineFactory
 from app.ui.error_banner import ErrorBanner, reason, show_error_dialog
 from app.ui.gguf_import import start_import
+from app.ui.last_load import LastLoadBar, follow_loads, note_attempt, start_pair
 from app.ui.lossless_view import LosslessChecker
 from app.ui.menus import build_menus
 from app.ui.new_models import NewModels
@@ -82,6 +83,7 @@ class MainWindow(ChatActions):
         )
         self.store = store or ConversationStore()
         self.banner = ErrorBanner()  # failures stay here until dismissed; the status bar forgets
+        self.last_load = LastLoadBar(self.settings)  # a pair whose last load did not finish
         self.error_box: QMessageBox | None = None  # the last failed export's message
         self.background = BackgroundTasks(self, lambda exc: self.report_error(f"A task failed: {exc}"))
         self.bridge = EngineBridge(engine_factory, parent=self)
@@ -116,13 +118,8 @@ class MainWindow(ChatActions):
         self.highlight_action.setChecked(self.view.options.highlight)
         self.rejected_action.setChecked(self.view.options.show_rejected)
         self.scan()
-        main = self.settings.value("pair/main")
-        if restore_pair and main and Path(str(main)).is_dir():
-            self.load_pair(
-                str(main),
-                self.settings.value("pair/draft") or None,
-                str(self.settings.value("pair/mode", "model")),
-            )
+        if restore_pair:
+            start_pair(self.settings, self.last_load, self.load_pair)
 
     # -- layout ---------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -143,6 +140,7 @@ class MainWindow(ChatActions):
         for widget, stretch in (
             (bar, 0),
             (self.banner, 0),
+            (self.last_load, 0),
             (self.stack, 1),
             (self.need_models, 0),
             (self.composer, 0),
@@ -186,9 +184,12 @@ class MainWindow(ChatActions):
         for source in (self.welcome, self.empty, self.need_models):  # every "Choose models…" button
             source.choose.connect(self.choose_models)
         c.pair_changed.connect(lambda _text: self.show_pane())
+        follow_loads(c, self.settings)
+        self.last_load.load.connect(self.load_pair)
         c.transcript.observers.append(lambda *_: self.show_pane())
         for part in (self.view, self.empty, self.need_models, self.welcome, self.banner, self.strip):
             self.appearance.changed.connect(part.set_theme)
+        self.appearance.changed.connect(self.last_load.set_theme)
         self.welcome.import_gguf.connect(self.import_gguf)
         self.welcome.add_folder.connect(self.add_folder)
         self.welcome.download.connect(self._download_pair)
@@ -325,9 +326,8 @@ class MainWindow(ChatActions):
         self.scan()
 
     def load_pair(self, main: str, draft: str | None, mode: str = "model") -> None:
-        self.settings.setValue("pair/main", main)
-        self.settings.setValue("pair/draft", draft or "")
-        self.settings.setValue("pair/mode", mode)
+        note_attempt(self.settings, main, draft, mode)  # the next start loads it once it has loaded
+        self.last_load.hide()
         self.pair_label.setText("Loading…")
         self.dashboard.clear()  # its charts were the replaced pair's
         self.controller.load_pair(main, draft, mode)
