@@ -52,7 +52,7 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     from app.engine.store.conversations import ConversationStore
     from app.ui.background import ensure_event_loop
     from app.ui.main_window import MainWindow
-    from app.ui.render import P_MESSAGE, P_TOKEN
+    from app.ui.render import P_MESSAGE, block_tokens
     from app.ui.settings_dialog import ChatSettings
 
     ensure_event_loop(app)
@@ -81,12 +81,9 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
         out = []
         block = view.document().begin()
         while block.isValid():
-            it = block.begin()
-            while not it.atEnd():
-                fmt = it.fragment().charFormat()
-                if fmt.property(P_MESSAGE) == key and fmt.property(P_TOKEN) is not None:
-                    out.append(int(fmt.property(P_TOKEN)))
-                it += 1
+            for fragment, token in block_tokens(block):
+                if fragment.charFormat().property(P_MESSAGE) == key and token is not None:
+                    out.append(token)
             block = block.next()
         return out
 

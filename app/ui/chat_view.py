@@ -38,7 +38,7 @@ from app.engine.store.transcript import (
 from app.ui.bubble import close_bubble, open_bubble
 from app.ui.ghosts import ghost_lines
 from app.ui.live_markdown import LiveAnswer
-from app.ui.render import P_MESSAGE, P_PROV, P_ROUND, P_TOKEN, Links, Options, Painter
+from app.ui.render import P_MESSAGE, P_PROV, P_TOKEN, Links, Options, Painter, block_tokens, token_at
 from app.ui.stats import DIVERGENCE, stats_line, verdict_line
 from app.ui.stats_words import ACTION_LABELS, answer_line
 from app.ui.theme import Theme, current_theme
@@ -167,15 +167,11 @@ class ChatView(QTextBrowser):
         spans: dict[int, tuple[int, int]] = {}
         block = self.document().begin() if wanted else self.document().end()
         while block.isValid():
-            it = block.begin()
-            while not it.atEnd():
-                frag = it.fragment()
-                fmt = frag.charFormat()
-                key = fmt.property(P_MESSAGE)
-                if key in wanted and fmt.property(P_TOKEN) == wanted[key]:
+            for frag, token in block_tokens(block):
+                key = frag.charFormat().property(P_MESSAGE)
+                if key in wanted and token == wanted[key]:
                     end = frag.position() + frag.length()
                     spans[key] = (spans[key][0], end) if key in spans else (frag.position(), end)
-                it += 1
             block = block.next()
         return spans
 
@@ -343,16 +339,22 @@ class ChatView(QTextBrowser):
         """Provenance, round and message of the character at a document position."""
         cursor = QTextCursor(self.document())
         cursor.setPosition(min(position + 1, self.document().characterCount() - 1))
-        fmt = cursor.charFormat()
+        fmt = cursor.charFormat()  # the character before, or after at a line's start
         key = fmt.property(P_MESSAGE)
         if key is None:
             return None
         info: dict[str, Any] = {"message": int(key)}
-        if fmt.property(P_TOKEN) is not None:
+        block = cursor.block()
+        at = cursor.position() if cursor.atBlockStart() and block.length() > 1 else cursor.position() - 1
+        token = token_at(self.document(), at)
+        if token is None and fmt.property(P_TOKEN) is not None:  # a line break: never in a fragment
+            token = int(fmt.property(P_TOKEN))
+        message = self.transcript.answer(int(key))
+        if token is not None and message is not None and token < len(message.answer.rounds):
             info.update(
-                token=int(fmt.property(P_TOKEN)),
+                token=token,
                 provenance=str(fmt.property(P_PROV)),
-                round=int(fmt.property(P_ROUND)),
+                round=message.answer.rounds[token],
             )
         return info
 

@@ -66,6 +66,7 @@ class LiveAnswer:
         cursor.setPosition(self.position)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
+        self.painter.forget_place()
         cursor.setBlockFormat(self._block_format)
         cursor.setBlockCharFormat(self._char_format)
         return cursor

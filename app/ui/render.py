@@ -1,29 +1,49 @@
 """Writing messages into the transcript's QTextDocument through a cursor, never through HTML.
 
 Text is inserted with `insertText`, so markup in model output stays text and no resource is ever
-requested. Each character an answer token produced carries that token's index, provenance and
-round as user properties, and its colour comes from a per-token format, so highlighting is exact
-per token both while streaming and after markdown rendering.
+requested. Each character an answer token produced carries that token's provenance and its index
+as user properties, and its colour comes from its token's format, so highlighting is exact per
+token both while streaming and after markdown rendering. The index is whole only on a block's
+first token piece; the pieces after it carry it modulo TOKEN_CYCLE (`block_tokens` reads them).
+A whole index on every piece made every token's format unique, and the document kept each one:
+about 0.6 KB per token, most of a long answer's memory.
 """
 
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtGui import QBrush, QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QTextBlock,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+    QTextFragment,
+)
 
 from app.engine.decoding.events import Provenance
 from app.engine.store.provenance import Answer
 from app.ui.markdown import Block, Span, parse
 from app.ui.theme import Theme
 
-P_TOKEN = QTextFormat.Property.UserProperty + 1  # token index in its answer
+P_TOKEN = QTextFormat.Property.UserProperty + 1  # token index in its answer, on a block's first piece
 P_PROV = QTextFormat.Property.UserProperty + 2  # "main", "draft" or "lookup"
-P_ROUND = QTextFormat.Property.UserProperty + 3
 P_MESSAGE = QTextFormat.Property.UserProperty + 4  # the message's key in the view
 P_REJECTED = QTextFormat.Property.UserProperty + 5  # the main model refused the draft's guess here
+# on a piece right after another token's piece in its block: the index modulo TOKEN_CYCLE
+P_TOKEN_LOW = QTextFormat.Property.UserProperty + 6
+TOKEN_CYCLE = 16  # more than the tokens markup hides between two shown ones, bar a long link
+# where Qt's insertText starts a new block ("\r\n" is one)
+_SEPARATORS = re.compile("\r\n|[\n\r\u2029\ufdd0\ufdd1]")
 
 try:  # Pygments arrives with rich; without it code is still shown, just uncoloured
     from pygments.lexers import get_lexer_by_name
@@ -73,6 +93,34 @@ def mono() -> QFont:
     return font
 
 
+def block_tokens(block: QTextBlock) -> Iterator[tuple[QTextFragment, int | None]]:
+    """Each fragment of the block, in order, with the index of the token that wrote it (None:
+    not a token's text). A piece without its whole index follows a token's piece by less than
+    TOKEN_CYCLE tokens (`Painter` writes it so), which fixes the index from its low part."""
+    last: int | None = None
+    it = block.begin()
+    while not it.atEnd():
+        fragment = it.fragment()
+        fmt = fragment.charFormat()
+        whole, low = fmt.property(P_TOKEN), fmt.property(P_TOKEN_LOW)
+        token: int | None = None
+        if whole is not None:
+            token = int(whole)
+        elif low is not None and last is not None:
+            token = last + (int(low) - last) % TOKEN_CYCLE
+        last = token if token is not None else last
+        yield fragment, token
+        it += 1
+
+
+def token_at(document: QTextDocument, position: int) -> int | None:
+    """Index of the token that wrote the character at `position` (None: no token's text)."""
+    for fragment, token in block_tokens(document.findBlock(position)):
+        if fragment.position() <= position < fragment.position() + fragment.length():
+            return token
+    return None
+
+
 class Painter:
     """Inserts one message; keeps formats cached per provenance so a batch is cheap."""
 
@@ -85,17 +133,24 @@ class Painter:
             Provenance.DRAFT: QBrush(theme.draft_bg),
             Provenance.LOOKUP: QBrush(theme.lookup_bg),
         }
+        self._after: tuple[int, int] | None = None  # (where the last token piece ends, its token)
+
+    def forget_place(self) -> None:
+        """Text was removed: the next token piece carries its whole index."""
+        self._after = None
 
     def token_format(
-        self, base: QTextCharFormat, answer: Answer, index: int, refused: bool = False
+        self, base: QTextCharFormat, answer: Answer, index: int, refused: bool = False, whole: bool = True
     ) -> QTextCharFormat:
         fmt = QTextCharFormat(base)
         prov = answer.provenance[index]
         if self.options.highlight and prov in self.backgrounds:
             fmt.setBackground(self.backgrounds[prov])
-        fmt.setProperty(P_TOKEN, index)
+        if whole:
+            fmt.setProperty(P_TOKEN, index)
+        else:
+            fmt.setProperty(P_TOKEN_LOW, index % TOKEN_CYCLE)
         fmt.setProperty(P_PROV, prov.value)
-        fmt.setProperty(P_ROUND, answer.rounds[index])
         fmt.setProperty(P_MESSAGE, self.key)
         if refused:
             # A dotted underline marks the spot; the refused text is in the tooltip (app.ui.ghosts),
@@ -206,10 +261,32 @@ class Painter:
             if soft_breaks:
                 piece = piece.replace("\n", "\u2028")
             if piece:
-                self.cursor.insertText(piece, self.token_format(fmt, answer, i, i in rejected))
+                self._token_text(piece, fmt, answer, i, i in rejected)
             if stop <= pos:  # an empty token at this offset: step past it
                 stop = pos + 1
             pos = stop
+
+    def _token_text(self, text: str, fmt: QTextCharFormat, answer: Answer, index: int, refused: bool) -> None:
+        """Insert a piece of token `index`'s text. A block separator goes in alone with the whole
+        index, so that a block's first piece, and an empty line, always has it."""
+        cursor, pos = self.cursor, 0
+        while pos < len(text):
+            separator = _SEPARATORS.search(text, pos)
+            end = separator.start() if separator else len(text)
+            if end > pos:
+                after = self._after
+                follows = (
+                    after is not None
+                    and after[0] == cursor.position()
+                    and 0 <= index - after[1] < TOKEN_CYCLE
+                    and not cursor.atBlockStart()
+                )
+                cursor.insertText(text[pos:end], self.token_format(fmt, answer, index, refused, not follows))
+            if separator is None:
+                break
+            cursor.insertText(separator.group(), self.token_format(fmt, answer, index, refused))
+            pos = separator.end()
+        self._after = (cursor.position(), index)
 
     def code_format(self, base: QTextCharFormat) -> QTextCharFormat:
         code_fmt = QTextCharFormat(base)

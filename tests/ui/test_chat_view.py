@@ -11,7 +11,7 @@ from app.engine.store.provenance import Answer
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Transcript
 from app.ui.chat_view import ChatView
 from app.ui.markdown import parse
-from app.ui.render import P_PROV, P_REJECTED, P_TOKEN, Options
+from app.ui.render import P_PROV, P_REJECTED, Options, block_tokens
 from app.ui.tokens import Assembler
 
 D, M, L = Provenance.DRAFT, Provenance.MAIN, Provenance.LOOKUP
@@ -29,19 +29,11 @@ def fragments(view: ChatView) -> list[tuple[str, object, object, bool]]:
     out = []
     block = view.document().begin()
     while block.isValid():
-        it = block.begin()
-        while not it.atEnd():
-            frag = it.fragment()
+        for frag, token in block_tokens(block):
             fmt = frag.charFormat()
             out.append(
-                (
-                    frag.text(),
-                    fmt.property(P_TOKEN),
-                    fmt.property(P_PROV),
-                    fmt.hasProperty(fmt.Property.BackgroundBrush),
-                )
+                (frag.text(), token, fmt.property(P_PROV), fmt.hasProperty(fmt.Property.BackgroundBrush))
             )
-            it += 1
         block = block.next()
     return out
 
@@ -208,3 +200,29 @@ def test_many_checked_answers_are_marked_in_one_pass(qtbot):
     marks = view.extraSelections()
     assert len(marks) == 400
     assert [m.cursor.selectedText() for m in marks[:3]] == ["w0 ", "w1 ", "w2 "]
+
+
+def test_a_long_answer_shares_its_formats_and_every_character_keeps_its_token(qtbot):
+    """A format per token made the document hold ~0.6 KB per token; tokens now share formats,
+    and hover still names each character's own token and round."""
+    view = make_view(qtbot)
+    m = view.transcript.start_answer(1)
+    words = [(f" w{i}", D if i % 3 else M) for i in range(2000)]
+    code = [(f"x = {i}\n", L if i % 2 else M) for i in range(400)]
+    pieces = [("Intro:", M), *words, ("\n\n```python\n", M), *code, ("```\n\nEnd.", M)]
+    for i, (text, prov) in enumerate(pieces):
+        m.answer.add(TokenEvent(i, text, prov, 0.0, i // 3, i))
+    for ready in range(50, len(pieces), 50):
+        view.transcript.extend_answer(m, ready)
+    view.transcript.finish_answer(m, MessageState.COMPLETE, AnswerStats())
+    assert len(view.document().allFormats()) < len(pieces) / 4
+    shown = [
+        (text.replace("\u2028", "\n"), token) for text, token, *_ in fragments(view) if token is not None
+    ]
+    assert all(text in m.answer.parts[token] for text, token in shown)  # one piece per token here
+    order = [token for _, token in shown]
+    assert order == sorted(order) and set(order) == set(range(len(pieces))) - {len(words) + 1}
+    at = view.toPlainText().index(" w1234") + 2
+    assert view.info_at(at) == {"message": 1, "token": 1235, "provenance": "draft", "round": 1235 // 3}
+    at = view.toPlainText().index("x = 321") + 5
+    assert view.info_at(at)["token"] == len(words) + 2 + 321

@@ -71,6 +71,77 @@ def test_markdown_is_drawn_while_the_answer_streams(qtbot):
     assert code[1].fontFixedPitch() and code[1].property(P_TOKEN) == 6
 
 
+def token_pieces(view: ChatView) -> list[tuple[str, int]]:
+    """Each piece of a token's text in the document, as typed (a soft line break read back as
+    the line break it was), with the token hover names for it."""
+    return [(t.replace("\u2028", "\n"), i) for t, i, *_ in fragments(view) if i is not None]
+
+
+def within(shown: str, token: str) -> bool:
+    """Whether `shown` is the token's text less some of it (markup, or a gap where two pieces of
+    one token in the same look were joined)."""
+    rest = iter(token)
+    return all(c in rest for c in shown)
+
+
+def token_chars(view: ChatView) -> list[tuple[str, object]]:
+    """Every character of the document with the token that wrote it (None: none did)."""
+    return [(c, i) for t, i, *_ in fragments(view) for c in t]
+
+
+ANSWER = """## Plan
+
+Use **bold**, *italic* and `inline code`; see [the docs](https://example.com).
+
+1. First step
+2. Second step
+   - a nested point
+   - another
+
+| name | value |
+|---|---|
+| k | 4 |
+| speed | 2.5x |
+
+```python
+def accept(draft, main):
+    n = 0
+    while n < len(draft) and draft[n] == main[n]:
+        n += 1
+    return draft[:n]
+```
+
+> A quote, then a rule:
+
+---
+
+```
+plain code
+```
+Done."""
+
+
+def test_a_markdown_answer_drawn_live_ends_as_its_one_shot_render(qtbot):
+    """Headings, emphasis, links, nested lists, a table and two code blocks, cut into
+    three-character tokens and shown a few at a time: the finished view is the one-shot view, with
+    every character's token the same."""
+    texts = [ANSWER[i : i + 3] for i in range(0, len(ANSWER), 3)]
+    pieces = [(t, (M, D, L)[i % 3]) for i, t in enumerate(texts)]
+    live = ChatView(Transcript())
+    qtbot.addWidget(live)
+    m = stream(live, pieces, list(range(5, len(pieces), 7)))
+    live.transcript.finish_answer(m, MessageState.COMPLETE, AnswerStats())
+    once = ChatView(Transcript([AnswerTurn(1, m.answer, state=MessageState.COMPLETE)]))
+    qtbot.addWidget(once)
+    once.rebuild()
+    assert rendered(live) == rendered(once)
+    assert token_chars(live) == token_chars(once)
+    assert all(within(text, m.answer.parts[token]) for text, token in token_pieces(live))
+    shown = live.toPlainText()
+    assert "• a nested point" in shown and "| speed | 2.5x |" in shown and "```" not in shown
+    assert live.links.code == [ANSWER.split("```python\n")[1].split("\n```")[0], "plain code"]
+
+
 def view_fragments(view: ChatView) -> list:
     out = []
     block = view.document().begin()
@@ -105,6 +176,8 @@ def test_streamed_pieces_once_finished_render_as_the_whole_answer(qapp, doc, dat
     once = ChatView(Transcript([AnswerTurn(1, m.answer, state=state)]))
     once.rebuild()
     assert rendered(live) == rendered(once)
+    assert token_chars(live) == token_chars(once)
+    assert all(within(text, m.answer.parts[token]) for text, token in token_pieces(once))
     prose = max((len(c) for c in text.split("\n\n") if not c.startswith("```")), default=0)
     ends = [0, *batches, len(pieces)]
     batch = max(sum(map(len, pieces[a:b])) for a, b in zip(ends, ends[1:]))  # the most new text at once
