@@ -26,6 +26,9 @@ from app.engine.features.figures import (
 from app.engine.policy.oracle import Oracle, RoundRecord, Tally
 
 RATE_WINDOW_S = 1.0  # tok/s is averaged over the last second of engine time
+# one rate point per this much engine time, the newest within it kept: a point per token kept
+# ~0.1 KB per token of a fast answer for a chart a few hundred pixels wide
+RATE_POINT_S = 0.01
 CSV_FIELDS = (
     "round",
     "time",
@@ -87,7 +90,8 @@ class Telemetry:
     plain_tok_s: float | None = None
     max_k: int = 8
     token_times: list[float] = field(default_factory=list)
-    tok_s: list[tuple[float, float]] = field(default_factory=list)  # (engine time, windowed tok/s)
+    # (engine time, windowed tok/s), one point per RATE_POINT_S at most: the last token's is last
+    tok_s: list[tuple[float, float]] = field(default_factory=list)
     k_series: list[tuple[int, int]] = field(default_factory=list)  # (round, k; 0 = plain step)
     rows: list[RoundRow] = field(default_factory=list)
     hits: list[int] = field(default_factory=list)
@@ -105,6 +109,7 @@ class Telemetry:
     _last_round_time: float | None = None
     _window: int = 0  # first token inside the rate window, while token times never go back
     _in_order: bool = True
+    _point_since: float = 0.0  # when the last rate point's stretch began
 
     def __post_init__(self) -> None:
         self._tally = Tally(self.max_k)
@@ -124,7 +129,12 @@ class Telemetry:
                 lo -= 1
         span = t - times[lo]
         if span > 0:
-            self.tok_s.append((t, (len(times) - 1 - lo) / span))
+            point = (t, (len(times) - 1 - lo) / span)
+            if self.tok_s and 0 <= t - self._point_since < RATE_POINT_S:
+                self.tok_s[-1] = point
+            else:
+                self.tok_s.append(point)
+                self._point_since = t
 
     def round(self, event: RoundEvent) -> None:
         now = self.token_times[-1] if self.token_times else 0.0
