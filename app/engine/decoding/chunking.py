@@ -2,9 +2,15 @@
 
 Prefill is cancellable and reports progress only between passes, so a pass must take well under
 a second: a slow CPU reading a 1.5B main took a minute over one 512-token chunk, with the
-progress stuck at 0 and a Stop that could not land. Each model's reading speed is measured on
-the passes themselves, and the next chunk is sized to take about `CHUNK_SECONDS`, up to the
-session's largest chunk (which a GPU reaches after a pass or two).
+progress stuck at 0 and a Stop that could not land. Each model's passes are timed as they run,
+and the next chunk is the largest that is expected to take `CHUNK_SECONDS`, up to the session's
+largest chunk (which a GPU reaches after a pass or two).
+
+A pass costs a fixed part (on a CPU, reading every weight once: 0.2 s for a 0.5B model in
+32-bit) and a part per token, so the time is fitted as `overhead + per_token * tokens` over the
+sizes seen; a speed measured on a small chunk alone would take the fixed part for slowness and
+shrink the chunks to nothing. Where the fixed part alone passes the target (a big model on a slow
+CPU), the chunk stays within a quarter above it: progress as often as the machine allows.
 
 Sizes are powers of two from `MIN_CHUNK`, all of them pass sizes a GPU compiles for
 (`shapes/buckets.py`); a chunk grows at most `GROWTH` times per pass, so one pass timed fast by
@@ -14,14 +20,30 @@ chance cannot ask for a minute-long one. Where a chunk ends changes only roundin
 
 from __future__ import annotations
 
-CHUNK_SECONDS = 0.4  # a pass's target time: progress and a Stop every half second or so
-FIRST_CHUNK = 16  # before anything is measured
-MIN_CHUNK = 4  # smaller passes spend most of their time on per-pass overhead
+CHUNK_SECONDS = 0.5  # a pass's target time: progress and a Stop every half second or so
+FIRST_CHUNK = 16  # before anything is timed
+MIN_CHUNK = 4
 GROWTH = 4
+SMOOTHING = 0.5  # weight of a new time against what was seen before at that size
+
+
+def fit(times: dict[int, float]) -> tuple[float, float]:
+    """(overhead, per-token seconds) fitted to pass times by size; with one size, or times that
+    do not grow with size, all of it is taken as per-token or overhead respectively."""
+    if len(times) == 1:
+        ((n, t),) = times.items()
+        return 0.0, t / n
+    mean_n = sum(times) / len(times)
+    mean_t = sum(times.values()) / len(times)
+    spread = sum((n - mean_n) ** 2 for n in times)
+    per_token = sum((n - mean_n) * (t - mean_t) for n, t in times.items()) / spread
+    if per_token <= 0:
+        return max(times.values()), 0.0
+    return max(mean_t - per_token * mean_n, 0.0), per_token
 
 
 class ChunkPacer:
-    """Chunk sizes per model ("main", "draft") from each one's measured tokens per second.
+    """Chunk sizes per model ("main", "draft") from each one's timed passes.
 
     `seconds=None` keeps every chunk at `largest` (fixed chunks, for measurements that need them)."""
 
@@ -29,28 +51,46 @@ class ChunkPacer:
         if largest < 1:
             raise ValueError(f"a prefill chunk of {largest} tokens")
         self.largest, self.seconds = largest, seconds
-        self.rates: dict[str, float] = {}  # tokens per second, from the last full pass
+        self.times: dict[str, dict[int, float]] = {}  # role -> tokens in a pass -> its seconds
         self.sizes: dict[str, int] = {}  # the last size chosen
+        ladder, size = [], MIN_CHUNK
+        while size < largest:
+            ladder.append(size)
+            size *= 2
+        self.ladder = [*ladder, largest]
+
+    def predict(self, role: str, tokens: int) -> float | None:
+        """Seconds a pass of `tokens` should take: as timed at that size, else from the fit. A
+        draft not yet timed is taken to be as slow as the main, which errs towards short passes."""
+        seen = self.times.get(role) or self.times.get("main")
+        if not seen:
+            return None
+        if tokens in seen:
+            return seen[tokens]
+        overhead, per_token = fit(seen)
+        return overhead + per_token * tokens
 
     def size(self, role: str) -> int:
-        """Tokens for `role`'s next pass. A draft not yet timed is sized from the main's speed:
-        it reads faster, so that errs towards a shorter pass."""
+        """Tokens for `role`'s next pass."""
         if self.seconds is None:
             return self.largest
-        rate = self.rates.get(role, self.rates.get("main"))
-        if rate is None:
+        seen = self.times.get(role) or self.times.get("main")
+        if not seen:
             return min(FIRST_CHUNK, self.largest)
-        want = min(rate * self.seconds, self.sizes.get(role, FIRST_CHUNK) * GROWTH)
-        if want >= self.largest:
-            return self.largest
-        size = MIN_CHUNK
-        while size * 2 <= want:
-            size *= 2
-        return min(size, self.largest)
+        budget = max(self.seconds, 1.25 * fit(seen)[0])
+        cap = self.sizes.get(role, FIRST_CHUNK) * GROWTH
+        best = self.ladder[0]
+        for size in self.ladder:
+            predicted = self.predict(role, size)
+            if size <= cap and predicted is not None and predicted <= budget:
+                best = size
+        return best
 
     def record(self, role: str, size: int, tokens: int, seconds: float) -> None:
-        """A pass of `tokens` (of the `size` asked) took `seconds`. A short tail is mostly
-        per-pass overhead: it sets the speed only where none is known yet."""
+        """A pass of `tokens` (of the `size` asked) took `seconds`."""
         self.sizes[role] = size
-        if seconds > 0 and (2 * tokens >= size or role not in self.rates):
-            self.rates[role] = tokens / seconds
+        if tokens < 1 or seconds <= 0:
+            return
+        seen = self.times.setdefault(role, {})
+        old = seen.get(tokens)
+        seen[tokens] = seconds if old is None else SMOOTHING * seconds + (1 - SMOOTHING) * old
