@@ -5,7 +5,7 @@ Tests check `points`, `reference` and the labels instead of pixels.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPointF, QRectF, Qt
 from PySide6.QtGui import QPainter, QPainterPath, QPaintEvent, QPen
@@ -38,7 +38,7 @@ class Chart(QWidget):
 
     def set_data(
         self,
-        points: list[tuple[float, float]],
+        points: Sequence[tuple[float, float]],
         reference: float | None = None,
         x_labels: list[str] | None = None,
     ) -> None:

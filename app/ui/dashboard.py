@@ -194,7 +194,7 @@ class Dashboard(QDockWidget):
         self.histogram.set_data(
             [(a, n) for a, n in enumerate(t.histogram)], x_labels=[str(a) for a in range(len(t.histogram))]
         )
-        self.k_chart.set_data([(float(r), float(k)) for r, k in t.k_series])
+        self.k_chart.set_data(t.k_series)  # as it is: new pairs every batch were a long answer's churn
         self.summary.setText(self.summary_text())
         self.baseline_note.setText(self.baseline_text())
 
