@@ -18,6 +18,7 @@ from app.engine.decoding.text.clean import clean_text
 CODE = {Provenance.MAIN: "m", Provenance.DRAFT: "d", Provenance.LOOKUP: "l"}
 FROM_CODE = {v: k for k, v in CODE.items()}
 _ITEM = re.compile(r"(\d+)([mdl])(\d+)")
+CODE_CHUNK = 512  # tokens whose codes are joined into one kept string
 
 
 class Token(Protocol):
@@ -48,7 +49,10 @@ class Answer:
     rounds: list[int] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)  # (token index it preceded, text)
     length: int = 0
-    _encoded: list[str] = field(default_factory=list)
+    # the codes of tokens [0, _coded), a string per CODE_CHUNK tokens: a string per token held
+    # ~60 bytes each for as long as the answer
+    _codes: list[str] = field(default_factory=list, compare=False, repr=False)
+    _coded: int = field(default=0, compare=False, repr=False)
 
     def add(self, token: Token) -> str:
         text = clean_text(token.text)
@@ -57,7 +61,6 @@ class Answer:
         self.provenance.append(token.provenance)
         self.rounds.append(token.round)
         self.length += len(text)
-        self._encoded.append(f"{len(text)}{CODE[token.provenance]}{token.round}")
         return text
 
     def add_tail(self, tail: str) -> None:
@@ -70,14 +73,22 @@ class Answer:
             return
         self.parts[-1] += tail
         self.length += len(tail)
-        self._encoded[-1] = f"{len(self.parts[-1])}{CODE[self.provenance[-1]]}{self.rounds[-1]}"
 
     @property
     def text(self) -> str:
         return "".join(self.parts)
 
+    def _code(self, i: int) -> str:
+        return f"{len(self.parts[i])}{CODE[self.provenance[i]]}{self.rounds[i]}"
+
     def encoded(self) -> str:
-        return ";".join(self._encoded)
+        """The spans' codes; whole chunks are joined once and kept. The last token's code can
+        still change (`add_tail`), so it never joins a chunk."""
+        while self._coded + CODE_CHUNK < len(self.parts):
+            end = self._coded + CODE_CHUNK
+            self._codes.append(";".join(self._code(i) for i in range(self._coded, end)))
+            self._coded = end
+        return ";".join([*self._codes, *(self._code(i) for i in range(self._coded, len(self.parts)))])
 
     def token_at(self, offset: int) -> int:
         """Index of the token that produced character `offset` of the text."""
