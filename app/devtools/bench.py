@@ -28,6 +28,11 @@ def rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+SHOWN_SHARE = 0.99  # of the tokens the finished answer shows, shown live and in order
+STALL_P99_MS = 50.0  # the window's event loop late by less than this 99 % of the time
+GROWTH_MB_PER_2000 = 2.0  # memory per 2,000 tokens of answer, after the first 2,000
+
+
 @dataclass(frozen=True, slots=True)
 class BenchResult:
     tokens: int
@@ -40,6 +45,22 @@ class BenchResult:
     final_render_ms: float
     rss_mb: tuple[tuple[int, float], ...]  # (tokens so far, MB)
     seconds: float
+    drawn_live: tuple[int, float] = (0, 0.0)  # (tokens, MB) once drawn live, before the count below
+
+    @property
+    def growth_mb_per_2000(self) -> float | None:
+        """Memory grown per 2,000 tokens from the first sample past 2,000 tokens to the answer
+        drawn live (the bench's own lists of what was shown are made after it); None when the
+        answer is too short to tell."""
+        first = next((s for s in self.rss_mb if s[0] >= 2000), None)
+        if first is None or self.drawn_live[0] < first[0] + 2000:
+            return None
+        return (self.drawn_live[1] - first[1]) / (self.drawn_live[0] - first[0]) * 2000
+
+    @property
+    def growth_from(self) -> int:
+        """Tokens at the sample the growth is measured from."""
+        return next((n for n, _ in self.rss_mb if n >= 2000), 0)
 
 
 def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
@@ -75,6 +96,7 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     final_ms: list[float] = []
 
     final: set[int] = set()
+    drawn_live: list[tuple[int, float]] = []
 
     def tokens_of(key: int) -> list[int]:
         """Token indices of message `key` in document order, one entry per fragment."""
@@ -89,6 +111,7 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
 
     def finish_and_count(m: Any) -> None:
         """What the live view showed, read just before the last batch is drawn final."""
+        drawn_live.append((len(m.answer.parts), rss_mb()))
         for token in tokens_of(m.key):
             if not shown or shown[-1] != token:
                 shown.append(token)
@@ -141,6 +164,7 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
         final_ms[0] if final_ms else 0.0,
         tuple(samples),
         seconds,
+        drawn_live[0] if drawn_live else (0, 0.0),
     )
 
 
@@ -161,3 +185,28 @@ def report(r: BenchResult) -> str:
             f"median step per 2000 tokens: {statistics.median(b[1] - a[1] for a, b in zip(r.rss_mb[1:], r.rss_mb[2:])):.2f} MB"
         )
     return "\n".join(lines)
+
+
+def verdict(r: BenchResult) -> list[tuple[str, bool | None]]:
+    """Each target with this run's figure, and whether it was met (None: too short to tell)."""
+    growth = r.growth_mb_per_2000
+    return [
+        (
+            f"shown live in order: at least {SHOWN_SHARE:.0%} of the tokens the answer shows"
+            f" ({r.shown / max(r.visible, 1):.2%}, in order: {r.in_order})",
+            r.shown >= SHOWN_SHARE * r.visible and r.in_order,
+        ),
+        (
+            f"event-loop stall p99 under {STALL_P99_MS:.0f} ms ({r.stall_p99_ms:.1f} ms)",
+            r.stall_p99_ms < STALL_P99_MS,
+        ),
+        (
+            f"memory growth at most {GROWTH_MB_PER_2000:.0f} MB per 2,000 tokens after the first 2,000 ("
+            + (
+                f"{growth:.2f} MB, from {r.growth_from} to {r.drawn_live[0]} tokens drawn live)"
+                if growth is not None
+                else "the answer needs 4,000 tokens or more)"
+            ),
+            None if growth is None else growth <= GROWTH_MB_PER_2000,
+        ),
+    ]
