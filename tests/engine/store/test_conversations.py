@@ -99,6 +99,21 @@ def test_bad_text_is_replaced_consistently(store):
     assert "## User" in store.export_markdown(cid)
 
 
+def test_refused_drafts_are_saved_clean_whether_or_not_one_needs_it(store):
+    cid = store.create()
+    mid = store.append(cid, Role.ASSISTANT, "", MessageState.PARTIAL)
+    fine = [(i, f" guess {i}") for i in range(50)]
+    store.checkpoint(mid, "text", state=MessageState.PARTIAL, rejected=fine)
+    assert json.loads(store.db.execute("SELECT rejected FROM messages WHERE id=?", (mid,)).fetchone()[0]) == [
+        [i, t] for i, t in fine
+    ]
+    store.checkpoint(
+        mid, "text", state=MessageState.PARTIAL, rejected=[*fine, (50, "x\ud83d"), (51, "\ude00y")]
+    )
+    saved = json.loads(store.db.execute("SELECT rejected FROM messages WHERE id=?", (mid,)).fetchone()[0])
+    assert saved[-2:] == [[50, "x\ufffd"], [51, "\ufffdy"]] and saved[:50] == [[i, t] for i, t in fine]
+
+
 WRITER = """
 import sys, time
 from app.engine.store.conversations import ConversationStore
