@@ -95,11 +95,13 @@ def _rollback(db: sqlite3.Connection, error: BaseException) -> None:
         error.add_note(f"Rolling back also failed: {exc}")
 
 
-def _cleaned(texts: list[str]) -> list[str]:
-    """`clean_text` of each; one pass over them all when none needs it, the usual case: an
-    answer's refused drafts are all saved again at each checkpoint while it streams."""
-    joined = "".join(texts)
-    return texts if clean_text(joined) == joined else [clean_text(t) for t in texts]
+def _clean_rejected(rejected: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The refused drafts with `clean_text` applied, found in one pass when none needs it, the
+    usual case: an answer's refused drafts are all saved again at each checkpoint as it streams."""
+    joined = "".join(t for _, t in rejected)
+    if clean_text(joined) == joined:
+        return list(rejected)
+    return [(i, clean_text(t)) for i, t in rejected]
 
 
 def _json(raw: object, default: Any) -> tuple[Any, bool]:
@@ -306,7 +308,7 @@ class ConversationStore:
                 clean_text(content),
                 state.value,
                 tokens,
-                json.dumps([[i, t] for (i, _), t in zip(rejected, _cleaned([t for _, t in rejected]))]),
+                json.dumps(_clean_rejected(rejected)),  # a pair is written as a list
                 json.dumps(stats.to_json() if stats is not None else {}),
                 time.time(),
                 message_id,
