@@ -152,6 +152,12 @@ class EngineWorker:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
+    @property
+    def idle(self) -> bool:
+        """No command runs and none waits: what a Stop must lead to quickly."""
+        with self._lock:
+            return self._running is None and self._queue.empty()
+
     def _run(self) -> None:
         stream = mx.new_stream(mx.default_device())
         with mx.stream(stream):
