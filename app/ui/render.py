@@ -133,7 +133,8 @@ class Painter:
             Provenance.DRAFT: QBrush(theme.draft_bg),
             Provenance.LOOKUP: QBrush(theme.lookup_bg),
         }
-        self._after: tuple[int, int] | None = None  # (where the last token piece ends, its token)
+        # where the last token piece ends, its token, its look, and whether it had the whole index
+        self._after: tuple[int, int, QTextCharFormat, bool] | None = None
 
     def forget_place(self) -> None:
         """Text was removed: the next token piece carries its whole index."""
@@ -273,20 +274,23 @@ class Painter:
         while pos < len(text):
             separator = _SEPARATORS.search(text, pos)
             end = separator.start() if separator else len(text)
+            whole = True
             if end > pos:
                 after = self._after
-                follows = (
+                if (
                     after is not None
                     and after[0] == cursor.position()
                     and 0 <= index - after[1] < TOKEN_CYCLE
                     and not cursor.atBlockStart()
-                )
-                cursor.insertText(text[pos:end], self.token_format(fmt, answer, index, refused, not follows))
+                ):  # the same token in the same look goes on as it began, so that the pieces join
+                    whole = after[3] if index == after[1] and fmt == after[2] else False
+                cursor.insertText(text[pos:end], self.token_format(fmt, answer, index, refused, whole))
             if separator is None:
                 break
+            whole = True
             cursor.insertText(separator.group(), self.token_format(fmt, answer, index, refused))
             pos = separator.end()
-        self._after = (cursor.position(), index)
+        self._after = (cursor.position(), index, fmt, whole)
 
     def code_format(self, base: QTextCharFormat) -> QTextCharFormat:
         code_fmt = QTextCharFormat(base)

@@ -10,13 +10,13 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QTextCharFormat
 
 import app.ui.live_markdown as live_markdown
 from app.engine.decoding.events import Provenance, TokenEvent
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Transcript
 from app.ui.chat_view import ChatView
-from app.ui.render import P_TOKEN
+from app.ui.render import P_TOKEN, P_TOKEN_LOW, block_tokens
 from tests.ui.test_chat_view import fragments
 from tests.ui.test_markdown import documents
 
@@ -75,6 +75,28 @@ def token_pieces(view: ChatView) -> list[tuple[str, int]]:
     """Each piece of a token's text in the document, as typed (a soft line break read back as
     the line break it was), with the token hover names for it."""
     return [(t.replace("\u2028", "\n"), i) for t, i, *_ in fragments(view) if i is not None]
+
+
+def needless_splits(view: ChatView) -> list[str]:
+    """Neighbouring pieces of one token that look the same and were still kept apart (they read
+    as one piece, and as one span in the document's HTML, when a format per token was used)."""
+    out = []
+    block = view.document().begin()
+    while block.isValid():
+        pieces = list(block_tokens(block))
+        for (a, ta), (b, tb) in zip(pieces, pieces[1:]):
+            if ta is not None and ta == tb and looks(a.charFormat()) == looks(b.charFormat()):
+                out.append(a.text() + b.text())
+        block = block.next()
+    return out
+
+
+def looks(fmt: QTextCharFormat) -> QTextCharFormat:
+    """The format less what only hover reads."""
+    shown = QTextCharFormat(fmt)
+    shown.clearProperty(P_TOKEN)
+    shown.clearProperty(P_TOKEN_LOW)
+    return shown
 
 
 def within(shown: str, token: str) -> bool:
@@ -137,6 +159,7 @@ def test_a_markdown_answer_drawn_live_ends_as_its_one_shot_render(qtbot):
     assert rendered(live) == rendered(once)
     assert token_chars(live) == token_chars(once)
     assert all(within(text, m.answer.parts[token]) for text, token in token_pieces(live))
+    assert not needless_splits(live) and not needless_splits(once)
     shown = live.toPlainText()
     assert "• a nested point" in shown and "| speed | 2.5x |" in shown and "```" not in shown
     assert live.links.code == [ANSWER.split("```python\n")[1].split("\n```")[0], "plain code"]
