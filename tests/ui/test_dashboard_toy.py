@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine.features.baselines import context_bucket
+from app.engine.features.figures import speed_text
 from app.ui.settings_dialog import ChatSettings
 from tests.ui.conftest import open_window
 
@@ -32,7 +33,7 @@ def test_toy_pair_baseline_reference_history_and_cancel(qtbot, window, toy_model
     baseline = w.controller.baselines.get(main, context)
     assert baseline and baseline > 0
     assert w.dashboard.rate.reference == baseline
-    assert f"plain {baseline:.1f} tok/s" in w.dashboard.summary.text()
+    assert f"plain {speed_text(baseline)}" in w.dashboard.summary.text()
     [run] = w.controller.history.runs()
     assert (run.main, run.draft, run.kind, run.mode) == (main, str(toy_models.draft), "creative", "fixed")
     assert run.bucket == context_bucket(context) and run.speedup == pytest.approx(run.tok_s / baseline)
