@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -75,13 +76,22 @@ class WindowDriver:
             replace(controller.chat_settings, max_tokens=max_tokens, temperature=0.0, speculation=mode, k=k)
         )
 
-    def _wait(self, done: object, timeout: float) -> None:
+    def _wait(self, done: Callable[[], bool], timeout: float) -> None:
+        """Run Qt's own event loop until `done`, as the app's `exec` does: a loop that polled
+        `processEvents` would take interpreter time from the worker that the app never takes."""
+        from PySide6.QtCore import QEventLoop, QTimer
+
+        loop = QEventLoop()
         deadline = time.monotonic() + timeout
-        while not done():  # type: ignore[operator]
-            if time.monotonic() > deadline:
-                raise SystemExit("the window did not answer in time")
-            self.app.processEvents()
-            time.sleep(0.002)
+        check = QTimer()
+        check.setInterval(100)
+        check.timeout.connect(lambda: loop.quit() if done() or time.monotonic() > deadline else None)
+        check.start()
+        if not done():
+            loop.exec()
+        check.stop()
+        if not done():
+            raise SystemExit("the window did not answer in time")
 
     def answer(self, prompt: str) -> Run:
         from PySide6.QtCore import Qt
