@@ -9,8 +9,10 @@ largest chunk (which a GPU reaches after a pass or two).
 A pass costs a fixed part (on a CPU, reading every weight once: 0.2 s for a 0.5B model in
 32-bit) and a part per token, so the time is fitted as `overhead + per_token * tokens` over the
 sizes seen; a speed measured on a small chunk alone would take the fixed part for slowness and
-shrink the chunks to nothing. Where the fixed part alone passes the target (a big model on a slow
-CPU), the chunk stays within a quarter above it: progress as often as the machine allows.
+shrink the chunks to nothing. The fixed part is paid once per pass, so a pass is also made long
+enough that the fixed part is at most a third of it (`FIXED_SHARE`): a big model on a slow CPU,
+whose passes cost most of a second before reading a single token, would otherwise read a prompt
+in twice the time it takes in one pass, for a Stop that lands a second sooner.
 
 Sizes are powers of two from `MIN_CHUNK`, all of them pass sizes a GPU compiles for
 (`shapes/buckets.py`); a chunk grows at most `GROWTH` times per pass, so one pass timed fast by
@@ -20,10 +22,11 @@ chance cannot ask for a minute-long one. Where a chunk ends changes only roundin
 
 from __future__ import annotations
 
-CHUNK_SECONDS = 0.5  # a pass's target time: progress and a Stop every half second or so
+CHUNK_SECONDS = 0.8  # a pass's target time: progress and a Stop within a second, few passes
 FIRST_CHUNK = 16  # before anything is timed
 MIN_CHUNK = 4
 GROWTH = 4
+FIXED_SHARE = 1 / 3  # at most this share of a pass is its fixed cost: prefill at most 1.5x one pass
 SMOOTHING = 0.5  # weight of a new time against what was seen before at that size
 
 
@@ -77,7 +80,7 @@ class ChunkPacer:
         seen = self.times.get(role) or self.times.get("main")
         if not seen:
             return min(FIRST_CHUNK, self.largest)
-        budget = max(self.seconds, 1.25 * fit(seen)[0])
+        budget = max(self.seconds, fit(seen)[0] / FIXED_SHARE)
         cap = self.sizes.get(role, FIRST_CHUNK) * GROWTH
         best = self.ladder[0]
         for size in self.ladder:

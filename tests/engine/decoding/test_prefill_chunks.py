@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.engine.decoding.chunking import FIRST_CHUNK, MIN_CHUNK, ChunkPacer, fit
+from app.engine.decoding.chunking import FIXED_SHARE, FIRST_CHUNK, MIN_CHUNK, ChunkPacer, fit
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import GenerationFinished, PrefillProgress
 from app.engine.decoding.loading import ModelPair
@@ -109,11 +109,16 @@ def test_the_pacer_fits_a_cost_per_pass_and_per_token():
     assert pacer.times["main"][16] == pytest.approx(0.35)
 
 
-def test_a_big_model_on_a_slow_cpu_gets_passes_a_little_above_its_fixed_cost():
+def test_a_big_model_on_a_slow_cpu_pays_its_fixed_cost_at_most_a_third_of_a_pass():
     pacer = ChunkPacer(512, seconds=0.5)
     pacer.record("main", 16, 16, 1.2)
-    pacer.record("main", 4, 4, 0.87)  # 0.76 s a pass whatever its length
-    assert pacer.size("main") == MIN_CHUNK  # 0.87 s; 8 tokens would take 0.98 s
+    pacer.record("main", 4, 4, 0.87)  # 0.76 s a pass, 0.0275 s a token
+    assert pacer.size("main") == 16  # a chunk grows at most 4 times a pass
+    pacer.record("main", 16, 16, 1.2)
+    # 2.28 s budget (3x the fixed part): 32 tokens take 1.64 s, 64 would take 2.52 s
+    assert pacer.size("main") == 32
+    overhead, per_token = fit(pacer.times["main"])
+    assert overhead <= (overhead + per_token * pacer.size("main")) * FIXED_SHARE * 1.5
 
 
 def test_a_fast_device_reaches_the_largest_chunk_in_a_few_passes():
