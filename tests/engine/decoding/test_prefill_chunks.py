@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.engine.decoding.chunking import FIXED_SHARE, FIRST_CHUNK, MIN_CHUNK, ChunkPacer, fit
+from app.engine.decoding.chunking import FIRST_CHUNK, FIXED_SHARE, ChunkPacer, fit
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import GenerationFinished, PrefillProgress
 from app.engine.decoding.loading import ModelPair
