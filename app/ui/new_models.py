@@ -10,7 +10,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from app.engine.library.download import destination
-from app.engine.library.recommended import RECOMMENDED
+from app.engine.library.recommended import ALL_RECOMMENDED
 from app.ui.picker import KEY, PickerDialog
 
 
@@ -31,7 +31,7 @@ def select_main(dialog: PickerDialog, path: str | None) -> bool:
 
 def recommended_draft(folder: str, root: Path | None) -> bool:
     """A draft downloaded with its recommended pair's main is no main itself."""
-    return any(same_path(destination(p.draft_repo, root), folder) for p in RECOMMENDED)
+    return any(same_path(destination(p.draft_repo, root), folder) for p in ALL_RECOMMENDED)
 
 
 class NewModels(QObject):

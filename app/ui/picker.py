@@ -31,7 +31,7 @@ from app.engine.library.discovery import Found, Sources, scan_library
 from app.engine.library.facts import ModelFacts
 from app.engine.library.memory import MemoryFit, memory_fit
 from app.engine.library.precision import DevicePrecision, this_device
-from app.engine.library.recommended import RECOMMENDED
+from app.engine.library.recommended import recommended_pairs
 from app.engine.library.roles import check_drafts, draft_candidates
 from app.engine.library.store import Store
 from app.ui.arena import arena_note
@@ -372,7 +372,7 @@ class PickerDialog(QDialog):
     def _recommended_box(self) -> QGroupBox:
         box = QGroupBox("Recommended pairs to start with")
         layout = QVBoxLayout(box)
-        for pair in RECOMMENDED:
+        for pair in recommended_pairs():
             row = QHBoxLayout()
             row.addWidget(QLabel(f"<b>{pair.title}</b> — {pair.main_repo} + {pair.draft_repo}"), 1)
             button = QPushButton(f"Download (about {human_bytes(pair.download_bytes)})")

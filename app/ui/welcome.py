@@ -7,7 +7,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app import PRODUCT_NAME
-from app.engine.library.recommended import RECOMMENDED, RecommendedPair
+from app.engine.library.recommended import RecommendedPair, recommended_pairs
 from app.ui.download_panel import human_bytes
 from app.ui.platform_words import this_machine
 from app.ui.theme import SPACE, Theme, current_theme, scaled
@@ -38,7 +38,7 @@ class WelcomePanel(QWidget):
         layout.addWidget(intro)
         self.buttons: list[QPushButton] = []
         self.cards: list[tuple[QLabel, RecommendedPair]] = []
-        for pair in RECOMMENDED:
+        for pair in recommended_pairs():
             layout.addWidget(self._card(pair))
         row = QHBoxLayout()
         for text, signal in (

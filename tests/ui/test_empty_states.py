@@ -119,3 +119,19 @@ def test_sending_while_the_models_load_says_so_and_keeps_the_text(qtbot, speccha
     assert w.composer.editor.toPlainText() == "Hi" and w.need_models.isHidden()
     assert "still loading" in w.statusBar().currentMessage()
     w.close()
+
+
+def test_the_welcome_suggests_pairs_at_the_precision_this_device_runs_fast(qtbot, monkeypatch):
+    """On a CPU a 4-bit 7B pair would write about a word a second: 16-bit small pairs instead."""
+    from app.engine.library import precision
+
+    monkeypatch.setattr(precision, "mlx_on_gpu", lambda: False)
+    panel = WelcomePanel()
+    qtbot.addWidget(panel)
+    cpu = [pair for _label, pair in panel.cards]
+    assert cpu and all(p.main_repo.endswith("-bf16") and p.draft_repo.endswith("-bf16") for p in cpu)
+    monkeypatch.setattr(precision, "mlx_on_gpu", lambda: True)
+    panel = WelcomePanel()
+    qtbot.addWidget(panel)
+    gpu = [pair for _label, pair in panel.cards]
+    assert gpu and all(p.main_repo.endswith("-4bit") for p in gpu)
