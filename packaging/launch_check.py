@@ -37,12 +37,17 @@ def check(command: list[str], home: Path, *, xvfb: bool, stay: float) -> str:
         command = ["xvfb-run", "--auto-servernum", "--server-args=-screen 0 1280x900x24", *command]
     else:
         env["QT_QPA_PLATFORM"] = "offscreen"
+    if Path(command[0]).exists():  # a path relative to the caller, who runs it from elsewhere
+        command = [str(Path(command[0]).absolute()), *command[1:]]  # not resolve(): keep a venv's link
     log = home / "launch-stderr.txt"
     with log.open("wb") as err:
         # its own session, so whatever xvfb-run starts can be found and ended with it
-        process = subprocess.Popen(
-            command, cwd=home, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
-        )
+        try:
+            process = subprocess.Popen(
+                command, cwd=home, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+            )
+        except OSError as exc:
+            raise LaunchFailure(f"could not start {command[0]}: {exc.strerror}") from None
         try:
             ready = _wait_for_ready(process, log)
             time.sleep(stay)
