@@ -29,6 +29,7 @@ from app.engine.gguf.events import (
 )
 from app.engine.gguf.header import GGUFError, GGUFHeader, read_header
 from app.engine.gguf.limits import ChildWatch, Limits, cap_address_space
+from app.engine.library.paths import remove_partial_folders
 from app.engine.library.precision import default_bits
 
 __all__ = ["ImportEvent", "ImportFailed", "ImportFinished", "ImportProgress", "default_output", "run_import"]
@@ -128,10 +129,10 @@ def run_import(
     peak = _peak_rss(rusage)
     finished = isinstance(final, ImportFinished) and proc.returncode == 0
     if watch.reason in ("memory", "time") and not finished:  # a limit met on the way out is moot
-        _remove_partials(out)
+        remove_partial_folders(out)
         yield ImportFailed(stopped_message(watch.reason, limits), "limit")
     elif cancel is not None and cancel.is_set():
-        _remove_partials(out)
+        remove_partial_folders(out)
         yield ImportFailed("the import was cancelled", "cancelled")
     elif finished:
         assert isinstance(final, ImportFinished)
@@ -139,19 +140,11 @@ def run_import(
     elif isinstance(final, ImportFailed):
         yield final
     else:
-        _remove_partials(out)
+        remove_partial_folders(out)
         code = proc.returncode
         why = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
         tail = "".join(stderr_tail[-5:]).strip()
         yield ImportFailed(f"the importer crashed ({why}){': ' + tail if tail else ''}", "crashed")
-
-
-def _remove_partials(out: Path) -> None:
-    """A killed child cannot clean up after itself: remove its hidden temporary folders."""
-    import shutil
-
-    for tmp in out.parent.glob(f".{out.name}.partial-*"):
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _child_main(raw: str) -> int:

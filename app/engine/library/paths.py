@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -60,3 +61,10 @@ def lmstudio_root() -> Path | None:
 def lmstudio_models_dir() -> Path | None:
     root = lmstudio_root()
     return root / "models" if root is not None and (root / "models").is_dir() else None
+
+
+def remove_partial_folders(out: Path) -> None:
+    """A killed child (an import or a 16-bit copy) cannot clean up after itself: remove the hidden
+    temporary folders it was writing `out` in."""
+    for tmp in out.parent.glob(f".{out.name}.partial-*"):
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -9,7 +9,6 @@ events. The copy lands in SpecChat's models folder, where the picker lists it.
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from app.engine.library.dequantize import (
     quantization,
     read_config,
 )
+from app.engine.library.paths import remove_partial_folders
 
 _KINDS: dict[str, type[CopyEvent]] = {c.__name__: c for c in (CopyProgress, CopyFinished, CopyFailed)}
 
@@ -104,23 +104,17 @@ def make_copy(
     finished.set()
     drain.join(timeout=5)
     if cancel is not None and cancel.is_set():
-        _remove_partials(out)
+        remove_partial_folders(out)
         yield CopyFailed("the copy was cancelled", "cancelled")
     elif isinstance(final, CopyFinished) and code == 0:
         yield CopyFinished(final.path, time.monotonic() - started)
     elif isinstance(final, CopyFailed):
         yield final
     else:
-        _remove_partials(out)
+        remove_partial_folders(out)
         why = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
         tail = "".join(stderr_tail[-5:]).strip()
         yield CopyFailed(f"the copy stopped ({why}){': ' + tail if tail else ''}", "crashed")
-
-
-def _remove_partials(out: Path) -> None:
-    """A killed child cannot clean up after itself: remove its hidden temporary folders."""
-    for tmp in out.parent.glob(f".{out.name}.partial-*"):
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _child_main(raw: str) -> int:
