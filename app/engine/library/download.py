@@ -4,7 +4,8 @@ Each file is fetched with huggingface_hub's `http_get` (retries, Range resumes i
 a `.part` file of a hidden `.partial` folder that survives a failed or cancelled run, so the next
 run asks the server only for the missing bytes. Once every file arrived it is hashed against the
 checksum in the hub's listing, and only then does the folder move into place, so a damaged,
-cancelled or failed download never looks like a complete model.
+cancelled or failed download never looks like a complete model. No file is written past the
+size the listing gives it: a server that sends more is refused and its part file removed.
 """
 
 from __future__ import annotations
@@ -120,9 +121,26 @@ def one_at_a_time(
         lock.release()
 
 
-def _bar_class(count: Callable[[int], None], check: Callable[[], None]) -> type:
+class TooLong(DownloadError):
+    """The server sent, or announced, more bytes than the hub lists for a file."""
+
+    def __init__(self, name: str, listed: int) -> None:
+        super().__init__(
+            f"{name} is larger than the hub lists ({_size(listed)}): the server sent more, so the"
+            " download was stopped and the unfinished file removed"
+        )
+
+
+def _size(n: int) -> str:
+    return f"{n:,} bytes" if n < 10**6 else f"{n / 1e6:.1f} MB"
+
+
+def _bar_class(count: Callable[[int], None], check: Callable[[], None], name: str, listed: int) -> type:
     """A tqdm look-alike for one file's http_get: reports its bytes so far, raises once stopped.
 
+    http_get updates the bar before it writes each chunk, so refusing here when the bytes pass
+    the listed size keeps that chunk, and every later one, off the disk; a larger length in the
+    response's headers is refused before the first byte.
     Not a tqdm subclass, so the hub's own terminal detection cannot switch it off.
     """
 
@@ -131,11 +149,15 @@ def _bar_class(count: Callable[[int], None], check: Callable[[], None]) -> type:
             check()
             self.total = kwargs.get("total")
             self.n = kwargs.get("initial", 0) or 0
+            if (self.total or 0) > listed or self.n > listed:
+                raise TooLong(name, listed)
             count(int(self.n))
 
         def update(self, n: int | float | None = 1) -> None:
             check()
             self.n += n or 0
+            if self.n > listed:
+                raise TooLong(name, listed)
             count(int(self.n))
 
         @property
@@ -231,16 +253,21 @@ def _transfer(
             report(done)
 
         url = hf_hub_url(repo_id, remote.name, revision=commit, endpoint=endpoint)
-        with part_file(partial, remote).open("ab") as out:
-            http_get(
-                url,
-                out,
-                resume_size=counts[remote.name],
-                headers=build_hf_headers(),
-                expected_size=remote.size,
-                displayed_filename=remote.name,
-                tqdm_class=cast(Any, _bar_class(count, check)),
-            )
+        part = part_file(partial, remote)
+        try:
+            with part.open("ab") as out:
+                http_get(
+                    url,
+                    out,
+                    resume_size=counts[remote.name],
+                    headers=build_hf_headers(),
+                    expected_size=remote.size,
+                    displayed_filename=remote.name,
+                    tqdm_class=cast(Any, _bar_class(count, check, remote.name, remote.size)),
+                )
+        except TooLong:
+            part.unlink(missing_ok=True)  # what such a server sent is no prefix worth resuming
+            raise
 
     for remote in files:
         part = part_file(partial, remote)

@@ -3,8 +3,10 @@
 Serves repo info, the recursive tree listing and `resolve` URLs (HEAD and GET, ETag,
 X-Repo-Commit, Content-Length, Range). Faults per file: "truncate_once" sends half the body on
 the first GET and closes the connection; "truncate_then_503" does that and then answers every
-later GET with 503; "flip" serves the body with its last byte changed. A GET of a file in `gates`
-waits for that event. The tree listing carries git blob ids and, for .safetensors, LFS SHA-256s
+later GET with 503; "flip" serves the body with its last byte changed; "endless" sends the body and then more
+bytes until the client hangs up, with no length in the headers; "oversized" announces and sends
+`overflow` bytes more than the body. Neither sends more than `cap` bytes in all. A GET of a file
+in `gates` waits for that event. The tree listing carries git blob ids and, for .safetensors, LFS SHA-256s
 as the hub's does. The server shuts itself down after `lifetime` seconds at the latest.
 """
 
@@ -28,6 +30,8 @@ class HubState:
     gets: dict[str, int] = field(default_factory=dict)
     sent: dict[str, int] = field(default_factory=dict)  # file name -> body bytes written
     gates: dict[str, threading.Event] = field(default_factory=dict)  # a GET of the file waits for it
+    cap: int = 64 << 20  # the most an "endless" or "oversized" answer sends
+    overflow: int = 8 << 20  # how far an "oversized" answer goes past the body
 
 
 def _entry(name: str, body: bytes) -> dict[str, object]:
@@ -91,6 +95,8 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                     state.gates[name].wait(timeout=30)
                 if fault == "flip":  # same size, one byte changed: only a checksum can tell
                     body = body[:-1] + bytes([body[-1] ^ 1])
+                if fault in ("endless", "oversized"):
+                    return self._too_long(name, body, fault)
                 if fault == "truncate_then_503" and count > 1:
                     return self.send_error(503)
                 if fault in ("truncate_once", "truncate_then_503") and count == 1:
@@ -115,8 +121,30 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             self.send_header("Accept-Ranges", "bytes")
             self.end_headers()
             if self.command == "GET":
-                self.wfile.write(body[start:])
+                try:
+                    self.wfile.write(body[start:])
+                except OSError:  # a download stopped by another file's failure hung up
+                    return
                 state.sent[name] = state.sent.get(name, 0) + len(body) - start
+
+        def _too_long(self, name: str, body: bytes, fault: str) -> None:
+            """More bytes than listed: close-delimited without end, or with a length that says so."""
+            total = state.cap if fault == "endless" else min(len(body) + state.overflow, state.cap)
+            self.send_response(200)
+            if fault == "oversized":
+                self.send_header("Content-Length", str(total))
+            self.send_header("X-Repo-Commit", COMMIT)
+            self.end_headers()
+            self.close_connection = True
+            filler = bytes(64 << 10)
+            try:
+                self.wfile.write(body)
+                state.sent[name] = state.sent.get(name, 0) + len(body)
+                while state.sent[name] < total:
+                    self.wfile.write(filler)
+                    state.sent[name] += len(filler)
+            except OSError:  # the client hung up: what a refusing downloader does
+                pass
 
         do_GET = do_HEAD = _route
 

@@ -198,3 +198,48 @@ def test_a_download_held_by_another_process_is_refused_in_words(repo_files, tmp_
         with pytest.raises(DownloadError, match="already downloading"):
             run(hub, tmp_path)
     assert state.log == [] and not destination(REPO, tmp_path).exists()
+
+
+def _everything_but_this_download(root: Path) -> dict[str, tuple[int, int]]:
+    mine = partial_folder(REPO, root)
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file() and mine not in p.parents and p != lock_file(REPO, root)
+    }
+
+
+@pytest.mark.parametrize("fault", ["endless", "oversized"])
+def test_a_server_sending_more_than_listed_is_refused_and_its_partial_file_removed(
+    repo_files, tmp_path, fault
+):
+    """Bytes written past the listed size plus one chunk fail outright (RLIMIT_FSIZE), so a
+    downloader that keeps writing cannot pass; the server's count shows it stopped reading."""
+    import resource
+    import time
+
+    from huggingface_hub import constants
+
+    listed = 2_000_000
+    files = dict(repo_files, **{"big.safetensors": bytes(range(256)) * (listed // 256)})
+    listed = len(files["big.safetensors"])
+    (tmp_path / "other-org" / "kept").mkdir(parents=True)
+    (tmp_path / "other-org" / "kept" / "config.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("mine")
+    before = _everything_but_this_download(tmp_path)
+    state = HubState({REPO: files}, faults={"big.safetensors": fault})
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (listed + constants.DOWNLOAD_CHUNK_SIZE, hard))
+    try:
+        started = time.monotonic()
+        with LocalHub(state) as hub, pytest.raises(DownloadError) as refused:
+            run(hub, tmp_path)
+        took = time.monotonic() - started
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    reason = str(refused.value)
+    assert "\n" not in reason and reason.startswith("big.safetensors is larger than the hub lists (2.0 MB)")
+    assert took < 10 and state.sent.get("big.safetensors", 0) < state.cap  # it stopped reading
+    assert not destination(REPO, tmp_path).exists()
+    assert not any(p.name.startswith("big.safetensors") for p in tmp_path.rglob("*"))
+    assert _everything_but_this_download(tmp_path) == before
