@@ -13,18 +13,17 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.engine.decoding.text.clean import clean_text
-from app.engine.library.damage import is_damage, move_aside
 from app.engine.library.paths import app_data_dir
+from app.engine.store.connection import LOCK_WAIT_S, StoreFile
 from app.engine.store.provenance import Answer
-from app.engine.store.salvage import Recovery, salvage
-from app.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
+from app.engine.store.schema import MIGRATIONS as MIGRATIONS  # re-exported: tests migrate by hand
+from app.engine.store.schema import SCHEMA_VERSION as SCHEMA_VERSION
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Role, Turn, UserTurn
 
 log = logging.getLogger(__name__)
@@ -82,19 +81,6 @@ def _row_id(cursor: sqlite3.Cursor) -> int:
     return cursor.lastrowid
 
 
-def _rollback(db: sqlite3.Connection, error: BaseException) -> None:
-    """Undo the open transaction. SQLite may have rolled it back already (a full disk does), and a
-    failure here is noted on `error` and logged, never raised in its place: the user needs why the
-    write failed, not why the cleanup did."""
-    if not db.in_transaction:
-        return
-    try:
-        db.execute("ROLLBACK")
-    except sqlite3.Error as exc:
-        log.warning("rolling back after %r also failed: %r", error, exc)
-        error.add_note(f"Rolling back also failed: {exc}")
-
-
 def _clean_rejected(rejected: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
     """The refused drafts with `clean_text` applied, found in one pass when none needs it, the
     usual case: an answer's refused drafts are all saved again at each checkpoint as it streams."""
@@ -112,65 +98,13 @@ def _json(raw: object, default: Any) -> tuple[Any, bool]:
         return default, True
 
 
-class ConversationStore:
-    """One connection, used from the thread that opened it (the UI thread)."""
+class ConversationStore(StoreFile):
+    """Conversations and their messages, through the file's one connection (the UI thread's)."""
 
-    def __init__(self, path: Path | str | None = None) -> None:
-        self.path = Path(path) if path is not None else default_db_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.recovery: Recovery | None = None  # set when a damaged file was moved aside at open
-        try:
-            self._open()
-        except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):
-                self.db.close()
-                raise
-            # Closed only once moved: closing deletes a WAL that SQLite could not read.
-            moved = move_aside(self.path)
-            self.db.close()
-            self._open()
-            self.recovery = salvage(moved, self.db, str(exc))
-
-    def _open(self) -> None:
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
-        self.db.text_factory = lambda b: b.decode("utf-8", "replace")  # bad bytes never raise
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable to the last commit but one
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self._migrate()
-
-    def _migrate(self) -> None:
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise ConversationError(f"conversations were written by a newer SpecChat (schema {version})")
-        for number in range(version, SCHEMA_VERSION):
-            with self.transaction():
-                MIGRATIONS[number](self.db)
-                self.db.execute(f"PRAGMA user_version={number + 1}")
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Commit the block's writes together or not at all, raising the block's own error.
-
-        A block inside another joins the outer transaction, so callers can group writes that each
-        commit on their own elsewhere (a new conversation with its first turn)."""
-        if self.db.in_transaction:
-            yield
-            return
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-            self.db.execute("COMMIT")
-        except BaseException as exc:
-            _rollback(self.db, exc)
-            raise
-
-    @property
-    def schema_version(self) -> int:
-        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
-
-    def close(self) -> None:
-        self.db.close()
+    def __init__(
+        self, path: Path | str | None = None, *, timeout: float = 5.0, lock_wait: float = LOCK_WAIT_S
+    ) -> None:
+        super().__init__(Path(path) if path is not None else default_db_path(), timeout, lock_wait)
 
     # -- conversations ------------------------------------------------------------------------
     def create(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import sqlite3
 from dataclasses import astuple, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,12 @@ class RunHistory:
     """Reads and writes the `runs` table through the store's connection (the UI thread's)."""
 
     def __init__(self, store: ConversationStore) -> None:
-        self.db = store.db
+        self.store = store
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The store's connection now: a retry at start may replace its read-only stand-in."""
+        return self.store.db
 
     def record(self, run: Run) -> int | None:
         """Store one answer; None (nothing stored) when it was too short to time."""
