@@ -12,6 +12,8 @@ import importlib
 import os
 import sys
 
+from app.cli.utf8_args import not_utf8_refusal
+
 # command name -> (module under app.cli, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "toy-models": ("toy", "write a deterministic tiny main/draft model pair"),
@@ -68,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     known, _ = parser.parse_known_args([a for a in argv if a not in ("-h", "--help")])
     if known.command is None:
         args = parser.parse_args(argv)
+        if (refused := not_utf8_refusal(parser, args)) is not None:
+            print(refused, file=sys.stderr)
+            return 2
         if args.smoke_test:
             from app.smoke import run_smoke_test
 
@@ -86,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     module.add_arguments(sub_parser)
     args = sub_parser.parse_args(argv[argv.index(known.command) + 1 :])
+    if (refused := not_utf8_refusal(sub_parser, args)) is not None:
+        print(refused, file=sys.stderr)
+        return 2
     return _run_command(module, args)
 
 

@@ -8,17 +8,19 @@ GGUF files are reported separately, to be offered for import.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine.library.facts import ModelFacts, facts_for
-from app.engine.library.paths import fetched_models_dir, lmstudio_models_dir, models_dir
+from app.engine.library.paths import fetched_models_dir, is_utf8, lmstudio_models_dir, models_dir
 from app.engine.library.safety import check_repo_id, valid_repo_id
 from app.engine.library.store import Store
 
 HUB, LMSTUDIO, SPECCHAT, FETCHED, USER = "hub", "lmstudio", "specchat", "fetched", "user"
 MAX_DEPTH = 4
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,10 @@ def discover(sources: Sources) -> list[Found]:
     seen: set[Path] = set()
     unique = []
     for f in found:
+        if not is_utf8(f.path):  # nothing downstream can open it; skipped rather than a crash
+            shown = os.fsencode(f.path).decode("utf-8", "backslashreplace")
+            log.warning("skipped %s: its name is not UTF-8; rename it to use it", shown)
+            continue
         key = f.path.resolve()
         if key not in seen:
             seen.add(key)

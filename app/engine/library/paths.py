@@ -68,3 +68,13 @@ def remove_partial_folders(out: Path) -> None:
     temporary folders it was writing `out` in."""
     for tmp in out.parent.glob(f".{out.name}.partial-*"):
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def is_utf8(name: str | Path) -> bool:
+    """Whether a name can be handed to MLX, Qt, SQLite and JSON: bytes that are not UTF-8 reach
+    Python as surrogate escapes, which all of them refuse (MLX with `std::bad_cast`)."""
+    try:
+        str(name).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
