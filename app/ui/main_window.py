@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from app import PRODUCT_NAME
 from app.engine.library.discovery import Sources, default_sources, scan_library
 from app.engine.library.recommended import RecommendedPair
+from app.engine.store import write_failure
 from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.worker import remembering_worker
 from app.ui import model_folders as folders
@@ -52,6 +53,7 @@ from app.ui.render import Options
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar
 from app.ui.stats import StatusStrip
+from app.ui.store_notice import StoreNotice
 from app.ui.theme import current_theme
 from app.ui.wait_progress import WaitPanel
 from app.ui.welcome import WelcomePanel
@@ -109,6 +111,9 @@ class MainWindow(ChatActions):
         self.refresh_sidebar()
         state.reopen_conversation(self)
         self.recovery_notice = show_recovery(self, self.store.recovery)
+        refusals = (self.controller.failed, self.drafts.failed)  # a refused save brings back Retry
+        self.store_notice = StoreNotice(self, self.store, refusals)
+        self.store_notice.reopened.connect(self.refresh_sidebar)
         self.view.set_options(
             Options(
                 bool(self.settings.value("view/highlight", True, type=bool)),
@@ -211,13 +216,19 @@ class MainWindow(ChatActions):
         )
 
     def rename_conversation(self, cid: int, title: str) -> None:
-        self.store.rename(cid, title)
+        try:
+            self.store.rename(cid, title)
+        except write_failure.STORAGE_ERRORS as exc:
+            self.controller.failed.emit(f"The conversation was not renamed: {write_failure.reason(exc)}.")
         self.refresh_sidebar()
 
     def delete_conversation(self, cid: int) -> None:
         if cid == self.controller.conversation:
             self.controller.new_conversation()
-        self.store.delete(cid)
+        try:
+            self.store.delete(cid)
+        except write_failure.STORAGE_ERRORS as exc:
+            self.controller.failed.emit(f"The conversation was not deleted: {write_failure.reason(exc)}.")
         self.refresh_sidebar()
 
     def set_highlight(self, on: bool) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 STORAGE_ERRORS = (sqlite3.Error, OSError)
 SQLITE_FULL = 13
+SQLITE_READONLY = 8
 
 
 def is_disk_full(exc: BaseException) -> bool:
@@ -19,8 +20,18 @@ def is_disk_full(exc: BaseException) -> bool:
     return False
 
 
+def is_read_only(exc: BaseException) -> bool:
+    """The store refuses writes: the file could not be opened for saving (app.engine.store.opening)."""
+    code = getattr(exc, "sqlite_errorcode", None) if isinstance(exc, sqlite3.Error) else None
+    return code is not None and code & 0xFF == SQLITE_READONLY
+
+
 def reason(exc: BaseException) -> str:
-    return "the disk is full" if is_disk_full(exc) else str(exc) or type(exc).__name__
+    if is_disk_full(exc):
+        return "the disk is full"
+    if is_read_only(exc):
+        return "your conversations can only be read until the problem shown at start is fixed"
+    return str(exc) or type(exc).__name__
 
 
 def message_not_sent(exc: BaseException, path: Path) -> str:
