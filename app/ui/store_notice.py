@@ -44,8 +44,14 @@ class StoreNotice(QObject):
         self.box.open()  # non-blocking: start-up goes on behind it
 
     def remind(self) -> None:
-        """A save was refused: show the message again while the problem lasts."""
-        if self.box is not None and self.store.problem is not None and not self.box.isVisible():
+        """A save was refused: show the message again while the problem lasts. Checked once the
+        event loop is back, so the draft refused as the window closes keeps no dialog open."""
+        QTimer.singleShot(0, self._remind_now)
+
+    def _remind_now(self) -> None:
+        window = self.parent()
+        shown = isinstance(window, QWidget) and window.isVisible()
+        if shown and self.box is not None and self.store.problem is not None and not self.box.isVisible():
             self._show()
 
     def retry(self) -> bool:
