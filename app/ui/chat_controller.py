@@ -183,7 +183,7 @@ class ChatController(QObject):
         try:  # a new conversation, its first turn and the draft's removal commit together or not at all
             with self.store.transaction():
                 if cid is None:
-                    title = " ".join(text.split())[:48] or "New chat"
+                    title = " ".join(text[:1000].split())[:48] or "New chat"  # a long paste: its start
                     cid = self.store.create(title, s.system_prompt, s.to_dict())
                 key = self.store.append(cid, Role.USER, text)  # committed before generation starts
                 self.drafts.clear(self.conversation)

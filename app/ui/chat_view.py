@@ -38,6 +38,8 @@ from app.engine.store.transcript import (
 from app.ui.bubble import close_bubble, open_bubble
 from app.ui.ghosts import ghost_lines
 from app.ui.live_markdown import LiveAnswer
+from app.ui.long_text import SHOWN_CHARS as SHOWN_CHARS  # re-exported: tests measure the preview
+from app.ui.long_text import preview
 from app.ui.render import P_MESSAGE, P_PROV, P_TOKEN, Links, Options, Painter, block_tokens, token_at
 from app.ui.stats import DIVERGENCE, stats_line, verdict_line
 from app.ui.stats_words import ACTION_LABELS, answer_line
@@ -45,9 +47,6 @@ from app.ui.theme import Theme, current_theme
 from app.ui.wrapping import LONG_RUN, has_long_run, wrap_anywhere
 
 SAFE_SCHEMES = ("http", "https", "mailto")
-# A longer user message shows its start: laying out a megabyte paste holds the window for seconds
-# (Qt's work, on its thread), and the whole message was sent and saved anyway.
-SHOWN_CHARS = 50_000
 NOTES = {
     MessageState.PARTIAL: "  · interrupted",
     MessageState.CANCELLED: "  · stopped",
@@ -255,7 +254,8 @@ class ChatView(QTextBrowser):
             cursor.insertText(line[0], fmt)
 
     def _insert(self, m: Turn) -> None:
-        shown = m.text[:SHOWN_CHARS] if isinstance(m, UserTurn) else m.text
+        # A long user message shows its start (app.ui.long_text); the whole of it was sent and saved.
+        shown = preview(m.text) if isinstance(m, UserTurn) else m.text
         if has_long_run(shown):  # wrapping a long run at word boundaries is quadratic
             wrap_anywhere(self, True)
         cursor = self._cursor()
@@ -270,7 +270,7 @@ class ChatView(QTextBrowser):
                 muted = self._base()
                 muted.setForeground(QBrush(self.theme.muted))
                 more = len(m.text) - len(shown)
-                cursor.insertText(f" … and {more:,} more characters, sent in full (Edit shows them)", muted)
+                cursor.insertText(f" … and {more:,} more characters, sent in full", muted)
             cursor = self._cursor()  # out of the bubble
             close_bubble(cursor)
             self._actions(cursor, m)

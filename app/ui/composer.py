@@ -6,13 +6,31 @@ from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from app.ui.long_text import (
+    BOX_PREVIEW_CHARS,
+    BOX_PREVIEW_LINES,
+    Kept,
+    is_long,
+    keep,
+    long_notice,
+    pasted_text,
+    preview,
+)
 from app.ui.settings_dialog import preset_combo, show_preset
 from app.ui.wrapping import has_long_run, wrap_anywhere
 
 
 class _Editor(QPlainTextEdit):
+    """Edits text up to app.ui.long_text's EDITABLE size; longer text (a paste, a restored draft)
+    is kept whole in `long` while the box shows its start, read-only (app.ui.long_text)."""
+
     submit = Signal()
     escape = Signal()
+    long_changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.long: Kept | None = None
 
     def keyPressEvent(self, e: QKeyEvent) -> None:
         if (
@@ -26,19 +44,63 @@ class _Editor(QPlainTextEdit):
             return
         super().keyPressEvent(e)
 
-    # A paste or restored text with a long run of no spaces wraps anywhere (app.ui.wrapping).
+    def toPlainText(self) -> str:
+        """The whole text, also while the box shows only its start."""
+        return self.long.text if self.long is not None else super().toPlainText()
+
     def insertFromMimeData(self, source: QMimeData) -> None:
-        if source.hasText() and has_long_run(source.text()):
-            wrap_anywhere(self, True)
-        super().insertFromMimeData(source)
+        """A paste reads at most what is kept; one that makes the text long shows its start."""
+        if not source.hasText():
+            super().insertFromMimeData(source)
+            return
+        pasted = pasted_text(source)
+        if self.long is not None:  # the box is read-only then: only a direct call gets here
+            before, after = self.long.text, ""
+        else:
+            cursor, typed = self.textCursor(), super().toPlainText()
+            before, after = typed[: cursor.selectionStart()], typed[cursor.selectionEnd() :]
+            if not pasted.cut and not is_long(before + pasted.text + after):
+                if has_long_run(pasted.text):  # a run without spaces wraps anywhere (app.ui.wrapping)
+                    wrap_anywhere(self, True)
+                self.insertPlainText(pasted.text)
+                return
+        joined = keep(before + pasted.text + after)
+        self._show_long(Kept(joined.text, pasted.cut or joined.cut))
 
     def setPlainText(self, text: str) -> None:
-        wrap_anywhere(self, has_long_run(text))
-        super().setPlainText(text)
+        kept = keep(text)
+        if is_long(kept.text):
+            self._show_long(kept)
+            return
+        self._leave_long()
+        self._lay_out(kept.text)
 
     def clear(self) -> None:
+        self._leave_long()
         super().clear()
         wrap_anywhere(self, False)
+
+    def _lay_out(self, text: str) -> None:
+        """Set the text, in the wrapping it needs; the view switches while it holds the text that
+        is cheap to lay out either way, never a long run under word wrapping."""
+        if has_long_run(text):
+            wrap_anywhere(self, True)
+            super().setPlainText(text)
+        else:
+            super().setPlainText(text)
+            wrap_anywhere(self, False)
+
+    def _show_long(self, kept: Kept) -> None:
+        self.long = kept
+        self.setReadOnly(True)
+        self._lay_out(preview(kept.text, BOX_PREVIEW_CHARS, BOX_PREVIEW_LINES) + " …")
+        self.long_changed.emit()
+
+    def _leave_long(self) -> None:
+        if self.long is not None:
+            self.long = None
+            self.setReadOnly(False)
+            self.long_changed.emit()
 
 
 class Composer(QWidget):
@@ -62,6 +124,16 @@ class Composer(QWidget):
         self.preset.setAccessibleName("Sampling preset")
         self.note = QLabel("")
         self.note.setVisible(False)
+        self.long_note = QLabel("")
+        self.long_note.setWordWrap(True)
+        self.remove = QPushButton("Remove")
+        self.remove.setToolTip("Take the long text out of the message box")
+        self.long_bar = QWidget()
+        bar = QHBoxLayout(self.long_bar)
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.long_note, 1)
+        bar.addWidget(self.remove)
+        self.long_bar.setVisible(False)
         chooser = QHBoxLayout()
         chooser.addWidget(QLabel("Preset"))
         chooser.addWidget(self.preset)
@@ -74,12 +146,15 @@ class Composer(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         layout.addWidget(self.note)
+        layout.addWidget(self.long_bar)
         layout.addLayout(row)
         self.busy = False
         self.editor.submit.connect(self._submit)
         self.editor.escape.connect(self._escape)
         self.button.clicked.connect(lambda: self.stop.emit() if self.busy else self._submit())
         self.preset.activated.connect(lambda _i: self.preset_chosen.emit(self.preset.currentText()))
+        self.editor.long_changed.connect(self._show_long_note)
+        self.remove.clicked.connect(self.editor.clear)
 
     def show_preset(self, name: str) -> None:
         """Show the active conversation's preset ("Custom" when its values were set by hand)."""
@@ -92,6 +167,11 @@ class Composer(QWidget):
     def set_note(self, text: str) -> None:
         self.note.setText(text)
         self.note.setVisible(bool(text))
+
+    def _show_long_note(self) -> None:
+        long = self.editor.long
+        self.long_note.setText(long_notice(long) if long is not None else "")
+        self.long_bar.setVisible(long is not None)
 
     def _submit(self) -> None:
         text = self.editor.toPlainText()
@@ -106,3 +186,5 @@ class Composer(QWidget):
             self.set_note("")
             self.editor.clear()
             self.stop.emit()
+        elif self.editor.long is not None:
+            self.editor.clear()

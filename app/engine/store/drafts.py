@@ -21,9 +21,12 @@ class Drafts:
     def __init__(self, store: ConversationStore) -> None:
         self.store = store
 
-    def get(self, conversation: int | None) -> str:
+    def get(self, conversation: int | None, limit: int | None = None) -> str:
+        """At most `limit` characters: a draft saved by a version that kept more is read in the
+        time its start takes."""
+        text = "text" if limit is None else f"substr(text, 1, {int(limit)})"
         row = self.store.db.execute(
-            "SELECT text FROM drafts WHERE conversation_id=?", (_key(conversation),)
+            f"SELECT {text} FROM drafts WHERE conversation_id=?", (_key(conversation),)
         ).fetchone()
         return str(row[0]) if row else ""
 
