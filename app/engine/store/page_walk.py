@@ -54,21 +54,25 @@ class Table:
         return all(type(v) in c.kinds for v, c in zip(values, self.columns, strict=False))
 
 
+def _kinds(declared: str, key: bool, not_null: bool) -> frozenset[type]:
+    """What a column's stored values decode to, by its declared type's affinity: a REAL holding a
+    whole number is stored as an integer."""
+    if key:
+        return frozenset({type(None)})
+    kinds: set[type] = {int} if "INT" in declared else {int, float} if "REAL" in declared else {str}
+    return frozenset(kinds if not_null else kinds | {type(None)})
+
+
 def tables_of(db: sqlite3.Connection) -> list[Table]:
     """The shapes of `db`'s tables, read from the schema it was migrated to."""
     names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY rowid")]
     out = []
     for name in names:
         columns = []
-        for _cid, col, decl, notnull, default, pk in db.execute(f'PRAGMA table_info("{name}")'):
-            decl = str(decl).upper()
-            key = bool(pk) and decl == "INTEGER"
-            kinds: set[type] = (
-                {type(None)} if key else {int} if "INT" in decl else {int, float} if "REAL" in decl else {str}
-            )
-            if not notnull and not key:
-                kinds.add(type(None))
-            columns.append(Column(str(col), frozenset(kinds), default is not None or not notnull, key))
+        for _cid, col, declared, not_null, default, pk in db.execute(f'PRAGMA table_info("{name}")'):
+            key = bool(pk) and str(declared).upper() == "INTEGER"
+            kinds = _kinds(str(declared).upper(), key, bool(not_null))
+            columns.append(Column(str(col), kinds, default is not None or not not_null, key))
         out.append(Table(str(name), tuple(columns)))
     return out
 
