@@ -99,7 +99,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run_command(module: object, args: argparse.Namespace) -> int:
     """Run a tool; a bad input ends in one line on stderr and status 2, never a traceback."""
-    from app.engine.api import ModelLoadError, TemplateError
     from app.engine.decoding.text.clean import clean_text
 
     # argv that is not UTF-8 arrives with surrogate escapes, which the tools would echo to a
@@ -109,6 +108,14 @@ def _run_command(module: object, args: argparse.Namespace) -> int:
             setattr(args, name, clean_text(getattr(args, name)))
     try:
         return int(module.run(args) or 0)  # type: ignore[attr-defined]
-    except (ModelLoadError, TemplateError, ValueError) as exc:
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        # imported only now, so a command that refuses early need not wait for MLX to import
+        from app.engine.api import ModelLoadError, TemplateError
+
+        if not isinstance(exc, (ModelLoadError, TemplateError)):
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return 2

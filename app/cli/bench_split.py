@@ -48,6 +48,10 @@ def _relay(source: IO[str], sink: IO[str], seen: list[str]) -> None:
 
 
 def launch(args: argparse.Namespace) -> int:
+    from app.cli.sharded import refused
+
+    if (code := refused(args)) is not None:  # the split's checks, before any rank starts
+        return code
     try:
         command = launch_command(
             ["bench", *rank_arguments(sys.argv[2:])], ranks=args.ranks, hostfile=args.hostfile, module="app"

@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if args.ranks is not None or args.hostfile is not None:
         from app.cli import sharded
 
+        if (code := sharded.refused(args)) is not None:  # before MLX or any rank starts
+            return code
         colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
         return sharded.run(args, sampling_from_args(args), colour)
     from app.engine.api import ModelLoadError, Provenance, TemplateError, load_pair

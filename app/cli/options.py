@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from app.engine.decoding.sampling import SamplingParams
+if TYPE_CHECKING:  # imported when used: a refused split should not wait for MLX to import
+    from app.engine.decoding.sampling import SamplingParams
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +29,8 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
+    from app.engine.decoding.sampling import SamplingParams
+
     return SamplingParams(
         temperature=args.temperature,
         top_p=args.top_p,

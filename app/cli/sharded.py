@@ -1,25 +1,54 @@
 """`generate --ranks N` / `--hostfile FILE`: one answer with the main split across ranks.
 
 It prints what the one-process `generate` prints; if a rank is lost mid-answer, the text so far
-stays printed, the reason goes to stderr and the exit status is 1."""
+stays printed, the reason goes to stderr and the exit status is 1. Before any rank starts, the
+split's checks run (`preflight`): a refusal is one line and exit status 2."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from app.engine.decoding.events import EngineError, GenerationFinished, Provenance, TokenEvent
-from app.engine.decoding.sampling import SamplingParams
-from app.engine.decoding.templates.chat import TemplateError
-from app.engine.distributed.session import Placement, RanksLost, ShardedPair
-from app.engine.distributed.wire import PolicySpec
+if TYPE_CHECKING:  # imported once the checks pass: a refusal should not wait for MLX to import
+    from app.engine.decoding.sampling import SamplingParams
+    from app.engine.distributed.session import Placement
 
 
 def placement(args: argparse.Namespace) -> Placement:
+    from app.engine.distributed.session import Placement
+
     return Placement(ranks=args.ranks, hostfile=args.hostfile)
 
 
+def refused(args: argparse.Namespace) -> int | None:
+    """Run the split's checks (compatibility, memory, the limits on ranks and machines) before
+    any rank starts: None when they pass, else the exit status, the refusal printed in one line.
+    A hostfile's public addresses are warned about, as the window does."""
+    from app.engine.distributed.preflight import check_split
+
+    try:
+        check_split(
+            args.main,
+            args.draft,
+            ranks=args.ranks,
+            hostfile=args.hostfile,
+            force=bool(getattr(args, "force", False)),
+            warn=lambda words: print(f"warning: {words}", file=sys.stderr, flush=True),
+        )
+    except (ValueError, OSError) as exc:  # SplitRefused and HostfileError are ValueErrors
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return None
+
+
 def run(args: argparse.Namespace, sampling: SamplingParams, colour: bool) -> int:
+    """One answer from the split main; `refused` has passed."""
+    from app.engine.decoding.events import EngineError, GenerationFinished, Provenance, TokenEvent
+    from app.engine.decoding.templates.chat import TemplateError
+    from app.engine.distributed.session import RanksLost, ShardedPair
+    from app.engine.distributed.wire import PolicySpec
+
     try:
         pair = ShardedPair(args.main, args.draft, placement(args), floor_s=args.rank_timeout)
     except (RanksLost, ValueError, OSError) as exc:

@@ -26,6 +26,7 @@ from app.engine.decoding.session import ChatSession
 from app.engine.decoding.shapes.buckets import on_gpu
 from app.engine.decoding.templates.chat import TemplateError, format_chat
 from app.engine.decoding.templates.renderer import close_renderers
+from app.engine.distributed.preflight import SplitRefused, check_split
 from app.engine.distributed.session import Placement, RanksLost, ShardedPair
 from app.engine.distributed.wire import PolicySpec
 from app.engine.features.arena import run_arena_job
@@ -288,6 +289,20 @@ class EngineWorker:
         self._close_sharded()
         close_renderers()  # the unloaded pair's template child; the next pair starts its own
         if command.ranks is not None or command.hostfile is not None:
+            try:  # the checks a pair loaded here meets, and the split's own, before any rank starts
+                check_split(
+                    command.main,
+                    command.draft,
+                    ranks=command.ranks,
+                    hostfile=command.hostfile,
+                    store=self._memory,
+                )
+            except SplitRefused as exc:
+                reply(EngineError(str(exc), kind=ErrorKind.LOAD, plain=exc.plain))
+                return
+            except (ValueError, OSError) as exc:  # a machine list that cannot be used
+                reply(EngineError(str(exc), kind=ErrorKind.LOAD))
+                return
             try:
                 self._sharded = ShardedPair(
                     command.main, command.draft, Placement(command.ranks, command.hostfile)

@@ -47,7 +47,7 @@ from app.engine.distributed.probe import (
 )
 from app.engine.library.facts import ModelFacts
 from app.ui.background import BackgroundTasks, Job
-from app.ui.hosts_table import NOT_PRIVATE, HostsTable, link_words, summary
+from app.ui.hosts_table import HostsTable, link_words, summary
 from app.ui.platform_words import capital, machine, machines, on_a_mac, this_machine
 from app.ui.theme import current_theme
 
@@ -228,8 +228,8 @@ class HostsDialog(QDialog):
             hostfile = None
             self.problem.setText(str(exc))
         self.problem.setVisible(bool(self.problem.text()))
-        public = [f"{host} at {ip}" for host, ip in hostfile.public_links()] if hostfile else []
-        self.warning.setText(f"⚠ {NOT_PRIVATE} ({'; '.join(public)})" if public else "")
+        public = hostfile.public_warning() if hostfile else None
+        self.warning.setText(f"⚠ {public}" if public else "")
         self.warning.setVisible(bool(public))
         self.test_button.setEnabled(hostfile is not None)
         if hostfile != self.tested:
@@ -297,7 +297,9 @@ class HostsDialog(QDialog):
         note = first_machine_note(here, results)
         self.verdict.setText(summary(results, self.shares(), note))
         self.verdict.show()
-        self.use_button.setEnabled(all(r.ok for r in results))  # the note is advice, not a refusal
+        # the note is advice, and memory is told here, not refused: other apps may be closed
+        # before the load, which weighs each part against what is free then
+        self.use_button.setEnabled(all(r.ok for r in results))
 
     def _failed(self, exc: Exception) -> None:
         self.job = None

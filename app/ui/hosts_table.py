@@ -13,10 +13,6 @@ from app.engine.distributed.probe import ProbeResult
 from app.ui.platform_words import this_machine
 from app.ui.theme import current_theme
 
-NOT_PRIVATE = (
-    "This connection is not private: anyone on this network could connect. "
-    "Use Thunderbolt or your home network."
-)
 COLUMNS = ("Machine", "Connection", "MLX", "SpecChat", "Free memory", "Its part of the main model")
 MACHINE, CONNECTION, MLX, SPECCHAT, FREE, FIT = range(len(COLUMNS))
 FIT_WORDS = {Verdict.FITS: "Fits", Verdict.TIGHT: "Fits, but tightly", Verdict.NO: "Does not fit"}

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from app.engine.distributed.hosts import LocalAddress, read_hostfile
+from app.engine.distributed.hosts import NOT_PRIVATE, LocalAddress, read_hostfile
 from app.engine.distributed.memory_split import ModelShape
 from app.engine.distributed.probe import local_info, probe_script
 from app.engine.library.facts import compute_facts
 from app.ui.hosts_dialog import SOURCE_KEY, HostsDialog, chosen_hostfile
-from app.ui.hosts_table import CONNECTION, FIT, FREE, MLX, NOT_PRIVATE, SPECCHAT
+from app.ui.hosts_table import CONNECTION, FIT, FREE, MLX, SPECCHAT
 from app.ui.platform_words import this_machine
 from app.ui.theme import current_theme
 

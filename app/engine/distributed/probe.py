@@ -1,8 +1,9 @@
 """The connection test: reach every machine the way mlx.launch starts its ranks (ssh, then
 Python from the same place as here), and ask it what it runs and how much memory it has free.
 
-Every machine is asked at once with a deadline, so one that is asleep costs the test seconds,
-not minutes. The command is built by a `runner`, which tests replace to run without ssh.
+Up to `AT_ONCE` machines are asked at a time, each with a deadline, so one that is asleep costs
+the test seconds, not minutes, and a long list never starts hundreds of ssh processes at once.
+The command is built by a `runner`, which tests replace to run without ssh.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
+from app.engine.distributed.host_names import host_name_problem
 from app.engine.library.memory import available_ram, physical_ram
 from app.engine.platform_words import this_machine
 
@@ -31,6 +33,7 @@ Runner = Callable[[str, str], list[str]]
 TIMEOUT = 10.0
 APP_ROOT = Path(__file__).resolve().parents[3]  # the folder holding the `app` package
 SSH_CONNECT_TIMEOUT = 5
+AT_ONCE = 8  # machines asked at the same time
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +153,7 @@ def ssh_runner(host: str, script: str) -> list[str]:
         "BatchMode=yes",
         "-o",
         f"ConnectTimeout={SSH_CONNECT_TIMEOUT}",
+        "--",  # whatever follows is the machine, never an option
         host,
         script,
     ]
@@ -172,6 +176,8 @@ def _reason(code: int, stderr: str) -> str:
 
 
 def probe_host(host: str, runner: Runner, script: str, timeout: float) -> ProbeResult:
+    if (problem := host_name_problem(host)) is not None:
+        return ProbeResult(host, None, problem)
     argv = runner(host, script)
     try:
         done = subprocess.run(
@@ -241,8 +247,8 @@ def probe_hosts(
     script: str | None = None,
     on_result: Callable[[ProbeResult], None] | None = None,
 ) -> list[ProbeResult]:
-    """Ask every host at once; results come back in `hosts` order, each also to `on_result`
-    as soon as it is known."""
+    """Ask the hosts, `AT_ONCE` at a time; results come back in `hosts` order, each also to
+    `on_result` as soon as it is known."""
     here = here or local_info()
     script = script or probe_script()
     lock = threading.Lock()
@@ -261,5 +267,7 @@ def probe_hosts(
 
     if not hosts:
         return []
-    with ThreadPoolExecutor(max_workers=len(hosts), thread_name_prefix="specchat-probe") as pool:
+    with ThreadPoolExecutor(
+        max_workers=min(len(hosts), AT_ONCE), thread_name_prefix="specchat-probe"
+    ) as pool:
         return list(pool.map(one, hosts))
