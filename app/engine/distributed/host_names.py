@@ -40,23 +40,26 @@ def _shown(text: str) -> str:
 
 
 def _why(text: str) -> str:
+    """The first thing wrong with a refused name, most dangerous first."""
+    user, at, host = text.rpartition("@")
     if not text:
         return "it is empty"
-    if text.startswith("-"):
+    if text.startswith("-") or host.startswith("-"):
         return "it starts with '-', which ssh would read as an option"
     odd = next((c for c in text if not (c.isascii() and (c.isalnum() or c in "._-@:%"))), None)
     if odd is not None:
         return f"it holds {odd!a}, which no machine name has"
     if len(text) > MAX_NAME:
         return f"it is longer than {MAX_NAME} characters"
+    if at and _USER.fullmatch(user) is None:
+        return "the part before '@' is not a user name"
     return "it is not a host name, an address, or user@host"
 
 
 def host_name_problem(text: str) -> str | None:
     """Why `text` cannot be a machine's ssh name, in one line; None when it can be."""
     user, at, host = text.rpartition("@")
-    if at and _USER.fullmatch(user) is None:
-        return f"{_shown(text)} is not a machine name ssh can use: the part before '@' is not a user name; {EXAMPLES}"
-    if len(host) <= MAX_NAME and (is_ip_address(host) or _HOST.fullmatch(host) is not None):
+    name_ok = len(host) <= MAX_NAME and (is_ip_address(host) or _HOST.fullmatch(host) is not None)
+    if name_ok and (not at or _USER.fullmatch(user) is not None):
         return None
-    return f"{_shown(text)} is not a machine name ssh can use: {_why(host if at else text)}; {EXAMPLES}"
+    return f"{_shown(text)} is not a machine name ssh can use: {_why(text)}; {EXAMPLES}"

@@ -88,8 +88,7 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
 def split_counts(config: dict[str, Any], most: int) -> list[int]:
     """The rank counts from 2 to `most` that divide every size the split cuts."""
     sizes = [v for key, _ in SPLIT_SIZES if isinstance(v := config.get(key), int) and v > 0]
-    common = math.gcd(*sizes) if sizes else most
-    return [n for n in range(2, most + 1) if common % n == 0]
+    return [n for n in range(2, most + 1) if all(size % n == 0 for size in sizes)]
 
 
 def _sizes_words(config: dict[str, Any]) -> str:
@@ -100,17 +99,20 @@ def _sizes_words(config: dict[str, Any]) -> str:
 def _count_problem(
     count: int, what: str, name: str, config: dict[str, Any], most: int, why_most: str
 ) -> str | None:
+    """Why `count` ranks cannot split the main, in one line; None when they can."""
     if count < 2:
         return f"{what}: splitting the main model needs at least 2 ranks"
     allowed = split_counts(config, most)
     if count in allowed:
         return None
+    sizes = _sizes_words(config)
     if not allowed:
-        return f"{what}: {name} cannot be split here ({_sizes_words(config)}; {why_most})"
-    choose = " or ".join(str(n) for n in allowed[-3:])
+        return f"{what}: {name} cannot be split here ({sizes}; {why_most})"
     if count > allowed[-1]:
-        return f"{what} is more than {name} can be split into here: at most {allowed[-1]} ({why_most}; {_sizes_words(config)})"
-    return f"{what}: {name} cannot be split into {count} parts ({_sizes_words(config)} must divide by it); choose {choose}"
+        limit = f"{why_most}; {sizes}" if allowed[-1] == most else sizes
+        return f"{what}: {name} splits into at most {allowed[-1]} parts ({limit})"
+    choose = " or ".join(str(n) for n in allowed[:6])
+    return f"{what}: {name} cannot be split into {count} parts ({sizes} must divide by it); choose {choose}"
 
 
 def check_placement(
@@ -123,7 +125,10 @@ def check_placement(
     listed: Hostfile | None = None
     if hostfile is not None:
         listed = read_hostfile(Path(hostfile))  # HostfileError, a ValueError, in plain words
-        count, what = len(listed.hosts), f"the machine list names {len(listed.hosts)} machine(s)"
+        count, what = (
+            len(listed.hosts),
+            f"{len(listed.hosts)} machine{'s' if len(listed.hosts) != 1 else ''} listed",
+        )
         most, why_most = MAX_MACHINES, f"at most {MAX_MACHINES} machines"
     else:
         assert ranks is not None

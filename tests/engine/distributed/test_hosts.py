@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from app.engine.distributed.host_names import host_name_problem
 from app.engine.distributed.hosts import (
+    MAX_ADDRESSES,
+    MAX_HOSTFILE_BYTES,
+    MAX_MACHINES,
+    NOT_PRIVATE,
     HostEntry,
     HostfileError,
     is_private_link,
     parse_host_lines,
+    parse_hostfile,
     parse_ifconfig,
     parse_ip_addr,
     read_hostfile,
@@ -150,3 +159,108 @@ def test_reads_linux_ip_addr():
         ("eth0", "203.0.113.7", False),
         ("eth0", "fe80::1", True),
     ]
+
+
+# -- size, shape and names, checked before anything else ------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["ssh", "ips", "hosts", "envs", "backend", "x"]), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@given(json_values)
+@settings(max_examples=300)
+def test_any_json_is_a_machine_list_or_says_what_is_wrong(value):
+    try:
+        hostfile = parse_hostfile(json.dumps(value))
+    except HostfileError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert 1 <= len(hostfile.hosts) <= MAX_MACHINES
+    assert all(host_name_problem(h.ssh) is None and h.ips for h in hostfile.hosts)
+
+
+@given(st.text(max_size=200))
+def test_any_text_is_a_machine_list_or_says_what_is_wrong(text):
+    for parse in (parse_hostfile, parse_host_lines):
+        try:
+            hostfile = parse(text)
+        except HostfileError:
+            continue
+        assert all(host_name_problem(h.ssh) is None for h in hostfile.hosts)
+
+
+@given(st.integers(min_value=1_000, max_value=200_000), st.sampled_from("[{"))
+@settings(max_examples=10, deadline=None)
+def test_deep_nesting_is_refused_in_words(depth, opener):
+    closer = "]" if opener == "[" else "}"
+    text = (opener + ('"a":' if opener == "{" else "")) * depth + "1" + closer * depth
+    with pytest.raises(HostfileError):
+        parse_hostfile(text)
+
+
+def test_a_deeply_nested_file_says_so(tmp_path):
+    path = tmp_path / "hosts.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(HostfileError, match="nested too deeply to be a machine list"):
+        read_hostfile(path)
+
+
+def test_a_huge_machine_list_is_refused_without_reading_it_all(tmp_path, monkeypatch):
+    path = tmp_path / "hosts.json"
+    many = [
+        {"ssh": f"m{i}.local", "ips": [f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"]} for i in range(200_000)
+    ]
+    path.write_text(json.dumps(many))
+    monkeypatch.setattr("json.loads", lambda *a, **k: pytest.fail("the whole file was parsed"))
+    started = time.perf_counter()
+    with pytest.raises(
+        HostfileError, match=f"at most {MAX_HOSTFILE_BYTES // 1024} KB and {MAX_MACHINES} machines"
+    ):
+        read_hostfile(path)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_more_machines_than_can_share_a_model_are_refused():
+    many = [{"ssh": f"m{i}", "ips": [f"10.0.{i // 256}.{i % 256}"]} for i in range(MAX_MACHINES + 1)]
+    with pytest.raises(HostfileError, match=f"lists {MAX_MACHINES + 1} machines; at most {MAX_MACHINES}"):
+        parse_hostfile(json.dumps(many))
+    assert len(parse_hostfile(json.dumps(many[:MAX_MACHINES])).hosts) == MAX_MACHINES
+    typed = "\n".join(f"m{i} 10.0.{i // 256}.{i % 256}" for i in range(MAX_MACHINES + 1))
+    with pytest.raises(HostfileError, match=f"more than {MAX_MACHINES} machines"):
+        parse_host_lines(typed)
+    with pytest.raises(HostfileError, match="at most"):
+        parse_host_lines("m 10.0.0.1\n" * 100_000)
+
+
+def test_too_many_addresses_or_settings_are_refused():
+    ips = [f"10.0.0.{i}" for i in range(MAX_ADDRESSES + 1)]
+    with pytest.raises(HostfileError, match=f"at most {MAX_ADDRESSES}"):
+        parse_hostfile(json.dumps([{"ssh": "a", "ips": ips}]))
+    with pytest.raises(HostfileError, match="'envs' must be"):
+        parse_hostfile(json.dumps({"envs": [["A=1"]], "hosts": GOOD}))
+
+
+@pytest.mark.parametrize("name", ["-oProxyCommand=touch /tmp/x", "a;b", "$(id)", "root@-x", "a`b`"])
+def test_a_name_ssh_could_misread_is_refused_in_a_file_and_typed(name):
+    with pytest.raises(HostfileError, match="is not a machine name ssh can use") as in_file:
+        parse_hostfile(json.dumps([{"ssh": name, "ips": ["10.0.0.1"]}, GOOD[1]]))
+    assert "machine 1" in str(in_file.value) and "\n" not in str(in_file.value)
+    with pytest.raises(HostfileError, match="is not a machine name ssh can use"):
+        parse_host_lines(f"{name.replace(' ', '')} 10.0.0.1\nb 10.0.0.2")
+
+
+def test_an_address_with_a_command_for_an_interface_is_refused():
+    with pytest.raises(HostfileError, match="is not an IP address"):
+        parse_hostfile(json.dumps([{"ssh": "a", "ips": ["fe80::1%$(id)"]}]))
+
+
+def test_the_public_warning_names_each_open_address():
+    warning = parse_host_lines("a 169.254.1.1\nb 203.0.113.5").public_warning()
+    assert warning is not None and warning.startswith(NOT_PRIVATE) and "(b at 203.0.113.5)" in warning
+    assert parse_host_lines("a 169.254.1.1\nb 10.0.0.2").public_warning() is None

@@ -191,3 +191,28 @@ def test_a_long_reply_is_read_whole_after_other_output():
     reply = "Last login: today\n" + json.dumps(info.to_json()) + "\n"
     [result] = probe_hosts(["mac"], runner=lambda h, s: ["printf", "%s", reply])
     assert result.ok and result.info == info
+
+
+def test_a_long_list_is_asked_a_few_machines_at_a_time(monkeypatch):
+    import threading
+    import time
+
+    from app.engine.distributed import probe
+
+    running, most, lock = 0, 0, threading.Lock()
+
+    def slow(host: str, runner, script: str, timeout: float) -> ProbeResult:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.05)
+        with lock:
+            running -= 1
+        return ProbeResult(host, None, "asleep")
+
+    monkeypatch.setattr(probe, "probe_host", slow)
+    hosts = [f"m{i}" for i in range(40)]
+    results = probe_hosts(hosts, here=local_info(), script="true")
+    assert [r.host for r in results] == hosts
+    assert most == probe.AT_ONCE
