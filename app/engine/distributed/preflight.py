@@ -16,7 +16,6 @@ file is read or any program started:
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
