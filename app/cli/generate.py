@@ -44,11 +44,19 @@ def _print_notices(notices: tuple[Notice, ...], shown: int) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.ranks is not None or args.hostfile is not None:
         from app.cli import sharded
+        from app.cli.stopping import Stopped, stopped_by_signals
 
-        if (code := sharded.refused(args)) is not None:  # before MLX or any rank starts
-            return code
-        colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-        return sharded.run(args, sampling_from_args(args), colour)
+        try:
+            with stopped_by_signals():  # the ranks end with this command, however it is stopped
+                if (code := sharded.refused(args)) is not None:  # before MLX or any rank starts
+                    return code
+                colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+                return sharded.run(args, sampling_from_args(args), colour)
+        except Stopped as stop:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            print(stop.line("the ranks were ended"), file=sys.stderr)
+            return stop.code
     from app.engine.api import ModelLoadError, Provenance, TemplateError, load_pair
 
     try:

@@ -78,6 +78,9 @@ def run(args: argparse.Namespace, sampling: SamplingParams, colour: bool) -> int
                 failure = event.message
     except (RanksLost, TemplateError, ValueError) as exc:
         failure = str(exc)
+    except BaseException:  # stopped (Ctrl-C, a signal): end the ranks now, not after a goodbye
+        pair.stop_now()
+        raise
     finally:
         pair.close()
     if finished is None or failure is not None:

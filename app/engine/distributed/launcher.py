@@ -2,8 +2,9 @@
 
 The launcher runs in its own process group (a new session), so killing that group ends it and
 every local rank even when one is stuck in a collective, which MLX never times out; a remote
-rank is ended by its ssh connection closing. Local ranks (`--ranks N`) share one machine's cores,
-so each gets one thread for the math libraries.
+rank is ended by its ssh connection closing. The launcher and each rank also end themselves when
+their parent goes (`guard.py`), so a caller killed outright leaves nothing behind. Local ranks
+(`--ranks N`) share one machine's cores, so each gets one thread for the math libraries.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from app.engine.distributed.hosts import read_hostfile
 
-_LAUNCH = "from mlx._distributed_utils.launch import main; main()"
+# the launcher's code: mlx.launch under a guard that ends its group once the caller is gone
+_LAUNCH = "import sys; sys.path.insert(0, {root!r}); from app.engine.distributed.guard import run_launcher; run_launcher({caller})"
 _LOST = re.compile(r"Node with rank (\d+) (?:exited with code (-?\d+)|was killed)")
 _ONE_THREAD = ("OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1", "VECLIB_MAXIMUM_THREADS=1")
 _APP_ROOT = Path(__file__).resolve().parents[3]  # the folder holding the `app` package
@@ -63,7 +65,8 @@ def launch_command(
     if hostfile is not None:
         read_hostfile(Path(hostfile))
     python = python or sys.executable
-    launch = [python, "-c", _LAUNCH, "--env", f"PYTHONPATH={_APP_ROOT}"]
+    code = _LAUNCH.format(root=str(_APP_ROOT), caller=os.getpid())
+    launch = [python, "-c", code, "--env", f"PYTHONPATH={_APP_ROOT}"]
     if ranks is not None:
         if ranks < 2:
             raise ValueError("splitting the main needs at least 2 ranks")
@@ -79,15 +82,18 @@ def launch_command(
 class Launch:
     """The running launcher: its stdout lines, the tail of its stderr, and a way to end it."""
 
-    def __init__(self, command: Sequence[str]) -> None:
+    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+        """`env` is added to this process's environment for the launcher and its local ranks."""
         self.process = subprocess.Popen(
             list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            errors="replace",
             bufsize=1,
             start_new_session=True,
+            env={**os.environ, **env} if env else None,
         )
         self.errors: deque[str] = deque(maxlen=200)
         self._err_thread = threading.Thread(target=self._read_errors, daemon=True)

@@ -4,7 +4,8 @@
 Every rank joins the group, checks that all run the same MLX and SpecChat (before any weights
 are read), loads its shard of the main lazily (only its shard is ever in memory), and reports
 whether that worked. Followers then run rank 0's passes until told to stop; rank 0 loads the
-draft and serves the caller (`serve.py`).
+draft and serves the caller (`serve.py`). Each rank leaves once the launcher that ran it is gone
+(`guard.py`). Rank 0's stdout carries only its framed messages: all else it prints goes to stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 import mlx.core as mx
 from mlx_lm.utils import load as mlx_load
@@ -25,8 +26,9 @@ from mlx_lm.utils import load as mlx_load
 import app
 from app.engine.decoding.loading import LoadedModel, ModelLoadError, ModelPair, check_safetensors, load_model
 from app.engine.distributed.collective import Channel, ShardedMain, follow
+from app.engine.distributed.guard import guard_rank
 from app.engine.distributed.serve import Output, serve
-from app.engine.distributed.wire import RankInfo, Ready, version_mismatch
+from app.engine.distributed.wire import TOKEN_ENV, RankInfo, Ready, read_session_token, version_mismatch
 
 
 def load_shard(source: str, group: Any) -> LoadedModel:
@@ -89,6 +91,7 @@ def join(main: str, draft: str | None, report: Callable[[dict[str, Any]], None])
     """Join the group, check versions, load. Rank 0 gets the pair (`report` carries its word to
     the caller); a follower runs rank 0's passes until stopped; either gets an exit code on a
     failure, which `report` names on rank 0."""
+    guard_rank()
     group = mx.distributed.init(strict=True)
     channel = Channel(group)
     rank = channel.rank
@@ -123,13 +126,31 @@ def join(main: str, draft: str | None, report: Callable[[dict[str, Any]], None])
     return Joined(ModelPair(main=pair_main, draft=draft_model), sharded, infos)
 
 
+def message_stream() -> IO[str]:
+    """This process's stdout, kept for the caller's messages; fd 1 (print, and any library
+    writing to it) now goes to stderr, so nothing else reaches the launcher's stdout."""
+    sys.stdout.flush()
+    kept = os.dup(1)
+    os.dup2(2, 1)
+    return open(kept, "w", encoding="utf-8", buffering=1)
+
+
 def run(args: argparse.Namespace) -> int:
-    out = Output(sys.stdout)
+    stream = message_stream()
+    token = os.environ.get(TOKEN_ENV, "")
+    if not token and os.environ.get("MLX_RANK", "0") == "0":
+        token = read_session_token(sys.stdin) or ""  # ssh carried no environment: the caller wrote it
+        if not token:
+            print(
+                "rank 0: no session token reached this rank; start the ranks from SpecChat", file=sys.stderr
+            )
+            return 5
+    out = Output(stream, token)
     joined = join(args.main, args.draft, out.send)
     if isinstance(joined, int):
         return joined
     ready = Ready(ranks=joined.ranks, main=args.main, draft=args.draft)
-    serve(joined.pair, joined.sharded, ready, out, sys.stdin)
+    serve(joined.pair, joined.sharded, ready, out, sys.stdin, token)
     return 0
 
 

@@ -20,36 +20,46 @@ from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates.chat import TemplateError, format_chat
+from app.engine.distributed.codec import BadMessage, event_data, sampling_from_data
 from app.engine.distributed.collective import ShardedMain
-from app.engine.distributed.wire import Decoder, PolicySpec, Ready, encode, pack, unpack
+from app.engine.distributed.wire import TO_RANKS, Decoder, PolicySpec, Ready, encode, read_lines
 from app.engine.policy.adaptive import AdaptiveDraftLength
 
 
 class Output:
-    """Messages to the caller, on rank 0's stdout (the launcher forwards it)."""
+    """Messages to the caller, framed with the session's token, on the stream that carries
+    nothing else (rank 0's own stdout; everything else it prints goes to stderr)."""
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], token: str) -> None:
         self._stream = stream
+        self._token = token
         self._lock = threading.Lock()
 
     def send(self, message: dict[str, Any]) -> None:
         with self._lock:
-            self._stream.write(encode(message))
+            self._stream.write(encode(message, self._token))
             self._stream.flush()
 
 
-def _read_commands(stream: IO[str], commands: queue.Queue[tuple[dict[str, Any], Event] | None]) -> None:
+def _request_id(message: dict[str, Any]) -> int:
+    value = message.get("id", -1)
+    return value if type(value) is int else -1
+
+
+def _read_commands(
+    stream: IO[str], token: str, commands: queue.Queue[tuple[dict[str, Any], Event] | None]
+) -> None:
     """The caller's commands in order; a cancel is applied at once to the answer it names."""
-    decoder = Decoder()
+    decoder = Decoder(token, TO_RANKS)
     cancels: dict[int, Event] = {}
-    for line in stream:
+    for line in read_lines(stream):
         message = decoder.feed(line)
         if message is None:
             continue
         if message["t"] == "cancel":
-            cancels.setdefault(int(message["id"]), Event()).set()
+            cancels.setdefault(_request_id(message), Event()).set()
             continue
-        flag = cancels.setdefault(int(message.get("id", -1)), Event())
+        flag = cancels.setdefault(_request_id(message), Event())
         commands.put((message, flag))
     commands.put(None)  # the caller is gone: stop the ranks
 
@@ -72,10 +82,10 @@ class _Server:
         raise ValueError(f"unknown mode {spec.mode!r}")
 
     def failed(self, request: int, error: EngineError) -> None:
-        self.out.send({"t": "failed", "id": request, "error": pack(error)})
+        self.out.send({"t": "failed", "id": request, "error": event_data(error)})
 
     def handle(self, message: dict[str, Any], cancel: Event) -> None:
-        request = int(message.get("id", -1))
+        request = _request_id(message)
         kind = message["t"]
         if kind == "render":
             try:
@@ -97,17 +107,18 @@ class _Server:
         try:
             limit = context_length(self.pair.main.config)
             max_tokens = answer_room(len(ids), int(message["max_tokens"]), limit)
-            policy = self.policy(PolicySpec(**message["policy"]))
+            policy = self.policy(PolicySpec(str(message["policy"]["mode"]), int(message["policy"]["k"])))
+            sampling = sampling_from_data(message.get("sampling"))
         except ContextTooLong as exc:
             self.failed(request, EngineError(str(exc), kind=ErrorKind.CONTEXT))
             return
-        except ValueError as exc:
+        except (ValueError, KeyError, TypeError, BadMessage) as exc:
             self.failed(request, EngineError(str(exc), kind=ErrorKind.STATE))
             return
         events = generate(
             self.session,
             ids,
-            sampling=unpack(message["sampling"]),
+            sampling=sampling,
             policy=policy,
             max_tokens=max_tokens,
             cancel=cancel,
@@ -119,7 +130,7 @@ class _Server:
                 # the refused drafts as text: the caller has no tokenizer
                 refused = str(self.pair.tokenizer.decode(list(event.proposed[event.accepted :])))
                 event = replace(event, refused_text=refused)
-            self.out.send({"t": "event", "id": request, "e": pack(event)})
+            self.out.send({"t": "event", "id": request, "e": event_data(event)})
         self.out.send({"t": "done", "id": request})
 
 
@@ -129,6 +140,7 @@ def serve(
     ready: Ready,
     out: Output,
     stdin: IO[str],
+    token: str,
 ) -> None:
     """Answer the caller's commands until it closes (or goes away), then stop the followers."""
     server = _Server(pair, sharded, out)
@@ -137,7 +149,7 @@ def serve(
     ready.context_length = context_length(pair.main.config)
     out.send({"t": "ready", "ready": {**asdict(ready), "ranks": [r.to_text() for r in ready.ranks]}})
     commands: queue.Queue[tuple[dict[str, Any], Event] | None] = queue.Queue()
-    threading.Thread(target=_read_commands, args=(stdin, commands), daemon=True).start()
+    threading.Thread(target=_read_commands, args=(stdin, token, commands), daemon=True).start()
     try:
         while (item := commands.get()) is not None and item[0]["t"] != "close":
             server.handle(*item)

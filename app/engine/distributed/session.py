@@ -6,6 +6,9 @@ forever. Here the caller only reads rank 0's messages, with a deadline: no messa
 max(`floor_s`, 20 times the slowest pass seen so far) means a rank is lost. Then the launcher's
 process group is killed, the answer ends with an `EngineError` saying which rank (and host) was
 lost where the launcher said so, and what was streamed before stays the caller's.
+
+Rank 0's messages come framed with this session's token (`wire.py`) and are rebuilt field by
+field (`codec.py`); one that is framed right but cannot be read ends the session like a lost rank.
 """
 
 from __future__ import annotations
@@ -19,14 +22,30 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from threading import Event
-from typing import Any
+from typing import Any, NoReturn
 
 from app.engine.decoding.decode import GenerationEvent
 from app.engine.decoding.events import EngineError, ErrorKind, PrefillProgress, RoundEvent
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.templates.chat import TemplateError
+from app.engine.distributed.codec import (
+    BadMessage,
+    error_from_data,
+    event_from_data,
+    sampling_data,
+)
 from app.engine.distributed.launcher import Launch, launch_command
-from app.engine.distributed.wire import Decoder, PolicySpec, RankInfo, encode, pack, unpack
+from app.engine.distributed.wire import (
+    SESSION,
+    TO_RANKS,
+    TOKEN_ENV,
+    Decoder,
+    PolicySpec,
+    RankInfo,
+    encode,
+    new_token,
+    read_lines,
+)
 
 PASS_FACTOR = 20  # a pass this many times slower than the slowest seen means a lost rank
 _EOF: dict[str, Any] = {"t": "eof"}
@@ -76,18 +95,27 @@ class ShardedPair:
         self._prefill_seen = 0.0
         self._next_id = 0
         self._messages: queue.Queue[dict[str, Any]] = queue.Queue()
-        self._launch = Launch(command)
-        threading.Thread(target=self._read, daemon=True).start()
-        self._wait_ready(load_timeout_s)
+        self._token = new_token()
+        self.refused = 0  # lines that looked like rank 0's messages but were not this session's
+        self._launch = Launch(command, env={TOKEN_ENV: self._token})
+        try:
+            if placement.hostfile is not None:  # ssh carries no environment to another machine
+                self._launch.write(f"{SESSION}{self._token}\n")
+            threading.Thread(target=self._read, daemon=True).start()
+            self._wait_ready(load_timeout_s)
+        except BaseException:  # a Ctrl-C or a stop signal while loading, too: leave nothing behind
+            self._launch.kill(grace=0.0)
+            raise
 
     # -- reading rank 0 ------------------------------------------------------------------
 
     def _read(self) -> None:
         stdout = self._launch.process.stdout
         assert stdout is not None
-        decoder = Decoder()
-        for line in stdout:
+        decoder = Decoder(self._token)
+        for line in read_lines(stdout):
             message = decoder.feed(line)
+            self.refused = decoder.refused
             if message is not None:
                 self._messages.put(message)
         self._messages.put(_EOF)
@@ -99,7 +127,8 @@ class ShardedPair:
         except queue.Empty:
             return None
         if message["t"] in ("eof", "fatal"):
-            self._give_up(str(message.get("message", "the ranks stopped")))
+            said = message.get("message")
+            self._give_up(said[:2000] if isinstance(said, str) else "the ranks stopped")
         return message
 
     def _next(self, timeout: float) -> dict[str, Any]:
@@ -110,7 +139,7 @@ class ShardedPair:
         assert message is not None
         return message
 
-    def _give_up(self, why: str) -> None:
+    def _give_up(self, why: str) -> NoReturn:
         self._launch.kill()
         lost = self._launch.lost_ranks()
         named = ""
@@ -126,15 +155,24 @@ class ShardedPair:
         self.lost = f"{start}: {named}{why}"
         raise RanksLost(self.lost)
 
+    def _unreadable(self, exc: Exception) -> NoReturn:
+        self._give_up(f"rank 0 sent a message this SpecChat cannot read ({exc})")
+
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
             message = self._next(max(deadline - time.monotonic(), 0.001))
-            if message["t"] == "hello":
-                self.ranks = [RankInfo.from_text(text) for text in message["ranks"]]
-            elif message["t"] == "ready":
-                self.ready = message["ready"]
-                return
+            try:
+                if message["t"] == "hello":
+                    texts = message.get("ranks")
+                    if not isinstance(texts, list) or not 0 < len(texts) <= 4096:
+                        raise BadMessage("the handshake lists no ranks")
+                    self.ranks = [RankInfo.from_text(text) for text in texts]
+                elif message["t"] == "ready":
+                    self.ready = _checked_ready(message.get("ready"))
+                    return
+            except ValueError as exc:
+                self._unreadable(exc)
 
     # -- the API ---------------------------------------------------------------------------
 
@@ -158,11 +196,19 @@ class ShardedPair:
         limit = self.ready.get("context_length")
         return int(limit) if limit is not None else None
 
+    def _send(self, message: dict[str, Any]) -> None:
+        """A command to rank 0; one the launcher can no longer take is dropped (it is gone, and
+        the next read says so)."""
+        try:
+            self._launch.write(encode(message, self._token, TO_RANKS))
+        except (BrokenPipeError, OSError):
+            pass
+
     def _request(self, message: dict[str, Any]) -> int:
         if self.lost is not None:
             raise RanksLost(self.lost)
         self._next_id += 1
-        self._launch.write(encode({**message, "id": self._next_id}))
+        self._send({**message, "id": self._next_id})
         return self._next_id
 
     def _reply(self, request: int) -> dict[str, Any]:
@@ -178,10 +224,17 @@ class ShardedPair:
     def render(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
         """The conversation's token ids under the main's chat template (rendered on rank 0)."""
         reply = self._reply(self._request({"t": "render", "messages": [dict(m) for m in messages]}))
-        if reply["t"] == "failed":
-            error: EngineError = unpack(reply["error"])
-            raise TemplateError(error.message)
-        return [int(i) for i in reply["ids"]]
+        try:
+            if reply["t"] == "failed":
+                error = error_from_data(reply.get("error"))
+            else:
+                ids = reply.get("ids")
+                if not isinstance(ids, list) or not all(type(i) is int and i >= 0 for i in ids):
+                    raise BadMessage("the rendered conversation is not a list of token ids")
+                return list(ids)
+        except BadMessage as exc:
+            self._unreadable(exc)
+        raise TemplateError(error.message)
 
     def reset(self) -> None:
         """Forget the conversation the caches hold."""
@@ -205,7 +258,7 @@ class ShardedPair:
                 "t": "generate",
                 "ids": [int(i) for i in prompt_ids],
                 "policy": {"mode": (policy or PolicySpec()).mode, "k": (policy or PolicySpec()).k},
-                "sampling": pack(sampling),
+                "sampling": sampling_data(sampling),
                 "max_tokens": max_tokens,
                 "stop_ids": list(stop_ids) if stop_ids is not None else None,
                 "acceptance": acceptance,
@@ -218,14 +271,14 @@ class ShardedPair:
             ended = True
         finally:
             if not ended and self.lost is None:  # the reader stopped early: let rank 0 stop too
-                self._launch.write(encode({"t": "cancel", "id": request}))
+                self._send({"t": "cancel", "id": request})
 
     def _stream(self, request: int, cancel: Event | None) -> Iterator[GenerationEvent]:
         cancelled = False
         last = time.monotonic()
         while True:
             if cancel is not None and cancel.is_set() and not cancelled:
-                self._launch.write(encode({"t": "cancel", "id": request}))
+                self._send({"t": "cancel", "id": request})
                 cancelled = True
             try:
                 message = self._poll(0.1)  # short waits, so a cancel is passed on promptly
@@ -239,12 +292,21 @@ class ShardedPair:
             last = time.monotonic()
             if message.get("id") != request:
                 continue
-            if message["t"] == "failed":
-                yield unpack(message["error"])
-                return
             if message["t"] == "done":
                 return
-            event = unpack(message["e"])
+            try:
+                if message["t"] == "failed":
+                    yield error_from_data(message.get("error"))
+                    return
+                if message["t"] != "event":
+                    continue
+                event = event_from_data(message.get("e"))
+            except BadMessage as exc:
+                try:
+                    self._unreadable(exc)
+                except RanksLost as lost:
+                    yield EngineError(str(lost), kind=ErrorKind.RANKS_LOST)
+                return
             self._observe(event)
             yield event
 
@@ -259,7 +321,7 @@ class ShardedPair:
         """Stop every rank; returns rank 0's last word (time it spent in command collectives)."""
         if self.lost is None:
             try:
-                self._launch.write(encode({"t": "close"}))
+                self._send({"t": "close"})
                 while (message := self._next(timeout))["t"] != "closed":
                     pass
                 self.closing = message
@@ -269,8 +331,29 @@ class ShardedPair:
         self.lost = self.lost or "closed"
         return self.closing
 
+    def stop_now(self) -> None:
+        """End the launcher and every rank at once (the caller is being stopped)."""
+        self._launch.kill(grace=0.0)
+        self.lost = self.lost or "stopped"
+
     def __enter__(self) -> ShardedPair:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _checked_ready(data: object) -> dict[str, Any]:
+    """Rank 0's ready word, only the fields the caller reads, each of its type."""
+    if not isinstance(data, dict):
+        raise BadMessage("the ready message is not a mapping")
+    refusal, limit = data.get("speculation_refusal"), data.get("context_length")
+    if refusal is not None and not isinstance(refusal, str):
+        raise BadMessage("the speculation refusal is not text")
+    if limit is not None and (type(limit) is not int or limit <= 0):
+        raise BadMessage("the context length is not a positive whole number")
+    return {
+        "can_speculate": data.get("can_speculate") is True,
+        "speculation_refusal": refusal[:2000] if refusal else None,
+        "context_length": limit,
+    }
