@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -249,3 +250,26 @@ def test_away_from_a_mac_the_machines_dialog_says_this_computer(qtbot, settings,
     qtbot.addWidget(picker)
     assert "Mac" not in picker.machines_button.toolTip()
     assert "this computer" in picker.machines_button.toolTip()
+
+
+def test_a_huge_hostfile_is_refused_without_freezing_the_dialog(qtbot, settings, tmp_path):
+    hosts = tmp_path / "hosts.json"
+    many = [
+        {"ssh": f"m{i}.local", "ips": [f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"]} for i in range(200_000)
+    ]
+    hosts.write_text(json.dumps(many))
+    dialog = make(qtbot, settings)
+    dialog.file_choice.setChecked(True)
+    started = time.perf_counter()
+    dialog.path.setText(str(hosts))
+    assert time.perf_counter() - started < 1.0  # each keystroke in the path reads the file again
+    assert "a machine list is at most 256 KB and 64 machines" in dialog.problem.text()
+    assert not dialog.test_button.isEnabled() and dialog.table.rowCount() == 0
+
+
+def test_a_machine_name_ssh_could_misread_cannot_be_tested(qtbot, settings):
+    dialog = make(qtbot, settings, "this-mac 10.0.0.1\n-oProxyCommand=id 10.0.0.2")
+    assert "starts with '-', which ssh would read as an option" in dialog.problem.text()
+    assert not dialog.test_button.isEnabled()
+    dialog.typed.setPlainText("this-mac 10.0.0.1\nme@studio.local 10.0.0.2")
+    assert dialog.problem.text() == "" and dialog.test_button.isEnabled()
