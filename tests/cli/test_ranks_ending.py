@@ -162,9 +162,12 @@ def test_a_killed_caller_takes_its_ranks_with_it(toy_models: ToyModels) -> None:
 
 @pytest.mark.skipif(shutil.which("timeout") is None, reason="needs coreutils' timeout")
 def test_a_timeout_ends_the_launcher_and_the_ranks(toy_models: ToyModels) -> None:
-    started = _start(toy_models, wrap=["timeout", "-s", "TERM", "12"])
+    """coreutils' `timeout`, expiring once the answer has begun: it takes SIGALRM as its own
+    timer running out (so the test need not guess how long the ranks take to start)."""
+    started = _start(toy_models, wrap=["timeout", "-s", "TERM", "600"])
     try:
-        errors = _finish(started)
+        started.caller.send_signal(signal.SIGALRM)
+        errors = _finish(started, time.monotonic())
         assert started.caller.returncode == 124, errors  # timeout's own word that it ended it
         assert _left(started) == []
     finally:
