@@ -52,8 +52,10 @@ _EOF: dict[str, Any] = {"t": "eof"}
 
 
 def _plain(line: str) -> str:
-    """A launcher line without its terminal colours."""
-    return re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
+    """A launcher or rank line as text to show: no terminal colours, nor any other control
+    character a machine on the list could use to rewrite the user's terminal."""
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line)
+    return "".join(c if c.isprintable() else " " for c in line).strip()[:2000]
 
 
 class RanksLost(RuntimeError):
@@ -152,7 +154,7 @@ class ShardedPair:
         ):  # the launcher itself failed (a bad hostfile, no ssh): its last word
             why += f" ({_plain(self._launch.errors[-1])})"
         start = "lost a rank" if self.ready else "could not start the ranks"
-        self.lost = f"{start}: {named}{why}"
+        self.lost = f"{start}: {named}{_plain(why)}"
         raise RanksLost(self.lost)
 
     def _unreadable(self, exc: Exception) -> NoReturn:
