@@ -10,12 +10,16 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import QApplication
+
+if TYPE_CHECKING:
+    from app.ui.main_window import MainWindow
 
 
 def rss_mb() -> float:
@@ -31,6 +35,68 @@ def rss_mb() -> float:
 SHOWN_SHARE = 0.99  # of the tokens the finished answer shows, shown live and in order
 STALL_P99_MS = 50.0  # the window's event loop late by less than this 99 % of the time
 GROWTH_MB_PER_2000 = 2.0  # memory per 2,000 tokens of answer, after the first 2,000
+
+
+class StallMeter:
+    """How long the GUI thread's event loop was held: the lateness of a 10 ms precise timer, one
+    gap per tick; `tick` (optional) runs on each."""
+
+    def __init__(self, tick: Callable[[], None] | None = None) -> None:
+        self.gaps: list[float] = []
+        self.last = time.perf_counter()
+        self.on_tick = tick
+        self.timer = QTimer()
+        self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(self._tick)
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.gaps.append(max(0.0, (now - self.last) * 1000 - 10))
+        self.last = now
+        if self.on_tick is not None:
+            self.on_tick()
+
+    def start(self) -> None:
+        """(Re)start counting from now: what the bench itself did before is no stall."""
+        self.last = time.perf_counter()
+        self.timer.start()
+
+    def stop(self) -> None:
+        self.timer.stop()
+
+    def p(self, q: float) -> float:
+        ordered = sorted(self.gaps)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def open_window(home: Path, rate: float, tokens: int) -> tuple[QApplication, MainWindow]:
+    """The real main window over the synthetic engine, shown, with a pair loaded."""
+    app = QApplication.instance() or QApplication([])
+    assert isinstance(app, QApplication)
+    from app.devtools.fake_engine import FakeEngine
+    from app.engine.library.discovery import Sources
+    from app.engine.store.conversations import ConversationStore
+    from app.ui.background import ensure_event_loop
+    from app.ui.main_window import MainWindow
+    from app.ui.settings_dialog import ChatSettings
+
+    ensure_event_loop(app)
+    (home / "m").mkdir(exist_ok=True)
+    window = MainWindow(
+        engine_factory=lambda emit: FakeEngine(emit, rate=rate),
+        store=ConversationStore(home / "c.sqlite3"),
+        settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
+        sources=Sources(None, None, home / "m", use_hub=False),
+        restore_pair=False,
+    )
+    window.resize(1100, 720)
+    window.show()
+    window.load_pair("/bench/main", "/bench/draft")
+    while window.controller.pair is None:
+        app.processEvents()
+    window.controller.chat_settings = ChatSettings(max_tokens=tokens)
+    return app, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,29 +133,9 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     home = Path(tempfile.mkdtemp(prefix="specchat-bench-"))
     os.environ["SPECCHAT_HOME"] = str(home)
-    app = QApplication.instance() or QApplication([])
-    from app.devtools.fake_engine import FakeEngine
-    from app.engine.library.discovery import Sources
-    from app.engine.store.conversations import ConversationStore
-    from app.ui.background import ensure_event_loop
-    from app.ui.main_window import MainWindow
     from app.ui.render import P_MESSAGE, block_tokens
-    from app.ui.settings_dialog import ChatSettings
 
-    ensure_event_loop(app)
-    (home / "m").mkdir()
-    window = MainWindow(
-        engine_factory=lambda emit: FakeEngine(emit, rate=rate),
-        store=ConversationStore(home / "c.sqlite3"),
-        settings=QSettings(str(home / "s.ini"), QSettings.Format.IniFormat),
-        sources=Sources(None, None, home / "m", use_hub=False),
-        restore_pair=False,
-    )
-    window.resize(1100, 720)
-    window.show()
-    window.load_pair("/bench/main", "/bench/draft")
-    while window.controller.pair is None:
-        app.processEvents()
+    app, window = open_window(home, rate, tokens)
     shown: list[int] = []
     view = window.view
     original_finish = view.finish_live
@@ -121,46 +167,33 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
         final.update(tokens_of(m.key))
 
     view.finish_live = finish_and_count  # type: ignore[method-assign]
-    gaps: list[float] = []
-    last = [time.perf_counter()]
     samples: list[tuple[int, float]] = [(0, rss_mb())]
 
-    def tick() -> None:
-        now = time.perf_counter()
-        gaps.append(max(0.0, (now - last[0]) * 1000 - 10))
-        last[0] = now
+    def sample() -> None:
         live = window.controller.live
         if live is not None and live.stats.tokens >= samples[-1][0] + 2000:
             samples.append((live.stats.tokens, rss_mb()))
 
-    timer = QTimer()
-    timer.setTimerType(Qt.TimerType.PreciseTimer)
-    timer.setInterval(10)
-    timer.timeout.connect(tick)
-    window.controller.chat_settings = ChatSettings(max_tokens=tokens)
+    meter = StallMeter(sample)
     start = time.perf_counter()
     window.controller.send("Benchmark: a very long answer")
-    timer.start()
+    meter.start()
     while window.controller.busy:
         app.processEvents()
         time.sleep(0.001)
-    timer.stop()
+    meter.stop()
     seconds = time.perf_counter() - start
     samples.append((tokens, rss_mb()))
     window.close()
-    ordered = sorted(gaps)
-
-    def p(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
     return BenchResult(
         tokens,
         len(final),
         len(set(shown)),
         shown == sorted(shown),
-        p(0.5),
-        p(0.99),
-        ordered[-1] if ordered else 0.0,
+        meter.p(0.5),
+        meter.p(0.99),
+        meter.p(1.0),
         final_ms[0] if final_ms else 0.0,
         tuple(samples),
         seconds,

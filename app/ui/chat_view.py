@@ -39,7 +39,7 @@ from app.ui.bubble import close_bubble, open_bubble
 from app.ui.ghosts import ghost_lines
 from app.ui.live_markdown import LiveAnswer
 from app.ui.long_text import SHOWN_CHARS as SHOWN_CHARS  # re-exported: tests measure the preview
-from app.ui.long_text import preview
+from app.ui.long_text import is_long, preview
 from app.ui.render import P_MESSAGE, P_PROV, P_TOKEN, Links, Options, Painter, block_tokens, token_at
 from app.ui.stats import DIVERGENCE, stats_line, verdict_line
 from app.ui.stats_words import ACTION_LABELS, answer_line
@@ -255,7 +255,7 @@ class ChatView(QTextBrowser):
 
     def _insert(self, m: Turn) -> None:
         # A long user message shows its start (app.ui.long_text); the whole of it was sent and saved.
-        shown = preview(m.text) if isinstance(m, UserTurn) else m.text
+        shown = preview(m.text) if isinstance(m, UserTurn) and is_long(m.text) else m.text
         if has_long_run(shown):  # wrapping a long run at word boundaries is quadratic
             wrap_anywhere(self, True)
         cursor = self._cursor()

@@ -23,7 +23,7 @@ MAX_WORDS = f"{MAX_CHARS:,} characters"
 
 EDITABLE_CHARS, EDITABLE_LINES = 20_000, 1_000  # the message box edits text up to this size
 BOX_PREVIEW_CHARS, BOX_PREVIEW_LINES = 2_000, 40  # what it shows of longer text (it is 3 lines tall)
-SHOWN_CHARS, SHOWN_LINES = 10_000, 200  # what the transcript shows of a longer message
+SHOWN_CHARS, SHOWN_LINES = 5_000, 100  # what the transcript shows of a longer message
 
 
 def preview(text: str, chars: int = SHOWN_CHARS, lines: int = SHOWN_LINES) -> str:

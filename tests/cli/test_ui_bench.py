@@ -7,6 +7,7 @@ import argparse
 import pytest
 
 import app.devtools.bench as bench
+import app.devtools.bench_text as bench_text
 from app.cli import ui_bench
 
 
@@ -17,9 +18,22 @@ def result(stall_p99: float = 20.0, mb_per_2000: float = 1.5, tokens: int = 20_0
     )
 
 
-def verdict_of(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], r: bench.BenchResult):
+def case(name: str, stall_p99: float = 12.0, kept_whole: bool = True) -> bench_text.CaseResult:
+    return bench_text.CaseResult(name, f"the {name} case", 20, 15.0, 0.2, stall_p99, 30.0, kept_whole)
+
+
+def verdict_of(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    r: bench.BenchResult,
+    paste: bench_text.CaseResult | None = None,
+    switch: bench_text.CaseResult | None = None,
+    cases: list[str] | None = None,
+):
     monkeypatch.setattr(bench, "run", lambda rate, tokens: r)
-    code = ui_bench.run(argparse.Namespace(rate=2000.0, tokens=r.tokens))
+    monkeypatch.setattr(bench_text, "paste_case", lambda: paste or case("paste"))
+    monkeypatch.setattr(bench_text, "switch_case", lambda: switch or case("switch"))
+    code = ui_bench.run(argparse.Namespace(rate=2000.0, tokens=r.tokens, cases=cases))
     return code, capsys.readouterr().out
 
 
@@ -44,3 +58,22 @@ def test_a_stall_of_50_ms_at_p99_fails(monkeypatch, capsys):
 def test_a_short_run_cannot_judge_memory_and_says_so(monkeypatch, capsys):
     code, out = verdict_of(monkeypatch, capsys, result(mb_per_2000=9.0, tokens=3000))
     assert code == 0 and "not judged: memory growth" in out and "needs 4,000 tokens or more" in out
+
+
+def test_the_paste_and_switch_cases_are_judged_by_the_same_stall_target(monkeypatch, capsys):
+    code, out = verdict_of(monkeypatch, capsys, result())
+    assert code == 0 and "met: paste: event-loop stall p99 under 50 ms (12.0 ms)" in out
+    assert "met: switch: event-loop stall p99 under 50 ms (12.0 ms)" in out
+    assert "the paste case" in out and "slowest of 20 steps 15 ms" in out
+    code, out = verdict_of(monkeypatch, capsys, result(), switch=case("switch", stall_p99=50.0))
+    assert code == 1 and "MISSED: switch: event-loop stall p99 under 50 ms (50.0 ms)" in out
+
+
+def test_text_lost_on_the_way_fails_the_case(monkeypatch, capsys):
+    code, out = verdict_of(monkeypatch, capsys, result(), paste=case("paste", kept_whole=False))
+    assert code == 1 and "MISSED: paste: the text kept, saved and sent whole up to the cap (False)" in out
+
+
+def test_one_case_runs_alone(monkeypatch, capsys):
+    code, out = verdict_of(monkeypatch, capsys, result(stall_p99=80.0), cases=["switch"])
+    assert code == 0 and "switch:" in out and "paste:" not in out and "tokens streamed" not in out

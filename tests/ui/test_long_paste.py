@@ -4,13 +4,17 @@ transcript shows the start of a huge user message while the whole of it is sent 
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from PySide6.QtCore import QMimeData, Qt
+from PySide6.QtCore import QByteArray, QMimeData, Qt
 from PySide6.QtGui import QTextOption
+from PySide6.QtWidgets import QApplication, QPlainTextEdit
 
 from app.engine.protocol import Generate
 from app.engine.store.transcript import Role
 from app.ui.chat_view import SHOWN_CHARS
+from app.ui.long_text import BOX_PREVIEW_CHARS, MAX_CHARS, SHOWN_LINES, pasted_text, preview
 from app.ui.main_window import MainWindow
 from app.ui.sidebar import SEARCH_CHARS
 from app.ui.wrapping import LONG_RUN, has_long_run
@@ -95,3 +99,100 @@ def test_a_pasted_search_is_cut_to_what_stays_linear(qtbot, specchat_home):
     assert len(w.sidebar.search.text()) == SEARCH_CHARS
     assert w.sidebar.ids() == [cid]  # the first hundred characters still find it
     w.close()
+
+
+# The window's thread may work this long on one event; Qt on this shared machine, not the text.
+EVENT_S = 0.5
+
+
+def timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def on_clipboard(text: str) -> None:
+    """As a desktop clipboard hands a paste over: UTF-8 bytes."""
+    mime = QMimeData()
+    mime.setData("text/plain", QByteArray(text.encode()))
+    QApplication.clipboard().setMimeData(mime)
+
+
+def shown_in_box(w: MainWindow) -> str:
+    return QPlainTextEdit.toPlainText(w.composer.editor)  # what the box lays out, not what it keeps
+
+
+def sent_text(w: MainWindow) -> str:
+    return [c for c in w.bridge.engine.commands if isinstance(c, Generate)][-1].messages[-1]["content"]
+
+
+@pytest.mark.timeout(60)
+def test_a_100_megabyte_paste_keeps_a_million_characters_says_so_and_sends_them(qtbot, specchat_home):
+    """12 s of frozen window before: the whole paste was read, laid out and saved."""
+    w = make_window(qtbot, specchat_home)
+    text = "Otters hold hands while they sleep. " * (100_000_000 // 36)  # 100 MB
+    on_clipboard(text)
+    assert timed(w.composer.editor.paste) < EVENT_S
+    kept = text[:MAX_CHARS]
+    notice = w.composer.long_note.text()
+    assert not w.composer.long_bar.isHidden() and f"Only the first {MAX_CHARS:,} characters" in notice
+    assert w.composer.editor.toPlainText() == kept  # what is kept, to the character
+    assert len(shown_in_box(w)) <= BOX_PREVIEW_CHARS + 2 and kept.startswith(shown_in_box(w)[:-2])
+    assert timed(lambda: qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)) < EVENT_S
+    assert w.store.load(w.controller.conversation).messages[0].content == kept and sent_text(w) == kept
+    shown = w.view.toPlainText()
+    assert preview(kept) in shown and f"… and {MAX_CHARS - len(preview(kept)):,} more characters" in shown
+    assert w.composer.editor.toPlainText() == "" and w.composer.long_bar.isHidden()
+    qtbot.waitUntil(lambda: not w.controller.busy, timeout=10_000)
+    w.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_hundred_thousand_blank_lines_paste_and_send_at_once(qtbot, specchat_home):
+    """1.2 to 2.7 s per paste before: a block per line, laid out in the box and then the chat."""
+    w = make_window(qtbot, specchat_home)
+    text = "Why?" + "\n" * 100_000 + "Because."
+    QApplication.clipboard().setText(text)
+    assert timed(w.composer.editor.paste) < EVENT_S
+    assert f"A long text ({len(text):,} characters)" in w.composer.long_note.text()
+    assert "all of it is sent" in w.composer.long_note.text()
+    assert w.composer.editor.toPlainText() == text and shown_in_box(w).count("\n") < 50
+    assert timed(lambda: qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)) < EVENT_S
+    assert w.store.load(w.controller.conversation).messages[0].content == text and sent_text(w) == text
+    shown = w.view.toPlainText()
+    assert shown.count("\n") < SHOWN_LINES + 20  # the preview's lines and the turn around them
+    assert f"{len(text) - len(preview(text)):,} more characters, sent in full" in shown
+    qtbot.waitUntil(lambda: not w.controller.busy, timeout=10_000)
+    w.close()
+
+
+def test_a_long_text_is_removed_whole_and_the_box_edits_again(qtbot, specchat_home):
+    w = make_window(qtbot, specchat_home)
+    editor = w.composer.editor
+    editor.setPlainText("a few words")
+    editor.moveCursor(editor.textCursor().MoveOperation.End)
+    QApplication.clipboard().setText(" and a long paste" * 2000)
+    editor.paste()
+    assert editor.toPlainText() == "a few words" + " and a long paste" * 2000  # joined where pasted
+    assert editor.isReadOnly() and not w.composer.long_bar.isHidden()
+    w.composer.remove.click()
+    assert editor.toPlainText() == "" and not editor.isReadOnly() and w.composer.long_bar.isHidden()
+    editor.setPlainText("z" * 30_000)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)  # Esc takes it out too
+    assert editor.toPlainText() == "" and w.composer.long_bar.isHidden()
+    w.close()
+
+
+def test_a_paste_is_read_to_the_cap_whatever_its_characters():
+    mime = QMimeData()
+    mime.setData("text/plain", QByteArray(("é🦦a" * (MAX_CHARS // 2)).encode()))
+    kept = pasted_text(mime)
+    assert kept.cut and kept.text == ("é🦦a" * (MAX_CHARS // 2))[:MAX_CHARS] and "\ufffd" not in kept.text
+    mime.setData("text/plain", QByteArray(b"just this"))
+    assert pasted_text(mime).text == "just this" and not pasted_text(mime).cut
+
+
+def test_a_preview_is_the_start_to_a_number_of_characters_and_lines():
+    assert preview("abc\ndef\nghi", chars=100, lines=2) == "abc\ndef"
+    assert preview("abcdef", chars=4, lines=2) == "abcd"
+    assert preview("short", chars=100, lines=2) == "short"

@@ -6,8 +6,11 @@ from __future__ import annotations
 import sqlite3
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
+from app.ui.long_text import MAX_CHARS
 from tests.engine.store.test_write_failures import DISK_FULL, FailingConnection, count, fill_disk
+from tests.ui.test_long_paste import EVENT_S, timed
 from tests.ui.test_main_window import make_window, type_and_send
 
 FULL_SENTENCE = "The disk is full — your message was not sent and is still in the box."
@@ -114,3 +117,44 @@ def test_a_draft_that_cannot_be_saved_is_said_once(qtbot, window):
     assert len(told) == 1 and "could not be kept as a draft: the disk is full" in told[0]
     assert shown_failure(window) == told[0]
     assert window.composer.editor.toPlainText().startswith("2 ")
+
+
+def test_a_ten_megabyte_draft_is_cut_to_the_cap_and_switches_at_once(qtbot, specchat_home):
+    """7 to 15 s of frozen window on every switch before: the whole line was laid out and saved."""
+    w = make_window(qtbot, specchat_home)
+    a, b = w.store.create("With a long draft"), w.store.create("Another")
+    w.refresh_sidebar()
+    assert w.controller.open(a)
+    QApplication.clipboard().setText("x" * 10_000_000)  # one line, no spaces
+    assert timed(w.composer.editor.paste) < EVENT_S
+    kept = "x" * MAX_CHARS
+    assert f"Only the first {MAX_CHARS:,} characters" in w.composer.long_note.text()
+    w.drafts.save()
+    for _ in range(2):
+        assert timed(lambda: w.controller.open(b)) < EVENT_S
+        assert w.composer.editor.toPlainText() == "" and w.composer.long_bar.isHidden()
+        assert timed(lambda: w.controller.open(a)) < EVENT_S
+        assert w.composer.editor.toPlainText() == kept  # nothing of what was kept is lost
+        assert f"A long text ({MAX_CHARS:,} characters)" in w.composer.long_note.text()
+    assert drafts_on_disk(w) == {a: kept}
+    w.close()
+
+
+def test_a_draft_longer_than_the_cap_from_an_older_version_is_cut_and_said(qtbot, specchat_home):
+    w = make_window(qtbot, specchat_home)
+    a = w.store.create("Saved by an older SpecChat")
+    w.store.db.execute(
+        "INSERT INTO drafts(conversation_id, text, updated) VALUES (?, ?, 0)", (a, "y" * 3_000_000)
+    )
+    assert timed(lambda: w.controller.open(a)) < EVENT_S
+    assert w.composer.editor.toPlainText() == "y" * MAX_CHARS
+    assert f"Only the first {MAX_CHARS:,} characters of this text are kept" in w.composer.long_note.text()
+    w.close()
+
+
+def drafts_on_disk(w) -> dict[int, str]:
+    db = sqlite3.connect(w.store.path)
+    try:
+        return dict(db.execute("SELECT conversation_id, text FROM drafts").fetchall())
+    finally:
+        db.close()

@@ -16,4 +16,10 @@ def clean_text(text: str | bytes) -> str:
     """One replacement for every kind of bad text: invalid UTF-8 and lone surrogates become U+FFFD."""
     if isinstance(text, (bytes, bytearray)):
         return bytes(text).decode("utf-8", "replace")
-    return _SURROGATES.sub("\ufffd", text)
+    if text.isascii():  # known without reading it: most text, at once
+        return text
+    try:  # the encoder finds a surrogate far faster than the pattern (10 ms a megabyte) does
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+    return text
