@@ -31,7 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "compat": ("compat", "check whether a draft model may speculate for a main model, and why"),
     "models": ("models", "list the model library as the picker sees it: roles and compatible drafts"),
-    "ui-bench": ("ui_bench", "stream a synthetic 2,000 tok/s answer through the chat window and report"),
+    "ui-bench": (
+        "ui_bench",
+        "time the chat window's stalls: a 2,000 tok/s stream, huge pastes and draft switches",
+    ),
 }
 # commands one SpecChat runs on another machine, not listed in --help
 HIDDEN: dict[str, tuple[str, str]] = {
