@@ -84,6 +84,9 @@ class _Case:
     def result(self, name: str, what: str, kept_whole: bool) -> CaseResult:
         self.meter.stop()
         self.window.close()
+        # the clipboard owns the bench's mime data; freed at Qt's exit, after Python's, it crashes
+        QApplication.clipboard().clear()
+        self.app.processEvents()
         m = self.meter
         return CaseResult(name, what, self.steps, self.slowest, m.p(0.5), m.p(0.99), m.p(1.0), kept_whole)
 
