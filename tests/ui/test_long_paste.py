@@ -5,6 +5,7 @@ transcript shows the start of a huge user message while the whole of it is sent 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import pytest
 from PySide6.QtCore import QByteArray, QMimeData, Qt
@@ -111,6 +112,13 @@ def timed(action) -> float:
     action()
     QApplication.processEvents()
     return time.perf_counter() - started
+
+
+@pytest.fixture(autouse=True)
+def empty_clipboard_after() -> Iterator[None]:
+    """The clipboard owns the test's mime data; left there, Qt frees it after Python at exit."""
+    yield
+    QApplication.clipboard().clear()
 
 
 def on_clipboard(text: str) -> None:
