@@ -50,6 +50,7 @@ from app.ui.picker import PickerDialog
 from app.ui.preset_link import PresetLink
 from app.ui.recovery_notice import show_recovery
 from app.ui.render import Options
+from app.ui.serving import ServerSwitch
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar
 from app.ui.stats import StatusStrip
@@ -105,6 +106,10 @@ class MainWindow(ChatActions):
         self.arena: ArenaDialog | None = None
         self.new_models = NewModels(self.load_pair, lambda: self.controller.pair, self)
         self._build()
+        self.serving = ServerSwitch(
+            self, self.settings, self.controller, self.bridge.engine, self.report_error
+        )
+        self.scanned.connect(self.serving.library_scanned)
         build_menus(self)
         self._wire()
         state.restore_window(self, self)
@@ -395,6 +400,7 @@ class MainWindow(ChatActions):
         self.hide()
         self.drafts.save()
         self.controller.stop()
+        self.serving.stop(remember=False)  # the next start serves again if it served now
         self.bridge.shutdown(wait=self.quit_wait)
         self.background.shutdown()
         super().closeEvent(e)

@@ -15,6 +15,7 @@ from app.ui.appearance import Appearance
 from app.ui.chat_controller import ChatController
 from app.ui.dashboard import Dashboard
 from app.ui.glossary import GlossaryDialog
+from app.ui.serving import ServerSwitch
 from app.ui.sidebar import Sidebar
 
 
@@ -25,6 +26,7 @@ class MainWindow(Protocol):
     dashboard: Dashboard
     sidebar: Sidebar
     appearance: Appearance
+    serving: ServerSwitch
     highlight_action: QAction
     rejected_action: QAction
     sidebar_action: QAction
@@ -80,6 +82,9 @@ def build_menus(w: MainWindow) -> None:
     models = bar.addMenu("&Models")
     add_action(w, models, "Choose models…", w.choose_models, "Ctrl+L")
     add_action(w, models, "Draft arena…", w.open_arena, "Ctrl+Shift+A")
+    models.addSeparator()
+    models.addAction(w.serving.action)  # the status bar's Server button is the same switch
+    models.addAction(w.serving.settings_action)
     view = bar.addMenu("&View")
     w.highlight_action = add_action(w, view, "Highlight draft tokens", w.set_highlight, checkable=True)
     w.rejected_action = add_action(w, view, "Show refused drafts on hover", w.set_rejected, checkable=True)
@@ -88,6 +93,7 @@ def build_menus(w: MainWindow) -> None:
     w.dashboard_action = w.dashboard.toggleViewAction()
     w.dashboard_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
     view.addAction(w.dashboard_action)
+    view.addAction(w.serving.log_action)
     w.appearance.add_menu(view)
     help_menu = bar.addMenu("&Help")
     add_action(w, help_menu, "Glossary…", lambda: GlossaryDialog(bar.window()).open())
