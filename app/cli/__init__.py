@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "compat": ("compat", "check whether a draft model may speculate for a main model, and why"),
     "models": ("models", "list the model library as the picker sees it: roles and compatible drafts"),
+    "serve": ("serve", "serve the pair to other programs through an OpenAI-compatible local API"),
     "ui-bench": (
         "ui_bench",
         "time the chat window's stalls: a 2,000 tok/s stream, huge pastes and draft switches",

@@ -149,13 +149,13 @@ class FakeEngine(EngineWorker):
                 self._warm_up_shapes(request)
                 machines = 2 if self.split else None
                 loaded = PairLoaded(command.main, command.draft, None, self.device, machines)
-                self._emit(WorkerMessage(request, loaded))
+                self._send(WorkerMessage(request, loaded))
             case Generate():
                 self._scripted_answer(request, command)
             case MeasureBaseline():
                 self._measure(request, command)
             case CheckLossless() | RunArena():
-                self._emit(
+                self._send(
                     WorkerMessage(
                         request,
                         EngineError("the synthetic engine has no models to measure", kind=ErrorKind.STATE),
@@ -169,7 +169,7 @@ class FakeEngine(EngineWorker):
         for done in range(self.warm_up_shapes + 1):
             if self._cancel.is_set():
                 return
-            self._emit(WorkerMessage(request, WarmUpProgress(done, self.warm_up_shapes)))
+            self._send(WorkerMessage(request, WarmUpProgress(done, self.warm_up_shapes)))
             if done < self.warm_up_shapes:
                 self.clock.sleep(self.warm_up_seconds / self.warm_up_shapes)
 
@@ -183,7 +183,7 @@ class FakeEngine(EngineWorker):
             self.clock.sleep(1 / self.plain_rate)
         done = len(times) == command.tokens and len(times) > 1
         rate = (len(times) - 1) / (times[-1] - times[0]) if done else None
-        self._emit(
+        self._send(
             WorkerMessage(
                 request,
                 BaselineMeasured(
@@ -200,7 +200,7 @@ class FakeEngine(EngineWorker):
 
     def _scripted_answer(self, request: int, command: Generate) -> None:
         def emit(event: Reply) -> None:
-            self._emit(WorkerMessage(request, event))
+            self._send(WorkerMessage(request, event))
 
         start = self.clock.now()
         prompt = self.prompt_tokens or sum(len(m["content"]) for m in command.messages) // 4 + 8

@@ -152,11 +152,15 @@ class SpeculationSettings:
 
 @dataclass(frozen=True, slots=True)
 class Generate:
+    """`prompt`: a raw prompt instead of a chat (the local API's `/v1/completions`): encoded by
+    the tokenizer with no chat template; `messages` is empty then."""
+
     messages: tuple[dict[str, str], ...]
     sampling: SamplingParams = field(default_factory=SamplingParams)
     speculation: SpeculationSettings = field(default_factory=SpeculationSettings)
     max_tokens: int = 512
     overflow: ContextOverflow = ContextOverflow.REFUSE
+    prompt: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overflow", ContextOverflow(self.overflow))

@@ -18,7 +18,13 @@ from typing import Any
 
 import mlx.core as mx
 
-from app.engine.decoding.context import ContextTooLong, context_length, fit_conversation
+from app.engine.decoding.context import (
+    CHAT_ADVICE,
+    PROMPT_ADVICE,
+    ContextTooLong,
+    context_length,
+    fit_conversation,
+)
 from app.engine.decoding.decode import generate
 from app.engine.decoding.loading import ModelLoadError, ModelPair
 from app.engine.decoding.policy import DraftPolicy
@@ -91,6 +97,8 @@ class EngineWorker:
         self._last_started = 0
         self._cancelled_early: set[int] = set()
         self._queued_loads: set[int] = set()  # loads that said `LoadQueued`, to say `LoadStarted`
+        # requests whose replies go to a sink of their own (the local API's), not to `emit`
+        self._sinks: dict[int, Callable[[WorkerMessage], None]] = {}
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._pair: ModelPair | None = None
         self._session: ChatSession | None = None
@@ -100,8 +108,11 @@ class EngineWorker:
     def start(self) -> None:
         self._thread.start()
 
-    def submit(self, command: Command) -> int:
-        """Queue `command`; its request id comes back at once.
+    def submit(self, command: Command, sink: Callable[[WorkerMessage], None] | None = None) -> int:
+        """Queue `command`; its request id comes back at once. With `sink`, every reply to this
+        request goes there instead of to `emit` (the local API serves through the window's
+        worker this way, leaving the chat's own messages untouched); it is dropped when the
+        command ends.
 
         A LoadPair replaces the pair, so it also cancels what runs and what waits before it:
         those stop at their next safe point (within a round or a prefill chunk) instead of
@@ -110,6 +121,8 @@ class EngineWorker:
         is skipped."""
         with self._lock:
             request = next(self._ids)
+            if sink is not None:  # before the command is queued: no reply can miss it
+                self._sinks[request] = sink
             if isinstance(command, LoadPair):
                 earlier = range(self._last_started + 1, request)
                 if self._running is not None or earlier:
@@ -130,7 +143,7 @@ class EngineWorker:
             # a load that runs cannot stop halfway: this one waits for it
             stopping = not isinstance(self._running_command, LoadPair)
             self._queued_loads.add(request)
-            self._emit(WorkerMessage(request, LoadQueued(stopping)))
+            self._send(WorkerMessage(request, LoadQueued(stopping)))
 
     def cancel(self, request: int | None = None) -> None:
         """Stop a command at its next safe point (between rounds or chunks): `request`, or
@@ -142,6 +155,11 @@ class EngineWorker:
                 self._cancel.set()
             elif request > self._last_started:
                 self._cancelled_early.add(request)
+
+    def _send(self, message: WorkerMessage) -> None:
+        """To the request's sink where it has one, else to `emit`."""
+        sink = self._sinks.get(message.request)
+        (self._emit if sink is None else sink)(message)
 
     def shutdown(self, timeout: float = 10.0) -> bool:
         self._cancel.set()
@@ -186,17 +204,18 @@ class EngineWorker:
             try:
                 if isinstance(command, LoadPair) and self._cancel.is_set():
                     # replaced (or cancelled) before it began: the pair loaded now stays
-                    self._emit(WorkerMessage(request, EngineError(_NOT_LOADED, kind=ErrorKind.STATE)))
+                    self._send(WorkerMessage(request, EngineError(_NOT_LOADED, kind=ErrorKind.STATE)))
                     continue
                 if queued:
-                    self._emit(WorkerMessage(request, LoadStarted()))
+                    self._send(WorkerMessage(request, LoadStarted()))
                 self._handle(request, command)
             except Exception as exc:
                 detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                self._emit(WorkerMessage(request, EngineError(detail, kind=ErrorKind.CRASH)))
+                self._send(WorkerMessage(request, EngineError(detail, kind=ErrorKind.CRASH)))
             finally:
                 with self._lock:
                     self._running = self._running_command = None
+                    self._sinks.pop(request, None)
 
     def _policy_for(self, speculation: SpeculationSettings) -> DraftPolicy:
         """Adaptive controllers live as long as the loaded pair (costs are the machine's), and
@@ -238,7 +257,7 @@ class EngineWorker:
             reply(EngineError(f"warming up the pair failed: {exc}", kind=ErrorKind.NOTICE))
 
     def _reply(self, request: int) -> Callable[[Reply], None]:
-        return lambda event: self._emit(WorkerMessage(request, event))
+        return lambda event: self._send(WorkerMessage(request, event))
 
     def _handle(self, request: int, command: Command) -> None:
         """The one dispatch: every command of the protocol, and nothing else."""
@@ -344,6 +363,9 @@ class EngineWorker:
             return
         encode: Callable[[list[Mapping[str, Any]]], list[int]]
         if sharded is not None:  # rendered on rank 0, which holds the tokenizer
+            if command.prompt is not None:
+                reply(EngineError("a split main answers chats only, not raw prompts", kind=ErrorKind.STATE))
+                return
             encode, limit = sharded.render, sharded.context_length
         else:
             assert self._pair is not None
@@ -353,15 +375,23 @@ class EngineWorker:
             def encode(messages: list[Mapping[str, Any]]) -> list[int]:
                 return format_chat(tokenizer, [dict(m) for m in messages])
 
+            if command.prompt is not None:  # a raw prompt: the tokenizer's ids, no chat template
+                raw = command.prompt
+
+                def encode(messages: list[Mapping[str, Any]]) -> list[int]:
+                    return list(tokenizer.encode(raw))
+
         try:
             # the gate comes before prefill: a conversation past the main's context is refused
             # (or shortened) in the time it takes to tokenize it, not after minutes of prefill
+            no_template = command.prompt is not None
             fitted = fit_conversation(
                 command.messages,
                 encode,
                 limit,
                 command.max_tokens,
-                drop_oldest=command.overflow is ContextOverflow.DROP_OLDEST,
+                drop_oldest=command.overflow is ContextOverflow.DROP_OLDEST and not no_template,
+                advice=PROMPT_ADVICE if no_template else CHAT_ADVICE,
             )
         except RanksLost as exc:
             self._sharded = None

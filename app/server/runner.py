@@ -67,6 +67,9 @@ class ServerRunner:
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}/v1"
 
+    def _port(self) -> int:
+        return self._address[1] if self._address is not None else self.config.port
+
     @property
     def running(self) -> bool:
         return self._address is not None
@@ -113,7 +116,7 @@ class ServerRunner:
         return url
 
     async def _bind(self) -> None:
-        app = build_app(self.config, self._engine, self._models_fn, self._on_served)
+        app = build_app(self.config, self._engine, self._models_fn, self._on_served, self._port)
         # handler_cancellation: a client that goes away cancels its handler, which cancels its
         # decoding (also while it still waits in the queue)
         runner = web.AppRunner(
