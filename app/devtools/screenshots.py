@@ -181,6 +181,10 @@ def render_all(out_dir: str) -> int:
 
     render_presets(app, home, out, _wait, _save)
 
+    from app.devtools.screenshots_server import render_server
+
+    render_server(app, home, out, _wait, _save)
+
     from app.devtools.screenshots_look import render_look
 
     render_look(app, home, out, _wait, _save)

@@ -39,9 +39,24 @@ RESULTS = {
 }
 
 
+REFUSALS = {
+    400: "refused: a bad request",
+    401: "refused: wrong or missing key",
+    403: "refused: not from this computer's address",
+    404: "refused: unknown model or address",
+    413: "refused: request too large",
+    415: "refused: not JSON",
+    429: "turned away: too many waiting",
+    503: "refused: no models loaded",
+}
+
+
+PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}  # the server's short names
+
+
 def result_words(record: ServedRecord) -> str:
     if record.status >= 400:
-        return f"refused ({record.status})"
+        return f"{REFUSALS.get(record.status, 'failed')} ({record.status})"
     return RESULTS.get(record.finish_reason, record.finish_reason)
 
 
@@ -50,7 +65,7 @@ def row_texts(record: ServedRecord) -> tuple[str, ...]:
     return (
         time.strftime("%H:%M:%S", time.localtime(record.time)),
         record.client,
-        record.endpoint,
+        PATHS.get(record.endpoint, record.endpoint),
         str(record.tokens),
         speed_number(record.tokens_per_second),
         speedup_text(record.speedup_vs_plain) if record.speedup_vs_plain else "—",
@@ -94,7 +109,7 @@ class ServerLog(QDockWidget):
         self.table.insertRow(row)
         for col, text in enumerate(row_texts(record)):
             item = QTableWidgetItem(text)
-            if col >= 3:
+            if 3 <= col <= 5:  # the figures
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.table.setItem(row, col, item)
         self.table.scrollToBottom()
@@ -114,7 +129,7 @@ class ServerLog(QDockWidget):
         view = ChatView(Transcript([AnswerTurn(1, answer, state=MessageState.COMPLETE)]))
         view.refresh()
         header = QLabel(
-            f"{record.endpoint} · {record.prompt_tokens} prompt tokens · {record.tokens} tokens · "
+            f"{PATHS.get(record.endpoint, record.endpoint)} · {record.prompt_tokens} prompt tokens · {record.tokens} tokens · "
             f"{result_words(record)}"
         )
         column = QVBoxLayout(dialog)

@@ -40,7 +40,6 @@ class ServerBar(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.toggle = QToolButton()
-        self.toggle.setText("Server")
         self.toggle.setCheckable(True)
         self.toggle.setToolTip(f"Serve the loaded models to other programs ({SHORTCUT})")
         self.address = QLabel("")
@@ -58,6 +57,8 @@ class ServerBar(QWidget):
         self.toggle.blockSignals(True)  # showing the state is not switching it
         self.toggle.setChecked(url is not None)
         self.toggle.blockSignals(False)
+        self.toggle.setText("● Server on" if url is not None else "Server off")
+        self.toggle.setStyleSheet("color: #2e8540; font-weight: bold" if url is not None else "")
         self.address.setText(
             "" if url is None else f"Serving at {url}" + (" and to the network" if network else "")
         )

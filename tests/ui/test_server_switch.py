@@ -90,22 +90,22 @@ def test_switch_serves_the_windows_pair_without_touching_the_chat(qtbot, window,
     qtbot.mouseClick(serving.bar.toggle, _left())
     url = f"http://127.0.0.1:{port}/v1"
     assert serving.action.isChecked() and serving.bar.toggle.isChecked()
-    assert serving.bar.address.text() == f"Serving at {url}"
+    assert serving.bar.address.text() == f"Serving at {url}" and serving.bar.toggle.text() == "● Server on"
     assert serving.log.isVisible()
     ticks: list[int] = []
     timer = QTimer(interval=10)
     timer.timeout.connect(lambda: ticks.append(1))
     timer.start()
-    call = chat(url)
+    call = chat(url, max_tokens=60)  # 0.2 s of tokens at the fake engine's 300 tok/s
     qtbot.waitUntil(lambda: call.done, timeout=15_000)
     timer.stop()
     assert len(ticks) > 3  # the window kept handling events while the request was served
     assert call.status == 200, call.reply
     assert call.reply["choices"][0]["message"]["content"]
-    assert call.reply["usage"]["completion_tokens"] == 12
+    assert call.reply["usage"]["completion_tokens"] == 60
     qtbot.waitUntil(lambda: serving.log.table.rowCount() == 1, timeout=5000)
     when, client, endpoint, tokens, _speed, speedup, result = serving.log.row(0)
-    assert (client, endpoint, tokens) == ("127.0.0.1", "/v1/chat/completions", "12")
+    assert (client, endpoint, tokens) == ("127.0.0.1", "/v1/chat/completions", "60")
     assert result.startswith("finished") and speedup == "—"  # no plain speed measured here
     assert len(window.controller.transcript) == 0 and window.controller.conversation is None
     assert "Hello from another program" not in window.view.toPlainText()
@@ -210,7 +210,7 @@ def test_log_rows_say_what_was_served_and_open_the_answer(qtbot):
     log.add(record(status=429, finish_reason="error", tokens=0, tokens_per_second=0.0))
     assert log.row(0)[3:] == ("40", "52.5", "1.83×", "finished")
     assert log.row(1)[3:] == ("3", "—", "—", "cancelled")
-    assert log.row(2)[6] == "refused (429)"
+    assert log.row(2)[6] == "turned away: too many waiting (429)"
     dialog = log.open_answer(0)
     qtbot.addWidget(dialog)
     view = dialog.findChild(ChatView)
