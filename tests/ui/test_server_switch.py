@@ -86,6 +86,8 @@ def empty_clipboard() -> Iterator[None]:
 
 def test_switch_serves_the_windows_pair_without_touching_the_chat(qtbot, window, port, empty_clipboard):
     serving = window.serving
+    models = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Models")
+    assert serving.action in models.actions() and serving.action.shortcut().toString() == "Ctrl+Shift+E"
     assert serving.log.isHidden()  # hidden until the server is first turned on
     qtbot.mouseClick(serving.bar.toggle, _left())
     url = f"http://127.0.0.1:{port}/v1"
@@ -211,7 +213,9 @@ def test_log_rows_say_what_was_served_and_open_the_answer(qtbot):
     assert log.row(0)[3:] == ("40", "52.5", "1.83×", "finished")
     assert log.row(1)[3:] == ("3", "—", "—", "cancelled")
     assert log.row(2)[6] == "turned away: too many waiting (429)"
-    dialog = log.open_answer(0)
+    log.table.cellDoubleClicked.emit(0, 2)
+    dialog = log.answer_view
+    assert dialog is not None and dialog.isVisible()
     qtbot.addWidget(dialog)
     view = dialog.findChild(ChatView)
     assert view is not None and "The answer, in bold." in view.toPlainText()
