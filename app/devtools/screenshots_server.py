@@ -1,5 +1,5 @@
-"""Screenshot of the Server switch on: its address in the status bar and the log pane with a few
-served requests. The server really listens (on 8080 or the next free port); the rows are fed
+"""Screenshots of the Server switch on (its address in the status bar, the log pane with a few
+served requests) and of its settings letting the network in. The server really listens (on 8080 or the next free port); the rows are fed
 straight to the pane, so the picture does not wait on a served answer."""
 
 from __future__ import annotations
@@ -60,3 +60,11 @@ def render_server(app: QApplication, home: Path, out: Path, wait: Wait, save: Sa
     save(app, window, out / "server-on-with-log.png")
     window.serving.stop()
     window.close()
+
+    from app.ui.server_dialog import ServerDialog, ServerPlace
+
+    dialog = ServerDialog(ServerPlace(), "kP3x-example-key-shown-in-the-window")  # never a real key
+    dialog.show()
+    dialog.network.setChecked(True)
+    save(app, dialog, out / "server-settings-network.png")
+    dialog.close()

@@ -31,7 +31,7 @@ LOOPBACK, EVERYWHERE = "127.0.0.1", "0.0.0.0"
 PORT, NETWORK, KEY, ON = "server/port", "server/network", "server/api_key", "server/on"
 NETWORK_WARNING = (
     "Other computers on your network can use your models through this port. Only programs given "
-    "the key below are let in; share it only with people you trust. The connection is not "
+    "the API key are let in; share it only with people you trust. The connection is not "
     "encrypted, so use this on a network you trust."
 )
 
@@ -109,6 +109,7 @@ class ServerDialog(QDialog):
         self.network.setChecked(place.network)
         self.key = QLineEdit(place.api_key or stored_key or new_key())
         self.key.setReadOnly(True)
+        self.key.setMinimumWidth(self.key.fontMetrics().horizontalAdvance("M" * 26))
         self.copy = QPushButton("Copy")
         self.copy.setToolTip("Copy the key: other programs send it as their API key")
         self.copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.key.text()))
