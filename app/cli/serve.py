@@ -93,11 +93,10 @@ def _serve(args: argparse.Namespace, config: ServerConfig) -> int:
         EngineError,
         ErrorKind,
         LoadPair,
-        MeasureBaseline,
         PairLoaded,
         WarmUpProgress,
     )
-    from app.engine.worker import remembering_worker
+    from app.engine.worker import EngineWorker
     from app.server.records import ModelsInfo
     from app.server.runner import ServerRunner, ServerStartError
 
@@ -120,7 +119,9 @@ def _serve(args: argparse.Namespace, config: ServerConfig) -> int:
         elif isinstance(event, EngineError):
             print(f"[{event.kind}] {event.message}", file=sys.stderr)
 
-    worker = remembering_worker(emit)
+    # not the remembering worker: with its library store, this process aborts at exit once a
+    # pair has loaded; the adaptive controller learns afresh each time the server starts
+    worker = EngineWorker(emit)
     worker.start()
     runner: ServerRunner | None = None
     try:
@@ -136,7 +137,6 @@ def _serve(args: argparse.Namespace, config: ServerConfig) -> int:
                 print(f"note: answers are plain: {result.speculation_refusal}", file=sys.stderr)
             if not args.no_library:
                 threading.Thread(target=_scan_library, args=(served,), daemon=True).start()
-            worker.submit(MeasureBaseline(256))  # yields to any request: for speedup_vs_plain
 
             def models() -> ModelsInfo:
                 return ModelsInfo(served.main, served.draft, served.library, served.plain)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,6 +36,28 @@ def _run(*argv: str, timeout: float = 420) -> subprocess.CompletedProcess[str]:
         cwd=ROOT,
         timeout=timeout,
     )
+
+
+def _serve_once(*argv: str) -> subprocess.CompletedProcess[str]:
+    """`serve` until it says where it serves, one /health request, then SIGTERM."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen", HF_HUB_OFFLINE="1")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    health = ""
+    if " at http" in line:
+        with urllib.request.urlopen(line.rsplit(" at ", 1)[1].strip().removesuffix("/v1") + "/health") as r:
+            health = r.read().decode()
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(process.args, process.returncode, line + health + "\n" + out, err)
 
 
 def _cases(toy: ToyModels, tmp: Path) -> dict[str, tuple[list[str], Check]]:
@@ -72,6 +96,11 @@ def _cases(toy: ToyModels, tmp: Path) -> dict[str, tuple[list[str], Check]]:
     def ui_bench(r: subprocess.CompletedProcess[str]) -> None:
         assert "stall" in r.stdout.lower(), r.stdout
 
+    def serve(r: subprocess.CompletedProcess[str]) -> None:
+        assert "serving main (+ draft) at http://127.0.0.1:" in r.stdout, r.stdout + r.stderr
+        assert '"status": "ok"' in r.stdout, r.stdout
+        assert "stopped (SIGTERM)" in r.stderr, r.stderr
+
     def probe_host(r: subprocess.CompletedProcess[str]) -> None:
         assert json.loads(r.stdout.strip().splitlines()[-1])["mlx_version"], r.stdout
 
@@ -107,6 +136,7 @@ def _cases(toy: ToyModels, tmp: Path) -> dict[str, tuple[list[str], Check]]:
         "compat": ([main, draft], compat),
         "models": (["--json", "--folder", str(Path(main).parent), "--no-hub", "--no-lmstudio"], models),
         "ui-bench": (["--tokens", "1500"], ui_bench),
+        "serve": (["--main", main, "--draft", draft, "--port", "0", "--no-library"], serve),
         "probe-host": ([], probe_host),
     }
 
@@ -121,10 +151,12 @@ def test_command_runs_as_a_user_runs_it(command: str, toy_models: ToyModels, tmp
     argv, check = _cases(toy_models, tmp_path)[command]
     if command in ("import-gguf", "fetch-models") and not gguf_path("smollm2").is_file():
         pytest.skip("SmolLM2's GGUF is not fetched (the README's test command fetches it)")
-    result = _run(command, *argv)
+    result = _serve_once(*argv) if command == "serve" else _run(command, *argv)
     assert "Traceback" not in result.stderr, result.stderr
     # ui-bench's verdict is a measurement of this machine, not whether the command works
-    assert result.returncode == 0 or (command == "ui-bench" and result.returncode == 1), (
+    # serve runs until stopped: SIGTERM ends it with the shell's code for that signal
+    stopped = 128 + signal.SIGTERM if command == "serve" else 0
+    assert result.returncode == stopped or (command == "ui-bench" and result.returncode == 1), (
         f"{command} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
     )
     check(result)
