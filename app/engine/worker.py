@@ -66,6 +66,7 @@ from app.engine.protocol import (
     WarmUpProgress,
     WorkerMessage,
 )
+from app.engine.thread_exit import wait_until_gone
 
 _NOT_LOADED = "the load was cancelled before it began; the models loaded before stay loaded"
 # seconds a load waits before it says so: a command's last steps after its final reply are no wait
@@ -165,7 +166,10 @@ class EngineWorker:
         self._cancel.set()
         self._queue.put(None)
         self._thread.join(timeout)
-        return not self._thread.is_alive()
+        if self._thread.is_alive():
+            return False
+        wait_until_gone(self._thread)  # its MLX thread-locals must go while the interpreter lives
+        return True
 
     @property
     def is_alive(self) -> bool:
