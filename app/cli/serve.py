@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.cli.options import add_model_arguments, add_sampling_arguments
+from app.cli.options import add_model_arguments, add_sampling_arguments, sampling_from_args
 
 if TYPE_CHECKING:
     from app.engine.protocol import WorkerMessage
@@ -24,7 +24,7 @@ LOAD_TIMEOUT = 3600.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
-    add_sampling_arguments(parser)  # accepted as in `generate`; each request sends its own
+    add_sampling_arguments(parser)  # the defaults for what a request leaves out
     parser.add_argument(
         "--speculation",
         choices=("off", "fixed", "adaptive"),
@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         max_queue=args.max_queue,
         max_tokens_cap=args.max_tokens_cap,
         speculation=SpeculationSettings(args.speculation, k=args.k),
+        sampling=sampling_from_args(args),
     )
     try:  # before any model loads: a refused address costs no wait
         config.check()
@@ -96,7 +97,7 @@ def _serve(args: argparse.Namespace, config: ServerConfig) -> int:
         PairLoaded,
         WarmUpProgress,
     )
-    from app.engine.worker import EngineWorker
+    from app.engine.worker import remembering_worker
     from app.server.records import ModelsInfo
     from app.server.runner import ServerRunner, ServerStartError
 
@@ -119,9 +120,7 @@ def _serve(args: argparse.Namespace, config: ServerConfig) -> int:
         elif isinstance(event, EngineError):
             print(f"[{event.kind}] {event.message}", file=sys.stderr)
 
-    # not the remembering worker: with its library store, this process aborts at exit once a
-    # pair has loaded; the adaptive controller learns afresh each time the server starts
-    worker = EngineWorker(emit)
+    worker = remembering_worker(emit)  # adaptive keeps what it learnt about the pair across starts
     worker.start()
     runner: ServerRunner | None = None
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
-from app.engine.protocol import SpeculationSettings
+from app.engine.protocol import SamplingParams, SpeculationSettings
 
 MiB = 1024 * 1024
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -38,6 +38,7 @@ class ServerConfig:
     max_body_bytes: int = 4 * MiB
     max_tokens_cap: int = 8192
     speculation: SpeculationSettings = field(default_factory=SpeculationSettings)
+    sampling: SamplingParams = field(default_factory=SamplingParams)  # for what a request leaves out
 
     def check(self) -> None:
         """Refuse, in one line, what would expose the models or cannot run."""

@@ -6,6 +6,7 @@ file or a URL named in a request."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ ROLES = {"system": "system", "developer": "system", "user": "user", "assistant":
 MAX_STOPS = 4
 CHAT_MAX_TOKENS = 512  # a chat request that names no max_tokens
 COMPLETION_MAX_TOKENS = 16  # the OpenAI API's default for raw completions
+GREEDY = SamplingParams()  # temperature 0: what `generate` does unless told otherwise
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +87,7 @@ def _kind(value: object) -> str:
     }.get(type(value), "null")
 
 
-def _options(body: dict[str, Any], default_tokens: int, cap: int) -> Options:
+def _options(body: dict[str, Any], default_tokens: int, cap: int, defaults: SamplingParams) -> Options:
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise bad_param("model", f"'model' must be a string, not {_kind(model)}.")
@@ -111,10 +113,12 @@ def _options(body: dict[str, Any], default_tokens: int, cap: int) -> Options:
     include_usage = stream_options.get("include_usage", False)
     if not isinstance(include_usage, bool):
         raise bad_param("stream_options", "'stream_options.include_usage' must be a boolean.")
-    sampling = SamplingParams(
-        temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
-        top_p=_number(body, "top_p", 1.0, 0.0, 1.0) or 1.0,
-        seed=seed,
+    # what the request leaves out comes from the server's defaults (`serve`'s sampling options)
+    sampling = dataclasses.replace(
+        defaults,
+        temperature=_number(body, "temperature", defaults.temperature, 0.0, 2.0),
+        top_p=_number(body, "top_p", defaults.top_p, 0.0, 1.0) or 1.0,
+        seed=seed if seed is not None else defaults.seed,
     )
     return Options(
         model=model,
@@ -171,7 +175,7 @@ def _content(value: object, where: str) -> str:
     raise bad_param(where, f"'{where}' must be a string or an array of text parts, not {_kind(value)}.")
 
 
-def parse_chat(body: dict[str, Any], cap: int) -> ChatRequest:
+def parse_chat(body: dict[str, Any], cap: int, defaults: SamplingParams = GREEDY) -> ChatRequest:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise bad_param("messages", "'messages' must be a non-empty array of messages.")
@@ -187,10 +191,10 @@ def parse_chat(body: dict[str, Any], cap: int) -> ChatRequest:
                 f"'{where}.role' must be one of system, developer, user, assistant; got {role!r}.",
             )
         turns.append({"role": ROLES[role], "content": _content(message.get("content"), f"{where}.content")})
-    return ChatRequest(tuple(turns), _options(body, CHAT_MAX_TOKENS, cap))
+    return ChatRequest(tuple(turns), _options(body, CHAT_MAX_TOKENS, cap, defaults))
 
 
-def parse_completion(body: dict[str, Any], cap: int) -> CompletionRequest:
+def parse_completion(body: dict[str, Any], cap: int, defaults: SamplingParams = GREEDY) -> CompletionRequest:
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1:
         prompt = prompt[0]
@@ -200,4 +204,4 @@ def parse_completion(body: dict[str, Any], cap: int) -> CompletionRequest:
         raise bad_param("echo", "'echo' is not supported by this server.")
     if body.get("logprobs") is not None:
         raise bad_param("logprobs", "'logprobs' is not supported by this server.")
-    return CompletionRequest(prompt, _options(body, COMPLETION_MAX_TOKENS, cap))
+    return CompletionRequest(prompt, _options(body, COMPLETION_MAX_TOKENS, cap, defaults))

@@ -113,7 +113,9 @@ class Api:
         return web.json_response({"object": "list", "data": data})
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
-        parsed = parse_chat(parse_json(await request.read()), self.config.max_tokens_cap)
+        parsed = parse_chat(
+            parse_json(await request.read()), self.config.max_tokens_cap, self.config.sampling
+        )
         o = parsed.options
         command = Generate(
             parsed.messages, o.sampling, o.speculation or self.config.speculation, o.max_tokens
@@ -121,7 +123,9 @@ class Api:
         return await self._serve(request, "chat", command, o)
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
-        parsed = parse_completion(parse_json(await request.read()), self.config.max_tokens_cap)
+        parsed = parse_completion(
+            parse_json(await request.read()), self.config.max_tokens_cap, self.config.sampling
+        )
         o = parsed.options
         speculation = o.speculation or self.config.speculation
         command = Generate((), o.sampling, speculation, o.max_tokens, prompt=parsed.prompt)
