@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -217,3 +218,16 @@ def test_curl_from_a_shell_script(served: Served) -> None:
     assert answer["object"] == "chat.completion"
     assert answer["choices"][0]["message"]["content"]
     assert answer["usage"]["completion_tokens"] == 8
+
+
+def test_the_readme_example_runs_against_the_server(served: Served) -> None:
+    """The README's `openai` example, as a user copies it, with only the port changed."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("    from openai import OpenAI")
+    block = readme[start : readme.index("\n\n", readme.index("print(", start))]
+    code = textwrap.dedent(block).replace("127.0.0.1:8080", f"127.0.0.1:{served.port}")
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=cli_env(), cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip(), "the example printed no answer"
