@@ -37,9 +37,12 @@ class Run:
     tokens: int
 
 
-def cli_answer(main: str, draft: str | None, k: int, max_tokens: int, prompt: str) -> Run:
+def cli_answer(
+    main: str, draft: str | None, k: int, max_tokens: int, prompt: str, system: str | None = None
+) -> Run:
     command = [sys.executable, "-m", "app", "generate", "--main", main, "--max-tokens", str(max_tokens)]
     command += ["--draft", draft, "--k", str(k)] if draft else []
+    command += ["--system", system] if system else []
     result = subprocess.run(
         [*command, "--color", "never", prompt], capture_output=True, text=True, timeout=1800, check=False
     )
