@@ -14,7 +14,6 @@ the queue; `generate`'s from the end of its load) and the ratios. Target: the AP
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import statistics
@@ -25,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from app.devtools.window_vs_cli import PROMPT, Run, cli_answer
+from app.devtools.window_vs_cli import Run, cli_answer, comparison_parser
 
 TOLERANCE = 0.05
 
@@ -117,16 +116,7 @@ class Server:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--main", required=True)
-    parser.add_argument("--draft")
-    parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--max-tokens", type=int, default=48)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--prompt", default=PROMPT)
-    args = parser.parse_args(argv)
+    args = comparison_parser(__doc__).parse_args(argv)
     server = Server(args.main, args.draft, args.k)
     cli: list[Run] = []
     api: list[ApiRun] = []

@@ -133,9 +133,10 @@ class WindowDriver:
         self.app.processEvents()
 
 
-def main(argv: list[str] | None = None) -> int:
+def comparison_parser(description: str | None) -> argparse.ArgumentParser:
+    """The options every "X against `generate`" benchmark takes: the pair, k, length, repeats."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--main", required=True)
     parser.add_argument("--draft")
@@ -143,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--prompt", default=PROMPT)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = comparison_parser(__doc__).parse_args(argv)
     from app.engine.blas import ensure_blas
 
     ensure_blas()
