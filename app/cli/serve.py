@@ -176,12 +176,10 @@ def _print_record(record: ServedRecord) -> None:
 def _scan_library(served: _Served) -> None:
     """The library's models with their suggested roles, for /v1/models (a scan takes a while)."""
     from app.engine.library.discovery import default_sources, scan_library
-    from app.engine.library.roles import suggested_role
-    from app.server.records import LibraryModel
+    from app.server.records import library_models
 
     try:
         facts, _ = scan_library(default_sources())
     except Exception:
         return
-    usable = [f for f in facts if f.usable]
-    served.library = tuple(LibraryModel(f.path, (suggested_role(f, usable),)) for f in usable)
+    served.library = library_models(facts)

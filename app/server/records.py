@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from app.engine.library.facts import ModelFacts
+from app.engine.library.roles import suggested_role
 from app.engine.protocol import Command, WorkerMessage
 
 Sink = Callable[[WorkerMessage], None]
@@ -24,6 +26,12 @@ class LibraryModel:
 
     id: str
     roles: tuple[str, ...] = ()  # "main", "draft"
+
+
+def library_models(facts: Sequence[ModelFacts]) -> tuple[LibraryModel, ...]:
+    """The library's usable models with the role the picker suggests for each."""
+    usable = [f for f in facts if f.usable]
+    return tuple(LibraryModel(str(f.path), (suggested_role(f, usable),)) for f in usable)
 
 
 @dataclass(frozen=True, slots=True)

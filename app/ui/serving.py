@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMainWindow, QPushButton, QToolButton, QWidget
 
-from app.engine.library.roles import DRAFT, MAIN, suggested_role
+from app.server.records import library_models
 from app.server.runner import (
     EngineHandle,
     LibraryModel,
@@ -126,11 +126,7 @@ class ServerSwitch(QObject):
         """The library's usable models with their suggested roles, for `/v1/models`."""
         if isinstance(result, Exception):
             return
-        facts = [f for f in result[0] if f.usable]
-        roles = {MAIN: ("main",), DRAFT: ("draft",)}
-        self._library = tuple(
-            LibraryModel(str(f.path), roles.get(suggested_role(f, facts), ())) for f in facts
-        )
+        self._library = library_models(result[0])
 
     # -- the switch -----------------------------------------------------------------------------
     def switch(self, on: bool) -> None:
