@@ -8,18 +8,12 @@ model or option value is checked here, once for every command, instead of failin
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-from app.engine.library.paths import is_utf8
+from app.engine.library.paths import is_utf8, shown_name
 
 # Message text only reaches the tokenizer, which is given a cleaned copy: not refused.
 FREE_TEXT = frozenset({"prompt", "system"})
-
-
-def shown(text: str) -> str:
-    """The name as the user typed it, undecodable bytes written as \\xNN."""
-    return os.fsencode(text).decode("utf-8", "backslashreplace")
 
 
 def not_utf8_refusal(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
@@ -34,7 +28,7 @@ def not_utf8_refusal(parser: argparse.ArgumentParser, args: argparse.Namespace) 
                     action.option_strings[0] if action.option_strings else str(action.metavar or action.dest)
                 )
                 return (
-                    f"error: {name} {shown(str(item))} is not a UTF-8 name, which SpecChat cannot use;"
+                    f"error: {name} {shown_name(str(item))} is not a UTF-8 name, which SpecChat cannot use;"
                     " rename it or choose another"
                 )
     return None

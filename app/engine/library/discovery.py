@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine.library.facts import ModelFacts, facts_for
-from app.engine.library.paths import fetched_models_dir, is_utf8, lmstudio_models_dir, models_dir
+from app.engine.library.paths import (
+    fetched_models_dir,
+    is_utf8,
+    lmstudio_models_dir,
+    models_dir,
+    shown_name,
+)
 from app.engine.library.safety import check_repo_id, valid_repo_id
 from app.engine.library.store import Store
 
@@ -113,8 +119,7 @@ def discover(sources: Sources) -> list[Found]:
     unique = []
     for f in found:
         if not is_utf8(f.path):  # nothing downstream can open it; skipped rather than a crash
-            shown = os.fsencode(f.path).decode("utf-8", "backslashreplace")
-            log.warning("skipped %s: its name is not UTF-8; rename it to use it", shown)
+            log.warning("skipped %s: its name is not UTF-8; rename it to use it", shown_name(f.path))
             continue
         key = f.path.resolve()
         if key not in seen:

@@ -78,3 +78,8 @@ def is_utf8(name: str | Path) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def shown_name(name: str | Path) -> str:
+    """A name as the user typed it, bytes that are not UTF-8 written as \\xNN: safe to print."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
