@@ -12,7 +12,7 @@ It is runtime code: the arena and the dashboard's telemetry report it, and the b
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from app.engine.decoding.events import RoundEvent
@@ -73,6 +73,14 @@ class Oracle:
     speedup_by_k: tuple[float, ...]  # k = 1, 2, ...
 
 
+def leviathan_rate(
+    rates: Sequence[float], draft_seconds: float, verify_seconds: float, overhead: float = 0.0
+) -> float:
+    """Tokens per second of rounds drafting len(rates) tokens (Leviathan et al. 2023, with
+    acceptance by position): the tokens a round is expected to give over what it costs."""
+    return expected_tokens(list(rates)) / (overhead + draft_seconds + verify_seconds)
+
+
 class _Mean:
     """A running mean: the tally keeps sums, not every sample."""
 
@@ -125,16 +133,22 @@ class Tally:
             if r.catch_up <= 1:
                 self.drafting.setdefault(r.k, _Mean()).add(r.draft_seconds)
 
+    def acceptance(self) -> list[float]:
+        """Acceptance by draft position, each given the one before was accepted (a position
+        never reached takes the one before's)."""
+        rates, prev = [], 0.0
+        for h, t in zip(self.hits, self.trials):
+            prev = h / t if t else prev
+            rates.append(prev)
+        return rates
+
     def oracle(self) -> Oracle | None:
         """None when the rounds cannot tell (no draft-model rounds, or no plain step measured,
         alone or queued)."""
         max_k, trials = self.max_k, self.trials
         if not trials[0] or (1 not in self.verify and not self.queued.n) or not self.drafting:
             return None
-        rates, prev = [], 0.0
-        for h, t in zip(self.hits, trials):
-            prev = h / t if t else prev
-            rates.append(prev)
+        rates = self.acceptance()
         costs = _costs(self.verify, max_k + 1)
         draft = _costs(self.drafting, max_k)
         o = self.overhead.value
@@ -143,7 +157,7 @@ class Tally:
         plain = 1.0 / self.queued.value if self.queued.n else 1.0 / (o + costs[0])
         observed = max(i + 1 for i in range(max_k) if trials[i])  # no extrapolating acceptance
         speedups = tuple(
-            expected_tokens(rates[:k]) / (o + draft[k - 1] + costs[k]) / plain for k in range(1, observed + 1)
+            leviathan_rate(rates[:k], draft[k - 1], costs[k], o) / plain for k in range(1, observed + 1)
         )
         best = max(range(observed), key=lambda i: speedups[i])
         return Oracle(best + 1, speedups[best], tuple(rates), speedups)

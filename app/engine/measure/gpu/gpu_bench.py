@@ -12,6 +12,13 @@ plain steps, and its plain step drifting by up to 30% over minutes, moved plain'
 0.80-1.29x in single answers. The summary adds each prompt's median answer against the plain
 answer timed beside it (robust to a stalled answer), and how the first answer of a controller
 restored from this one's saved state (as the app loads a pair used before) compares.
+After them, per fixed k, what a round costs against what it could (`report.format_costs`):
+the draft's cost per token inside rounds against two floors measured in the same run (a
+compiled single-token forward with no cache, and weight bytes over the bandwidth of a large
+copy), the main's plain step and verify pass against its own, the rounds' wall time against
+their passes (as timed inside the rounds, and timed alone at the same sizes), and the speed
+Leviathan's formula predicts from the measured acceptance by position and pass costs against
+the speed measured.
 `--pair tiny` runs on a CPU in seconds.
 """
 
@@ -36,10 +43,14 @@ from app.engine.features.prompts import BUILTIN_PROMPTS
 from app.engine.features.timed_run import TimedRun, run_timed
 from app.engine.kernel_cache import keep_compiled_kernels, shape_generic_attention
 from app.engine.measure.bench import run_mlx_lm
+from app.engine.measure.gpu.floors import measure_floors
+from app.engine.measure.gpu.passes_alone import draft_rounds, ready_session, time_passes_alone
 from app.engine.measure.gpu.report import (
     SLOW_STEPS,
     ModeRun,
     first_answer_text,
+    fixed_costs,
+    format_costs,
     format_summary,
     format_table,
     gaps,
@@ -155,6 +166,32 @@ def restored_first_answers(
     return statistics.median(ratios)
 
 
+def cost_lines(
+    pair: ModelPair,
+    prompt: list[int],
+    answers: Sequence[tuple[str, str, TimedRun]],
+    ks: Sequence[int],
+    results: Sequence[Sequence[ModeRun]],
+    trials: int = 5,
+) -> list[str]:
+    """The floors of both models and each fixed k's costs against them (`report.format_costs`),
+    measured now, after the timed answers: the passes its rounds played timed alone at the
+    start of `prompt`'s answer."""
+    assert pair.draft is not None
+    draft, main = measure_floors([pair.draft, pair.main], prompt[-1], trials)
+    fixed = {f"fixed{k}": k for k in ks}
+    by_mode: dict[str, list[TimedRun]] = {}
+    for _, mode, run in answers:
+        if mode in fixed:
+            by_mode.setdefault(mode, []).append(run)
+    played = draft_rounds(r for runs in by_mode.values() for run in runs for r in run.log)
+    alone = time_passes_alone(ready_session(pair, prompt), played, trials)
+    steps = [r.plain_step for runs in results for r in runs if r.mode == "plain" and r.plain_step > 0]
+    costs = [fixed_costs(mode, fixed[mode], runs, alone) for mode, runs in by_mode.items()]
+    step = statistics.median(steps) if steps else 0.0
+    return format_costs(costs, draft, main, step, alone.verify[1])
+
+
 def chat_prompts(pair: ModelPair, count: int) -> list[tuple[str, list[int]]]:
     """The first `count` built-in prompts (cycled), named and formatted for the pair's chat."""
     chosen = [BUILTIN_PROMPTS[i % len(BUILTIN_PROMPTS)] for i in range(count)]
@@ -212,8 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"load {built - start:.2f} s, warm-up {warmed - built:.2f} s ({warm_rounds} rounds), "
         f"together {warmed - start:.2f} s"
     )
-    answers: list[tuple[str, str, TimedRun]] = []
-    keep = None if args.rounds is None else lambda *answer: answers.append(answer)
+    answers: list[tuple[str, str, TimedRun]] = []  # every answer of our loop: the costs read the fixed ones
+
+    def keep(prompt: str, mode: str, run: TimedRun) -> None:
+        answers.append((prompt, mode, run))
+
     report = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
     print(format_table([])[0], flush=True)
     adaptive = AdaptiveDraftLength(use_draft=True)
@@ -245,6 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"{r.prompt} adaptive, plain step {r.plain_step * 1e3:.1f} ms, rounds over {SLOW_STEPS:g} steps:"
                 )
                 print("\n".join(f"    {line}" for line in r.slow))
+    print("\n".join(cost_lines(pair, prompts[0][1], answers, ks, results)), flush=True)
     measured = measure_agreement(pair, prompts[0][1], args.tokens)
     print(f"agreement measured: {measured:.2f} over {args.tokens} tokens of {prompts[0][0]}")
     return 0

@@ -1,4 +1,5 @@
-"""What `gpu_bench` prints: each prompt's modes reduced to a row, and a summary per mode.
+"""What `gpu_bench` prints: each prompt's modes reduced to a row, a summary per mode, and each
+fixed k's round against its floors, its passes and Leviathan's prediction (`format_costs`).
 
 Kept apart from the runs so that the arithmetic (stalls against their kind's median, answers
 against the plain answer timed beside them) is tested on made-up answers without a model."""
@@ -11,6 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engine.features.timed_run import TimedRun
+from app.engine.measure.gpu.floors import COPY_MIB, Floors
+from app.engine.measure.gpu.passes_alone import PassesAlone, draft_rounds, wall_over_alone
+from app.engine.policy.oracle import Tally, leviathan_rate
 
 COLUMNS = (
     "prompt",
@@ -178,4 +182,107 @@ def format_summary(results: Sequence[Sequence[ModeRun]]) -> list[str]:
             first = results[0][i].answer_seconds / statistics.median(later)
         first_text = first_answer_text(first) if first else "-"
         lines.append(f"{mode:>10}  {mean:>10.2f}  {worst:>6.2f}  {paired:>13.2f}  {first_text:>11}")
+    return lines
+
+
+COST_COLUMNS = (
+    "mode",
+    "draft/tok",
+    "d/compiled",
+    "d/weights",
+    "verify",
+    "v/step",
+    "v/compiled",
+    "v/weights",
+    "wall",
+    "wall/in",
+    "wall/alone",
+    "predicted",
+    "measured",
+    "meas/pred",
+)
+
+
+@dataclass(frozen=True)
+class FixedCosts:
+    """One fixed-k mode's rounds against their floors and their passes (seconds, tokens/s)."""
+
+    mode: str
+    k: int
+    draft_per_token: float  # median draft phase of the mode's k-rounds, over k
+    verify: float  # median verify pass of those rounds (k + 1 tokens)
+    wall: float  # median round, from one round's event to the next
+    wall_over_in_round: float  # the rounds' wall time over their own draft and verify times
+    wall_over_alone: float  # the rounds' wall time over their passes timed alone
+    acceptance: tuple[float, ...]  # by position, each given the one before was accepted
+    predicted_rate: float  # Leviathan's formula on that acceptance and the median passes
+    measured_rate: float  # tokens per second, first token to last, every answer together
+
+
+def fixed_costs(mode: str, k: int, runs: Sequence[TimedRun], alone: PassesAlone) -> FixedCosts:
+    """A fixed-k mode's answers reduced to what a round costs and what its speed should be."""
+    records = draft_rounds(r for run in runs for r in run.log)
+    played = [r for r in records if r.k == k]  # an answer's last round may draft fewer
+    tally = Tally(max(k, 8))
+    for run in runs:
+        for r in run.log:
+            tally.add(r)
+    rates = tuple(tally.acceptance()[:k])
+    draft = statistics.median(r.draft_seconds for r in played) if played else 0.0
+    verify = statistics.median(r.verify_seconds for r in played) if played else 0.0
+    in_round = sum(r.draft_seconds + r.verify_seconds for r in records)
+    return FixedCosts(
+        mode=mode,
+        k=k,
+        draft_per_token=draft / k,
+        verify=verify,
+        wall=statistics.median(r.wall_seconds for r in played) if played else 0.0,
+        wall_over_in_round=sum(r.wall_seconds for r in records) / in_round if in_round > 0 else 0.0,
+        wall_over_alone=wall_over_alone(records, alone),
+        acceptance=rates,
+        predicted_rate=leviathan_rate(rates, draft, verify) if played else 0.0,
+        measured_rate=_rate(runs),
+    )
+
+
+def _times(value: float, floor: float) -> str:
+    return f"{value / floor:.2f}" if floor > 0 and value > 0 else "-"
+
+
+def format_costs(
+    costs: Sequence[FixedCosts], draft: Floors, main: Floors, plain_step: float, plain_alone: float
+) -> list[str]:
+    """The floors, the main's plain step against its own, and per fixed k the draft's cost per
+    token, the verify pass and the round against theirs (ms; ratios are times the floor)."""
+    gb, mb = 1e9, 1e6
+    lines = [
+        f"floors, measured after warm-up: memory bandwidth {draft.bandwidth / gb:.1f} GB/s "
+        f"(a {COPY_MIB} MiB copy)",
+        f"  draft: compiled 1-token forward {draft.compiled_step * 1e3:.2f} ms, "
+        f"weights {draft.weight_bytes / mb:.1f} MB / bandwidth {draft.streaming * 1e3:.2f} ms",
+        f"  main: compiled 1-token forward {main.compiled_step * 1e3:.2f} ms, "
+        f"weights {main.weight_bytes / mb:.1f} MB / bandwidth {main.streaming * 1e3:.2f} ms",
+        f"  main plain step {plain_step * 1e3:.2f} ms in answers "
+        f"({_times(plain_step, main.compiled_step)}x compiled, {_times(plain_step, main.streaming)}x weights), "
+        f"{plain_alone * 1e3:.2f} ms alone",
+        "  ".join(f"{c:>10}" for c in COST_COLUMNS),
+    ]
+    for c in costs:
+        cells = (
+            c.mode,
+            f"{c.draft_per_token * 1e3:.2f}",
+            _times(c.draft_per_token, draft.compiled_step),
+            _times(c.draft_per_token, draft.streaming),
+            f"{c.verify * 1e3:.2f}",
+            _times(c.verify, plain_alone),
+            _times(c.verify, main.compiled_step),
+            _times(c.verify, main.streaming),
+            f"{c.wall * 1e3:.2f}",
+            f"{c.wall_over_in_round:.2f}",
+            f"{c.wall_over_alone:.2f}",
+            f"{c.predicted_rate:.1f}",
+            f"{c.measured_rate:.1f}",
+            _times(c.measured_rate, c.predicted_rate),
+        )
+        lines.append("  ".join(f"{x:>10}" for x in cells))
     return lines

@@ -9,7 +9,7 @@ import pytest
 
 from app.engine.measure.gpu import gpu_bench
 from app.engine.measure.gpu.gpu_bench import main, mode_names
-from app.engine.measure.gpu.report import COLUMNS
+from app.engine.measure.gpu.report import COLUMNS, COST_COLUMNS
 
 
 def test_tiny_run_prints_every_mode_for_every_prompt(capsys) -> None:
@@ -38,6 +38,18 @@ def test_tiny_run_prints_every_mode_for_every_prompt(capsys) -> None:
     assert [s.split()[0] for s in summary[1 : 1 + len(modes)]] == modes
     agreement = summary[-1].split()
     assert agreement[:2] == ["agreement", "measured:"] and abs(float(agreement[2]) - 0.9) <= 0.15
+    # each fixed k's round against the floors measured in the same run, and against its passes
+    at = next(i for i, line in enumerate(summary) if line.startswith("floors, measured after warm-up"))
+    floors = summary[at : at + 4]
+    assert floors[1].startswith("  draft: compiled 1-token forward ") and floors[2].startswith("  main: ")
+    assert "weights" in floors[1] and "bandwidth" in floors[2] and "x compiled" in floors[3]
+    assert summary[at + 4].split() == list(COST_COLUMNS)
+    costs = [line.split() for line in summary[at + 5 : at + 7]]
+    assert [c[0] for c in costs] == ["fixed2", "fixed4"]
+    for row in costs:
+        assert all(math.isfinite(float(x)) and float(x) > 0 for x in row[1:]), row
+        wall_in, wall_alone, predicted, measured = (float(x) for x in row[9:13])
+        assert 0.5 < wall_in < 2 and 0.2 < wall_alone < 5 and 0.2 < measured / predicted < 5
 
 
 def test_repeat_plays_every_mode_that_many_times_in_turn(capsys) -> None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 from app.engine.features.timed_run import TimedRun
-from app.engine.measure.gpu.report import format_summary, reduce_answers
+from app.engine.measure.gpu.passes_alone import PassesAlone
+from app.engine.measure.gpu.report import fixed_costs, format_summary, reduce_answers
+from app.engine.policy.oracle import RoundRecord
 
 
 def _answer(step: float, stall: float = 0.0) -> TimedRun:
@@ -52,3 +56,34 @@ def test_the_first_answer_is_judged_against_plain_in_its_own_turn() -> None:
         reduce_answers("p", m, [r[0]], [plains[0]], 0.010) for m, r in (("plain", plains), ("fixed2", steady))
     ]
     assert _first_later([single]) == {"plain": "-", "fixed2": "-"}  # one answer each: nothing to compare
+
+
+def _round(k: int, accepted: int, draft: float, verify: float, wall: float, catch_up: int = 0) -> RoundRecord:
+    return RoundRecord(k, accepted, draft, verify, wall, "draft", catch_up)
+
+
+def test_the_leviathan_prediction_is_the_hand_computed_one() -> None:
+    """Four rounds of k = 2 after an answer's first: acceptance by position counts every round,
+    costs only those timed on their own (the first round's wall holds the prompt's read)."""
+    log = [
+        _round(2, 2, 0.500, 0.500, 0.0),  # the first: acceptance only
+        _round(2, 0, 0.020, 0.030, 0.060, catch_up=1),
+        _round(2, 1, 0.040, 0.030, 0.080),
+        _round(2, 2, 0.020, 0.050, 0.070),
+        _round(2, 2, 0.030, 0.030, 0.060, catch_up=1),
+    ]
+    run = TimedRun(ids=list(range(10)), stamps=[0.1 * i for i in range(10)], start=0.0, log=log)
+    alone = PassesAlone(draft={(2, 0): 0.020, (2, 1): 0.030}, verify={1: 0.010, 3: 0.030})
+    costs = fixed_costs("fixed2", 2, [run], alone)
+    # position 0 reached by all five rounds, accepted by four; position 1 reached by those four,
+    # accepted by three: a round gives 1 + 4/5 + 4/5 * 3/4 = 2.4 tokens
+    assert costs.acceptance == (0.8, 0.75)
+    draft, verify = 0.025, 0.030  # medians of the four timed rounds
+    assert math.isclose(costs.predicted_rate, 2.4 / (draft + verify))
+    assert math.isclose(costs.draft_per_token, draft / 2) and math.isclose(costs.verify, verify)
+    assert math.isclose(costs.measured_rate, 9 / 0.9)
+    walls, passes_in = 0.27, 0.25
+    passes_alone = (0.030 + 0.030) + (0.020 + 0.030) * 2 + (0.030 + 0.030)  # by each round's catch-up
+    assert math.isclose(costs.wall_over_in_round, walls / passes_in)
+    assert math.isclose(costs.wall_over_alone, walls / passes_alone)
+    assert math.isclose(costs.wall, 0.065)
