@@ -19,8 +19,11 @@ import mlx.core as mx
 from mlx.utils import tree_flatten
 
 from app.engine.decoding.loading import LoadedModel
+from app.engine.decoding.shapes.buckets import on_gpu
 
-COPY_MIB = 256  # large next to any cache, small next to any GPU's memory
+# large next to any cache; on a GPU large enough that a launch is a small share of the copy
+COPY_MIB = 256
+GPU_COPY_MIB = 1024
 
 
 @dataclass(frozen=True)
@@ -50,9 +53,15 @@ def weight_bytes(model: Any) -> int:
     return sum(int(v.nbytes) for _, v in leaves)
 
 
-def memory_bandwidth(mib: int = COPY_MIB, trials: int = 5) -> float:
+def copy_mib() -> int:
+    """How large a copy `memory_bandwidth` times on this device."""
+    return GPU_COPY_MIB if on_gpu() else COPY_MIB
+
+
+def memory_bandwidth(mib: int | None = None, trials: int = 5) -> float:
     """Bytes per second of an elementwise copy of `mib` MiB (each element read once and written
-    once), median of `trials`."""
+    once; `copy_mib()` by default), median of `trials`."""
+    mib = mib or copy_mib()
     source = mx.ones((mib * 2**20 // 4,), dtype=mx.float32)
     mx.eval(source)
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engine.features.timed_run import TimedRun
-from app.engine.measure.gpu.floors import COPY_MIB, Floors
+from app.engine.measure.gpu.floors import Floors, copy_mib
 from app.engine.measure.gpu.passes_alone import PassesAlone, draft_rounds, wall_over_alone
 from app.engine.policy.oracle import Tally, leviathan_rate
 
@@ -257,7 +257,7 @@ def format_costs(
     gb, mb = 1e9, 1e6
     lines = [
         f"floors, measured after warm-up: memory bandwidth {draft.bandwidth / gb:.1f} GB/s "
-        f"(a {COPY_MIB} MiB copy)",
+        f"(a {copy_mib()} MiB copy)",
         f"  draft: compiled 1-token forward {draft.compiled_step * 1e3:.2f} ms, "
         f"weights {draft.weight_bytes / mb:.1f} MB / bandwidth {draft.streaming * 1e3:.2f} ms",
         f"  main: compiled 1-token forward {main.compiled_step * 1e3:.2f} ms, "
