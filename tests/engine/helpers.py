@@ -103,7 +103,9 @@ class ForwardSpy:
         self.passes: list[tuple[int, int]] = []
 
     def __call__(self, inputs: Any, cache: Any = None) -> Any:
-        self.passes.append((int(getattr(cache[0], "offset", 0)) if cache else 0, int(inputs.shape[-1])))
+        offset = getattr(cache[0], "offset", 0) if cache else 0
+        # a compiled pass's offset is an array being traced, not a number: recorded as -1
+        self.passes.append((offset if isinstance(offset, int) else -1, int(inputs.shape[-1])))
         return self.model(inputs, cache=cache)
 
     def __getattr__(self, name: str) -> Any:

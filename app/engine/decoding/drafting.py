@@ -43,7 +43,7 @@ def propose(
     hindsight = None
     for step in range(k):
         # the first step reads the tail too: in pass sizes where the session buckets
-        out = buckets.run(draft.model, session.draft_cache, y, session.bucketed)
+        out = buckets.run(draft.model, session.draft_cache, y, session.bucketed, step=session.draft_step)
         if step == 0 and tail and sampler.params.greedy and not sampler.uses_history:
             # the catch-up pass computed logits at every skipped position anyway: comparing
             # their argmax with the text tells how speculation would have fared while bypassed
@@ -68,7 +68,9 @@ def propose(
 
 def score(session: ChatSession, sampler: Sampler, fed: mx.array, history: mx.array) -> mx.array:
     """Main pass over `fed` -> processed scores (len(fed), V); row i sees fed[1 : i + 1] as history."""
-    logits = buckets.run(session.pair.main.model, session.main_cache, fed, session.bucketed)[0]
+    logits = buckets.run(
+        session.pair.main.model, session.main_cache, fed, session.bucketed, step=session.main_step
+    )[0]
     if not sampler.uses_history:
         return sampler.process(logits, None)
     rows = [

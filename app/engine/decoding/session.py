@@ -25,6 +25,7 @@ from app.engine.decoding.chunking import CHUNK_SECONDS, ChunkPacer
 from app.engine.decoding.events import EngineError, ErrorKind, PrefillProgress
 from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.shapes import buckets
+from app.engine.decoding.shapes.compiled_step import CompiledStep, StepChoices, choose, compiled_step
 from app.engine.decoding.shapes.padded_cache import make_caches
 
 PREFILL_CHUNK = 512
@@ -57,6 +58,10 @@ class ChatSession:
     caches hand attention keys padded to a few lengths (`padded_cache`). Both keep a GPU from
     compiling kernels mid-answer and default to on there, off on the CPU.
 
+    `compiled_steps`: passes of up to nine tokens go through one compiled function per model
+    (`shapes/compiled_step.py`), for each model whose caches pad keys; None: for a model where
+    the warm-up measured that faster. `step_choices` says what was chosen and why.
+
     `prefill_chunk` is the largest prefill pass; each is sized to take about `chunk_seconds`
     (`chunking.py`), or is always the largest when that is None."""
 
@@ -68,6 +73,7 @@ class ChatSession:
         chunk_seconds: float | None = CHUNK_SECONDS,
         bucketed: bool | None = None,
         padded_keys: bool | None = None,
+        compiled_steps: bool | None = None,
     ) -> None:
         self.pair = pair
         self.prefill_chunk = prefill_chunk
@@ -87,6 +93,18 @@ class ChatSession:
             c.is_trimmable() for c in self.draft_cache
         )
         self.speculation_refusal = self._speculation_refusal()
+        self.step_choices = StepChoices(
+            main=choose(pair.main.model, self.main_cache, compiled_steps),
+            draft=choose(pair.draft.model, self.draft_cache, compiled_steps) if pair.draft else None,
+        )
+        self.main_step: CompiledStep | None = (
+            compiled_step(pair.main.model) if self.step_choices.main.compiled else None
+        )
+        self.draft_step: CompiledStep | None = (
+            compiled_step(pair.draft.model)
+            if pair.draft and self.step_choices.draft and self.step_choices.draft.compiled
+            else None
+        )
         self.repairs: list[EngineError] = []  # what `check_caches` found and did, to be reported
 
     def new_cache(self, model: LoadedModel) -> list[Any]:
@@ -241,7 +259,8 @@ class ChatSession:
         return repairs
 
     def _feed(self, model: Any, cache: list[Any], ids: list[int]) -> None:
-        buckets.run(model, cache, mx.array(ids, dtype=mx.uint32), self.bucketed)
+        step = self.main_step if cache is self.main_cache else self.draft_step
+        buckets.run(model, cache, mx.array(ids, dtype=mx.uint32), self.bucketed, step=step)
         mx.eval([c.state for c in cache])
 
     def prefill(

@@ -12,6 +12,9 @@ conversation of up to `WARM_CONTEXT` tokens meets; without that, a probe's catch
 new width cost 30-85 ms on an H100 (docs/measurements/2026-11-26-gpu-bench-real-shapes.md).
 With MLX's own attention on CUDA (`kernel_cache.shape_generic_attention`) those widths cost
 little more than their work.
+Last, with padded keys, each model's short passes are timed eager and compiled
+(`shapes/compiled_step.py`): sessions compile a model's passes only where that measured faster,
+and for such a model every step size is then compiled at every key width.
 `bench` does it before its timed runs; the worker after loading a pair on a GPU, so that compile
 time is part of loading, shown as such, and not of the first answer.
 """
@@ -29,11 +32,13 @@ from app.engine.decoding.events import RoundEvent
 from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.policy import FixedDraftLength
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.shapes.buckets import PASS_SIZES, on_gpu, run
+from app.engine.decoding.shapes.buckets import PASS_SIZES, STEP_SIZES, on_gpu, run
+from app.engine.decoding.shapes.compiled_step import choose, compilable, compiled_step, time_steps
 from app.engine.decoding.shapes.padded_cache import widths_up_to
 from app.engine.policy.adaptive import MAX_K
 
 WARM_CONTEXT = 2048  # conversations up to this long meet no key width the warm-up did not build
+DRAFT_STEP_SIZES = (1, 2)  # a draft step, and a first step that reads one token it lagged
 
 
 def compiles_per_shape() -> bool:
@@ -44,12 +49,13 @@ def compiles_per_shape() -> bool:
 
 def warm_up_steps(pair: ModelPair, max_k: int = MAX_K, *, padded: bool | None = None) -> int:
     """How many steps `compile_pass_shapes` reports: one per draft length, one per pass size
-    and model, and with padded keys one per key width and model."""
+    and model, and with padded keys per model one per key width, one timing of compiled passes
+    and one per key width for them."""
     if pair.draft is None:
         return 0
     pads = on_gpu() if padded is None else padded  # ChatSession's own default
     widths = len(widths_up_to(WARM_CONTEXT)) if pads else 0
-    return max_k + 2 * len(PASS_SIZES) + 2 * widths
+    return max_k + 2 * len(PASS_SIZES) + 2 * widths + (2 + 2 * widths if pads else 0)
 
 
 def _widths(session: ChatSession, model: LoadedModel, prompt: list[int], width: int) -> None:
@@ -68,6 +74,33 @@ def _widths(session: ChatSession, model: LoadedModel, prompt: list[int], width: 
             mx.eval(model.model(mx.array(ids[:size], dtype=mx.uint32)[None], cache=cache))
 
 
+def _time_steps(session: ChatSession, model: LoadedModel, prompt: list[int], sizes: tuple[int, ...]) -> None:
+    """Time `model`'s passes of `sizes` eager and compiled; the result stays with the model,
+    where sessions read it (`compiled_step.choose`)."""
+    if compilable(session.new_cache(model)):
+        time_steps(model.model, lambda: session.new_cache(model), prompt, sizes)
+
+
+def _compiled_widths(
+    session: ChatSession, model: LoadedModel, prompt: list[int], width: int, compiled: bool | None
+) -> None:
+    """Where sessions will compile `model`'s passes: every step size once over buffers of
+    `width` entries, so that no answer builds a compiled graph. As in `_widths`, only shapes
+    matter: the offset is set directly before each pass."""
+    cache = session.new_cache(model)
+    if not choose(model.model, cache, compiled).compiled:
+        return
+    step = compiled_step(model.model)
+    ids = mx.array((prompt * (STEP_SIZES[-1] // len(prompt) + 1))[: STEP_SIZES[-1]], dtype=mx.uint32)
+    mx.eval(model.model(ids[None], cache=cache))  # makes the buffers
+    for layer in cache:
+        layer.reserve(width)  # while the offset is a real one: growing copies that many entries
+    for size in STEP_SIZES:
+        for layer in cache:
+            layer.offset = width - size
+        mx.eval(step(cache, ids[:size]))
+
+
 def _read(session: ChatSession, model: LoadedModel, prompt: list[int], size: int) -> None:
     """One pass of exactly `size` tokens (the prompt repeated) into a fresh cache of the kind
     `session` uses, so nothing is left behind."""
@@ -84,12 +117,15 @@ def compile_pass_shapes(
     cancel: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,
     padded: bool | None = None,
+    compiled: bool | None = None,
 ) -> int:
     """One round drafting k tokens for every k up to `max_k`, by default the longest the
     controller plays (fixed k's own first round compiles its size), plain steps with them; then
     a read of every pass size by both models. Returns the rounds played. Needs a draft model;
     without one it does nothing. `progress(done, total)` follows each step; `cancel` stops
-    between steps. `padded`: whether the caches pad keys (default: as the session's, on a GPU)."""
+    between steps. `padded`: whether the caches pad keys (default: as the session's, on a GPU).
+    `compiled`: for which models compiled passes are built, as `ChatSession(compiled_steps=...)`
+    (default: where they time faster here)."""
     if pair.draft is None or not prompt:
         return 0
     rounds: list[int] = []
@@ -111,6 +147,15 @@ def compile_pass_shapes(
     if session.padded_keys:
         widths = widths_up_to(WARM_CONTEXT)
         steps += [partial(_widths, session, m, prompt, w) for m in (pair.main, pair.draft) for w in widths]
+        steps += [
+            partial(_time_steps, session, pair.main, prompt, tuple(n for n in STEP_SIZES if n <= max_k + 1)),
+            partial(_time_steps, session, pair.draft, prompt, DRAFT_STEP_SIZES),
+        ]
+        steps += [
+            partial(_compiled_widths, session, m, prompt, w, compiled)
+            for m in (pair.main, pair.draft)
+            for w in widths
+        ]
     for done, run_step in enumerate(steps, 1):
         if cancel is not None and cancel.is_set():
             break

@@ -18,6 +18,7 @@ bucketing is on by default on a GPU only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import mlx.core as mx
@@ -29,6 +30,10 @@ STEP_SIZES: tuple[int, ...] = tuple(range(1, 10))
 # reads: catch-up, prefill chunks and their tails (session.PREFILL_CHUNK is the largest)
 READ_SIZES: tuple[int, ...] = (16, 32, 64, 128, 256, 512)
 PASS_SIZES: tuple[int, ...] = STEP_SIZES + READ_SIZES
+
+# a pass of a step size some other way (`compiled_step.CompiledStep`): the logits, or None where
+# it does not apply and the plain pass runs
+Step = Callable[[list[Any], mx.array], "mx.array | None"]
 
 
 def on_gpu() -> bool:
@@ -68,11 +73,23 @@ def can_pad(cache: list[Any]) -> bool:
     return all(isinstance(layer, KVCache) for layer in cache)
 
 
-def run(model: Any, cache: list[Any], ids: mx.array, bucketed: bool, pad: bool | None = None) -> mx.array:
+def run(
+    model: Any,
+    cache: list[Any],
+    ids: mx.array,
+    bucketed: bool,
+    pad: bool | None = None,
+    step: Step | None = None,
+) -> mx.array:
     """The model's logits (1, len(ids), V) for the 1-d `ids` read through `cache`; when
     `bucketed`, in passes of the pass sizes (lazily, as one pass would be), a pad trimmed off.
-    `pad`: whether a read may be padded (default: where the cache can take a pad back)."""
+    `pad`: whether a read may be padded (default: where the cache can take a pad back).
+    `step`: how a pass of a step size runs, where it can (a compiled pass)."""
     n = ids.shape[0]
+    if step is not None and n in STEP_SIZES:
+        out = step(cache, ids)
+        if out is not None:
+            return out
     if not bucketed or n in PASS_SIZES:
         return model(ids[None], cache=cache)  # type: ignore[no-any-return]
     outs = []

@@ -13,8 +13,9 @@ the plain cache's. Trim and offset work as in mlx-lm's `KVCache`, which it exten
 
 A single-token pass (a plain or draft step) gets the exact keys and no mask: on CUDA its
 attention kernel builds nothing per key length, and a mask would slow it by a third
-(docs/measurements/2026-11-26-gpu-pass-shapes.md). It is used on a GPU only by default
-(`make_caches`), and on the CPU only where a test asks.
+(docs/measurements/2026-11-26-gpu-pass-shapes.md). A compiled pass (`compiled_step.py`) takes
+the buffers whole instead (`reserve`) and masks in its own graph. The cache is used on a GPU only
+by default (`make_caches`), and on the CPU only where a test asks.
 """
 
 from __future__ import annotations
@@ -78,6 +79,16 @@ class PaddedKVCache(KVCache):
         if keys.shape[2] == 1:  # a single query: exact keys, no mask (see the module's docstring)
             width = end
         return buf_k[..., :width, :], buf_v[..., :width, :]
+
+    def reserve(self, end: int) -> bool:
+        """Grow the buffers to hold `end` entries, to `key_width(end)` as a pass ending there
+        would, for a writer that takes the buffers whole (`compiled_step.py`); False while there
+        are none (the first pass makes them, in its keys' shape)."""
+        if self.keys is None or self.values is None:
+            return False
+        if self.keys.shape[2] < end:
+            self.keys, self.values = self._grown(self.keys, self.values, key_width(end))
+        return True
 
     def _grown(self, keys: mx.array, values: mx.array, width: int) -> tuple[mx.array, mx.array]:
         """Zero-filled buffers of `width` entries holding the first `offset` of the old ones."""
