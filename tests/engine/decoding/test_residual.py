@@ -79,8 +79,10 @@ def _chi_square_p(observed: Counter, expected: dict, n: int) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
-def _sample(pair, prompt, policy_factory, rule: str) -> tuple[Counter, Counter]:
-    session = ChatSession(pair)
+def _sample(pair, prompt, policy_factory, rule: str, compiled: bool = False) -> tuple[Counter, Counter]:
+    # compiled passes run over padded caches only
+    session = ChatSession(pair, padded_keys=True, compiled_steps=True) if compiled else ChatSession(pair)
+    assert (session.main_step is not None and session.draft_step is not None) == compiled
     counts: Counter = Counter()
     verdicts: Counter = Counter()
     for seed in range(DRAWS):
@@ -108,9 +110,10 @@ def setup(fast_pair, toy_prompt):
     return fast_pair, toy_prompt, _exact_joint(fast_pair, toy_prompt, params)
 
 
-def test_residual_speculation_samples_the_main_distribution(setup):
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_residual_speculation_samples_the_main_distribution(setup, compiled):
     pair, prompt, joint = setup
-    counts, verdicts = _sample(pair, prompt, lambda: FixedDraftLength(2), "residual")
+    counts, verdicts = _sample(pair, prompt, lambda: FixedDraftLength(2), "residual", compiled)
     assert min(verdicts["accepted"], verdicts["rejected"]) > DRAWS // 10, verdicts  # both paths ran
     p_value = _chi_square_p(counts, joint, DRAWS)
     print(f"residual p={p_value:.3g}")

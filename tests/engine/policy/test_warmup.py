@@ -4,9 +4,17 @@ import threading
 
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import RoundEvent
-from app.engine.decoding.shapes.buckets import PASS_SIZES
+from app.engine.decoding.session import ChatSession
+from app.engine.decoding.shapes.buckets import PASS_SIZES, STEP_SIZES
+from app.engine.decoding.shapes.compiled_step import compiled_step
 from app.engine.decoding.shapes.padded_cache import widths_up_to
-from app.engine.policy.warmup import WARM_CONTEXT, compile_pass_shapes, warm_up_steps
+from app.engine.policy.warmup import (
+    DRAFT_STEP_SIZES,
+    WARM_CONTEXT,
+    _compiled_widths,
+    compile_pass_shapes,
+    warm_up_steps,
+)
 from tests.engine.helpers import spied
 
 
@@ -61,6 +69,15 @@ def test_with_padded_keys_every_size_meets_every_key_width(toy_pair, toy_prompt)
     assert total == 1 + 2 * len(PASS_SIZES) + 2 * len(widths) + 2 + 2 * len(widths)
     assert steps == [(i, total) for i in range(1, total + 1)]
     assert warm_up_steps(pair, 1, padded=False) == 1 + 2 * len(PASS_SIZES)  # the CPU's default
+    # each model's compiled passes were timed against eager ones: sessions follow that by
+    # default, and where compiled won, every step size is built at every key width
+    choices = ChatSession(pair, padded_keys=True).step_choices
+    assert choices.draft is not None
+    for spy, choice, sizes in ((main, choices.main, (1, 2)), (draft, choices.draft, DRAFT_STEP_SIZES)):
+        assert choice.reason == "measured" and choice.timing is not None and choice.timing.sizes == sizes
+        assert choice.compiled == choice.timing.faster
+        built = {(size, width) for size in STEP_SIZES for width in widths}
+        assert (built <= compiled_step(spy).shapes) == choice.compiled
 
 
 def test_a_cancel_stops_the_warm_up_between_steps(toy_pair, toy_prompt):
@@ -79,3 +96,15 @@ def test_a_cancel_stops_the_warm_up_between_steps(toy_pair, toy_prompt):
     compile_pass_shapes(pair, toy_prompt, max_k=2, cancel=stop, progress=progress)
     assert steps == [1, 2, 3, 4, 5]
     assert main.sizes[calls[0] :] == [1, 2, 3] and len(draft.sizes) == calls[1]
+
+
+def test_compiled_passes_are_built_per_key_width_only_where_sessions_will_run_them(toy_pair, toy_prompt):
+    pair, main, _ = spied(toy_pair)
+    session = ChatSession(pair, padded_keys=True)
+    _compiled_widths(session, pair.main, toy_prompt, 512, False)
+    assert not compiled_step(main).shapes
+    _compiled_widths(session, pair.main, toy_prompt, 512, True)
+    assert compiled_step(main).shapes == {(size, 512) for size in STEP_SIZES}
+    # without padded keys there is nothing to compile over
+    _compiled_widths(ChatSession(pair, padded_keys=False), pair.main, toy_prompt, 1024, True)
+    assert all(width == 512 for _, width in compiled_step(main).shapes)

@@ -119,3 +119,21 @@ def test_without_buckets_the_same_conversation_meets_other_sizes(toy_pair):
     _conversation(ChatSession(pair, bucketed=False), pair, _policies()["scripted"])
     assert not set(main.sizes) <= set(PASS_SIZES)
     assert not set(draft.sizes) <= set(PASS_SIZES)
+
+
+def test_a_step_runs_the_step_sizes_and_the_plain_pass_runs_where_it_declines(toy_pair):
+    model = toy_pair.draft.model
+    asked: list[int] = []
+
+    def step(cache, ids):
+        asked.append(ids.shape[0])
+        return None if ids.shape[0] == 2 else mx.zeros((1, ids.shape[0], 7))
+
+    cache = [PaddedKVCache() for _ in model.layers]
+    ids = mx.arange(3, 40, dtype=mx.uint32)
+    assert run(model, cache, ids[:1], False, step=step).shape == (1, 1, 7)  # the step's own
+    assert cache[0].offset == 0  # (this one did not feed the cache)
+    declined = run(model, cache, ids[:2], True, step=step)
+    assert declined.shape == (1, 2, model.args.vocab_size) and cache[0].offset == 2
+    run(model, cache, ids[:16], True, step=step)
+    assert asked == [1, 2] and cache[0].offset == 18  # a read is never offered to the step

@@ -133,3 +133,16 @@ def test_passes_of_any_length_fill_the_cache_as_kvcache_does(n):
     assert cache.offset == n and got_k.shape[2] == width == got_v.shape[2]
     assert mx.array_equal(got_k[..., :n, :], keys).item()
     assert not got_k[..., n:, :].any().item()  # zeros from allocation
+
+
+def test_reserve_grows_to_a_key_width_and_keeps_what_the_cache_holds():
+    cache = PaddedKVCache()
+    assert not cache.reserve(10)  # no buffers before the first pass: it makes them
+    keys = mx.arange(2 * 3 * 4, dtype=mx.float32).reshape(1, 2, 3, 4)
+    cache.update_and_fetch(keys, -keys)
+    assert cache.reserve(256) and cache.keys.shape[2] == 256  # already wide enough
+    assert cache.reserve(300) and cache.keys.shape[2] == cache.values.shape[2] == key_width(300) == 512
+    assert cache.offset == 3
+    assert mx.array_equal(cache.keys[..., :3, :], keys).item()
+    assert mx.array_equal(cache.values[..., :3, :], -keys).item()
+    assert not cache.keys[..., 3:, :].any().item()
