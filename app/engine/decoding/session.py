@@ -93,23 +93,36 @@ class ChatSession:
             c.is_trimmable() for c in self.draft_cache
         )
         self.speculation_refusal = self._speculation_refusal()
-        self.step_choices = StepChoices(
-            main=choose(pair.main.model, self.main_cache, compiled_steps),
-            draft=choose(pair.draft.model, self.draft_cache, compiled_steps) if pair.draft else None,
-        )
-        self.main_step: CompiledStep | None = (
-            compiled_step(pair.main.model) if self.step_choices.main.compiled else None
-        )
-        self.draft_step: CompiledStep | None = (
-            compiled_step(pair.draft.model)
-            if pair.draft and self.step_choices.draft and self.step_choices.draft.compiled
-            else None
-        )
+        self.compiled_steps = compiled_steps
         self.repairs: list[EngineError] = []  # what `check_caches` found and did, to be reported
 
     def new_cache(self, model: LoadedModel) -> list[Any]:
         """An empty cache for `model`, of the kind this session uses."""
         return make_caches(model.model, self.padded_keys)
+
+    @property
+    def step_choices(self) -> StepChoices:
+        """Whether each model's short passes run compiled, and why. Read at every pass, not
+        fixed at construction: the worker makes its session before the warm-up measures."""
+        draft = self.pair.draft
+        return StepChoices(
+            main=choose(self.pair.main.model, self.main_cache, self.compiled_steps),
+            draft=choose(draft.model, self.draft_cache, self.compiled_steps) if draft else None,
+        )
+
+    @property
+    def main_step(self) -> CompiledStep | None:
+        """The main's compiled pass, where its passes run compiled."""
+        model = self.pair.main.model
+        return compiled_step(model) if choose(model, self.main_cache, self.compiled_steps).compiled else None
+
+    @property
+    def draft_step(self) -> CompiledStep | None:
+        """The draft's compiled pass, where its passes run compiled."""
+        draft = self.pair.draft
+        if draft is None or not choose(draft.model, self.draft_cache, self.compiled_steps).compiled:
+            return None
+        return compiled_step(draft.model)
 
     def _speculation_refusal(self) -> str | None:
         """Why this pair cannot speculate, or None. Rejected drafts must be trimmed away."""

@@ -10,7 +10,7 @@ import pytest
 
 from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import ChatSession
-from app.engine.decoding.shapes.compiled_step import CompiledStep
+from app.engine.decoding.shapes.compiled_step import CompiledStep, StepChoice
 from tests.engine.helpers import drive
 
 
@@ -104,3 +104,20 @@ def test_an_unmeasured_model_runs_eager_by_default(toy_pair, monkeypatch):
         monkeypatch.setattr(compiled_step(model), "timing", None)
     session = ChatSession(toy_pair, padded_keys=True)
     assert session.main_step is None and session.step_choices.main.reason == "not measured"
+
+
+def test_a_session_made_before_the_warm_up_follows_what_it_measured(toy_pair, monkeypatch):
+    """The worker makes its session when the pair loads, then warms up: the measurement that
+    comes after must still decide the session's passes."""
+    from app.engine.decoding.shapes.compiled_step import StepTiming, compiled_step
+
+    step = compiled_step(toy_pair.main.model)
+    monkeypatch.setattr(step, "timing", None)
+    session = ChatSession(toy_pair, padded_keys=True)
+    assert session.main_step is None
+    faster = StepTiming((1,), (5.0,), (4.0,))
+    monkeypatch.setattr(step, "timing", faster)
+    assert session.main_step is step
+    assert session.step_choices.main == StepChoice(True, "measured", faster)
+    monkeypatch.setattr(step, "timing", StepTiming((1,), (4.0,), (5.0,)))
+    assert session.main_step is None and not session.step_choices.main.compiled
