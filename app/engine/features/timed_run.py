@@ -57,9 +57,11 @@ def run_timed(
     sampling: SamplingParams,
     max_tokens: int,
     acceptance: str | None = None,
+    compiled: bool | None = None,
 ) -> TimedRun:
-    """Decode one answer to `prompt` in a fresh session of `pair`, timing every token."""
-    session = ChatSession(pair)
+    """Decode one answer to `prompt` in a fresh session of `pair`, timing every token.
+    `compiled`: as `ChatSession(compiled_steps=...)` (None: as the warm-up measured)."""
+    session = ChatSession(pair, compiled_steps=compiled)
     timing = TimedRun([], [], time.perf_counter())
     last = 0.0
     for event in generate(

@@ -38,6 +38,7 @@ import mlx.core as mx
 from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
+from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS
 from app.engine.features.timed_run import TimedRun, run_timed
@@ -95,6 +96,7 @@ def run_prompts(
     repeat: int = 1,
     keep: Callable[[str, str, TimedRun], None] | None = None,
     adaptive: AdaptiveDraftLength | None = None,
+    compiled: bool | None = None,
 ) -> list[list[ModeRun]]:
     """Every mode `repeat` times per prompt (all modes in turn, then again), prompts in order;
     no warm-up of its own (the caller's is the one measured). `keep(prompt, mode, run)` sees
@@ -120,7 +122,7 @@ def run_prompts(
                     policy = FixedDraftLength(int(mode.removeprefix("fixed")))
                 else:
                     policy = adaptive
-                runs[mode].append(run_timed(pair, ids, policy, greedy, tokens))
+                runs[mode].append(run_timed(pair, ids, policy, greedy, tokens, compiled=compiled))
                 if keep is not None:
                     keep(name, mode, runs[mode][-1])
         plain = runs["plain"][0]
@@ -138,6 +140,7 @@ def restored_first_answers(
     tokens: int,
     turns: int = 8,
     keep: Callable[[str, str, TimedRun], None] | None = None,
+    compiled: bool | None = None,
 ) -> float:
     """How much longer the first answer of a controller restored from `learnt`'s saved state
     (through JSON, as the worker stores it) takes than `learnt`'s own answer to the same prompt
@@ -158,7 +161,7 @@ def restored_first_answers(
             raise RuntimeError("the controller's saved state did not restore")
         timed = {}
         for mode, controller in (("restored", policy), ("learnt", learnt))[:: 1 if turn % 2 else -1]:
-            run = run_timed(pair, ids, controller, greedy, tokens)
+            run = run_timed(pair, ids, controller, greedy, tokens, compiled=compiled)
             timed[mode] = run.answer_seconds
             if keep is not None:
                 keep(name, mode, run)
@@ -216,6 +219,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="answers per mode and prompt, in turn")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument(
+        "--compiled",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="short passes through compiled graphs: where the warm-up measures them faster (auto), always, never",
+    )
+    parser.add_argument(
         "--rounds", metavar="JSON", help="write every round of every answer (why, k, times) to this file"
     )
     args = parser.parse_args(argv)
@@ -243,12 +252,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     pair = build_pair(args.pair, bits=args.bits, agreement=args.agreement, seed=args.seed)
     built = time.perf_counter()
     prompts = chat_prompts(pair, args.prompts)
-    warm_rounds = compile_pass_shapes(pair, prompts[0][1])
+    compiled = {"auto": None, "on": True, "off": False}[args.compiled]
+    warm_rounds = compile_pass_shapes(pair, prompts[0][1], compiled=compiled)
     warmed = time.perf_counter()
     print(
         f"load {built - start:.2f} s, warm-up {warmed - built:.2f} s ({warm_rounds} rounds), "
         f"together {warmed - start:.2f} s"
     )
+    choices = ChatSession(pair, compiled_steps=compiled).step_choices
+    for role, choice in (("main", choices.main), ("draft", choices.draft)):
+        if choice is not None:
+            measured = f": {choice.timing}" if choice.timing is not None else ""
+            print(
+                f"compiled passes, {role}: {'on' if choice.compiled else 'off'} ({choice.reason}){measured}"
+            )
     answers: list[tuple[str, str, TimedRun]] = []  # every answer of our loop: the costs read the fixed ones
 
     def keep(prompt: str, mode: str, run: TimedRun) -> None:
@@ -269,10 +286,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         repeat=args.repeat,
         keep=keep,
         adaptive=adaptive,
+        compiled=compiled,
     )
     print("\n".join(format_summary(results)))
     if any(r.mode == "adaptive" for r in results[0]):
-        first = restored_first_answers(pair, adaptive, prompts[0], args.tokens, keep=keep)
+        first = restored_first_answers(pair, adaptive, prompts[0], args.tokens, keep=keep, compiled=compiled)
         print(
             f"adaptive restored from its saved state, first answer against a later one: {first_answer_text(first)}"
         )
