@@ -262,9 +262,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     choices = ChatSession(pair, compiled_steps=compiled).step_choices
     for role, choice in (("main", choices.main), ("draft", choices.draft)):
         if choice is not None:
-            measured = f": {choice.timing}" if choice.timing is not None else ""
+            timing = f": {choice.timing}" if choice.timing is not None else ""
             print(
-                f"compiled passes, {role}: {'on' if choice.compiled else 'off'} ({choice.reason}){measured}"
+                f"compiled passes, {role}: {'on' if choice.compiled else 'off'} ({choice.reason}){timing}"
             )
     answers: list[tuple[str, str, TimedRun]] = []  # every answer of our loop: the costs read the fixed ones
 
