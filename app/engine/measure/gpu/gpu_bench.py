@@ -2,7 +2,7 @@
 `python -m app.engine.measure.gpu.gpu_bench --pair 7b-4bit --agreement 0.9 --tokens 128 --prompts 8`.
 
 Builds a random pair at Qwen2.5's sizes in memory (toy_pair.py), warms it up as the app does
-after loading, then per prompt decodes with plain, mlx-lm's speculative loop, fixed k, adaptive
+after loading, then per prompt decodes with plain, mlx-lm's plain and speculative loops, fixed k, adaptive
 and plain again (plain2: the noise band), each timed from the outside as `bench` times them.
 It prints each mode's speed against plain, the worst round against the median plain step, the
 worst stall (a round beyond the median of its own kind, in plain steps), and the first answer
@@ -30,7 +30,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import mlx.core as mx
@@ -81,7 +81,7 @@ def _write_rounds(path: str, answers: Sequence[tuple[str, str, TimedRun]]) -> No
 
 def mode_names(ks: Sequence[int]) -> list[str]:
     """plain first (the reference), plain2 last (so drift over the prompt shows in it)."""
-    return ["plain", "mlx_lm", *(f"fixed{k}" for k in ks), "adaptive", "plain2"]
+    return ["plain", "mlx_plain", "mlx_lm", *(f"fixed{k}" for k in ks), "adaptive", "plain2"]
 
 
 def run_prompts(
@@ -114,6 +114,9 @@ def run_prompts(
                     progress(f"{name} {mode}")
                 if mode == "mlx_lm":
                     runs[mode].append(run_mlx_lm(pair, ids, mlx_k, greedy, tokens))
+                    continue
+                if mode == "mlx_plain":  # mlx-lm's plain loop: what plain decoding must match
+                    runs[mode].append(run_mlx_lm(replace(pair, draft=None), ids, 0, greedy, tokens))
                     continue
                 policy: DraftPolicy
                 if mode.startswith("plain"):
@@ -263,9 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for role, choice in (("main", choices.main), ("draft", choices.draft)):
         if choice is not None:
             timing = f": {choice.timing}" if choice.timing is not None else ""
-            print(
-                f"compiled passes, {role}: {'on' if choice.compiled else 'off'} ({choice.reason}){timing}"
-            )
+            print(f"compiled passes, {role}: {'on' if choice.compiled else 'off'} ({choice.reason}){timing}")
     answers: list[tuple[str, str, TimedRun]] = []  # every answer of our loop: the costs read the fixed ones
 
     def keep(prompt: str, mode: str, run: TimedRun) -> None:
