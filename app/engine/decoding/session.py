@@ -25,7 +25,7 @@ from app.engine.decoding.chunking import CHUNK_SECONDS, ChunkPacer
 from app.engine.decoding.events import EngineError, ErrorKind, PrefillProgress
 from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.shapes import buckets
-from app.engine.decoding.shapes.compiled_step import CompiledStep, StepChoices, choose, compiled_step
+from app.engine.decoding.shapes.compiled_step import ChosenStep, StepChoices, choose, compiled_step
 from app.engine.decoding.shapes.padded_cache import make_caches
 
 PREFILL_CHUNK = 512
@@ -49,6 +49,12 @@ def _rewind(cache: list[Any], length: int) -> bool:
         if offset > length:
             layer.trim(offset - length)
     return True
+
+
+def _chosen(model: Any, cache: list[Any] | None, asked: bool | None) -> ChosenStep | None:
+    """`model`'s compiled pass at the sizes chosen for it, or None where none is."""
+    choice = choose(model, cache, asked)
+    return ChosenStep(compiled_step(model), choice.sizes) if choice.compiled else None
 
 
 class ChatSession:
@@ -111,18 +117,15 @@ class ChatSession:
         )
 
     @property
-    def main_step(self) -> CompiledStep | None:
+    def main_step(self) -> ChosenStep | None:
         """The main's compiled pass, where its passes run compiled."""
-        model = self.pair.main.model
-        return compiled_step(model) if choose(model, self.main_cache, self.compiled_steps).compiled else None
+        return _chosen(self.pair.main.model, self.main_cache, self.compiled_steps)
 
     @property
-    def draft_step(self) -> CompiledStep | None:
+    def draft_step(self) -> ChosenStep | None:
         """The draft's compiled pass, where its passes run compiled."""
         draft = self.pair.draft
-        if draft is None or not choose(draft.model, self.draft_cache, self.compiled_steps).compiled:
-            return None
-        return compiled_step(draft.model)
+        return _chosen(draft.model, self.draft_cache, self.compiled_steps) if draft else None
 
     def _speculation_refusal(self) -> str | None:
         """Why this pair cannot speculate, or None. Rejected drafts must be trimmed away."""

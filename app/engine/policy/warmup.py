@@ -88,14 +88,15 @@ def _compiled_widths(
     `width` entries, so that no answer builds a compiled graph. As in `_widths`, only shapes
     matter: the offset is set directly before each pass."""
     cache = session.new_cache(model)
-    if not choose(model.model, cache, compiled).compiled:
+    choice = choose(model.model, cache, compiled)
+    if not choice.compiled:
         return
     step = compiled_step(model.model)
     ids = mx.array((prompt * (STEP_SIZES[-1] // len(prompt) + 1))[: STEP_SIZES[-1]], dtype=mx.uint32)
     mx.eval(model.model(ids[None], cache=cache))  # makes the buffers
     for layer in cache:
         layer.reserve(width)  # while the offset is a real one: growing copies that many entries
-    for size in STEP_SIZES:
+    for size in sorted(choice.sizes):
         for layer in cache:
             layer.offset = width - size
         mx.eval(step(cache, ids[:size]))

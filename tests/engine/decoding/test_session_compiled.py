@@ -57,7 +57,7 @@ def test_compiled_and_eager_passes_give_the_plain_answers_over_an_edited_convers
     def counted(self, cache, ids):
         out = original(self, cache, ids)
         if out is not None:
-            ran["main" if self is session.main_step else "draft", ids.shape[0]] += 1
+            ran["main" if self is getattr(session.main_step, "step", None) else "draft", ids.shape[0]] += 1
         return out
 
     monkeypatch.setattr(CompiledStep, "__call__", counted)
@@ -109,7 +109,7 @@ def test_an_unmeasured_model_runs_eager_by_default(toy_pair, monkeypatch):
 def test_a_session_made_before_the_warm_up_follows_what_it_measured(toy_pair, monkeypatch):
     """The worker makes its session when the pair loads, then warms up: the measurement that
     comes after must still decide the session's passes."""
-    from app.engine.decoding.shapes.compiled_step import StepTiming, compiled_step
+    from app.engine.decoding.shapes.compiled_step import ChosenStep, StepTiming, compiled_step
 
     step = compiled_step(toy_pair.main.model)
     monkeypatch.setattr(step, "timing", None)
@@ -117,7 +117,7 @@ def test_a_session_made_before_the_warm_up_follows_what_it_measured(toy_pair, mo
     assert session.main_step is None
     faster = StepTiming((1,), (5.0,), (4.0,))
     monkeypatch.setattr(step, "timing", faster)
-    assert session.main_step is step
-    assert session.step_choices.main == StepChoice(True, "measured", faster)
+    assert session.main_step == ChosenStep(step, frozenset({1}))
+    assert session.step_choices.main == StepChoice(True, "measured", faster, frozenset({1}))
     monkeypatch.setattr(step, "timing", StepTiming((1,), (4.0,), (5.0,)))
     assert session.main_step is None and not session.step_choices.main.compiled
