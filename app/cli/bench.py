@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--modes",
         default="plain,mlx_lm,fixed",
-        help="comma-separated: plain, plain2 (plain again: the machine's noise), mlx_lm (mlx-lm's loop; plain without --draft), fixed, adaptive, lookup",
+        help="comma-separated: plain (or off), plain2 (plain again: the machine's noise), mlx_lm (mlx-lm's loop; plain without --draft), fixed, adaptive, lookup",
     )
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--acceptance", help="exact,residual (default: both when temperature > 0)")

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         answer = pair.stream(
             messages,
-            mode="fixed" if args.draft else "plain",
+            mode="fixed" if args.draft else "off",
             k=args.k,
             sampling=sampling_from_args(args),
             max_tokens=args.max_tokens,

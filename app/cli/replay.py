@@ -53,41 +53,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="an adaptive controller setting (AdaptiveConfig) other than its default, for comparing "
+        help="an adaptive controller setting (ControllerSettings) other than its default, for comparing "
         "one replay with another; repeat for several",
     )
-    parser.add_argument(
-        "--slow-round",
-        metavar="ROUND[-LAST][:FACTOR]",
-        help="make round ROUND of the first answer (or each of ROUND..LAST in turn) take FACTOR "
-        "(default 100) times its passes, a one-time cost such as a kernel compiled for a new "
-        "shape, and compare adaptive with its rule for such rounds on and off, without noise",
-    )
-
-
-def _slow_rounds(spec: str) -> tuple[range, float]:
-    """'12', '12:100' or '3-40:100' as (rounds, factor)."""
-    rounds, _, factor = spec.partition(":")
-    first, _, last = rounds.partition("-")
-    return range(int(first), int(last or first) + 1), float(factor or 100.0)
 
 
 def _settings(specs: list[str]) -> dict[str, object]:
-    """'stay_rounds=0', 'stale_after=none' ... as AdaptiveConfig keyword arguments."""
+    """'margin=1.1', 'probe_k=3' ... as ControllerSettings keyword arguments."""
     from dataclasses import fields
 
-    from app.engine.policy.config import AdaptiveConfig
+    from app.engine.policy.settings import ControllerSettings
 
-    kinds = {f.name: f.type for f in fields(AdaptiveConfig)}
+    kinds = {f.name: f.type for f in fields(ControllerSettings)}
     out: dict[str, object] = {}
     for spec in specs:
         name, sep, text = spec.partition("=")
         if not sep or name not in kinds:
             raise ValueError(f"--setting {spec!r}: expected NAME=VALUE, NAME one of {', '.join(kinds)}")
         kind = str(kinds[name])
-        if text.lower() == "none" and "None" in kind:
-            out[name] = None
-            continue
         try:
             out[name] = float(text) if kind.startswith("float") else int(text)
         except ValueError:
@@ -142,7 +125,7 @@ def _table(traces: list[Trace], results: dict[str, list[ReplayResult]], name: st
     lines = [
         f"{name + ':':<11}"
         + "  ".join(f"{m:>8}" for m in ["plain", *fixed])
-        + "  adaptive  /best  no-lookup  /best  worst prompt (no-lookup)  worst share of its best fixed"
+        + "  adaptive  /best  lookup  worst prompt (lookup)  worst share of its best fixed"
     ]
     for cls, idx in classes.items():
 
@@ -165,9 +148,9 @@ def _table(traces: list[Trace], results: dict[str, list[ReplayResult]], name: st
             f"{cls:<11}"
             + "  ".join(cells)
             + f"  {speed('adaptive') / plain:8.2f}  {speed('adaptive') / best:5.2f}"
-            + f"  {speed('adaptive-draft') / plain:9.2f}  {speed('adaptive-draft') / best:5.2f}"
-            + f"  {worst('adaptive'):12.2f} ({worst('adaptive-draft'):.2f})"
-            + f"  {worst_share('adaptive'):17.2f} ({worst_share('adaptive-draft'):.2f})"
+            + f"  {speed('lookup') / plain:6.2f}"
+            + f"  {worst('adaptive'):12.2f} ({worst('lookup'):.2f})"
+            + f"  {worst_share('adaptive'):30.2f}"
         )
     return lines
 
@@ -178,7 +161,7 @@ def _policy_time(results: dict[str, list[ReplayResult]]) -> str:
     step (a small model on a GPU: a few milliseconds) makes it a share of the speed."""
     first_fixed = [m for m in results if m.startswith("fixed")][:1]  # every fixed k costs the same
     cells = []
-    for m in ["plain", *first_fixed, "adaptive", "adaptive-draft"]:
+    for m in ["plain", *first_fixed, "adaptive", "lookup"]:
         if m in results:
             rounds = sum(r.rounds for r in results[m])
             cells.append(f"{m} {1e6 * sum(r.policy_seconds for r in results[m]) / max(rounds, 1):.0f}")
@@ -192,7 +175,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         traces, measured = _load(args.traces) if args.traces else _record(args)
         ks = tuple(int(k) for k in str(args.k).split(","))
-        slow = _slow_rounds(args.slow_round) if args.slow_round else None
         settings = _settings(args.setting)
         models = []
         for name in args.costs.split(","):
@@ -209,26 +191,22 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.save:
         save_traces(Path(args.save), traces, measured)
-    if slow is not None:
-        from app.engine.measure.one_time import comparison_lines
-
-        rounds, factor = slow
-        print(f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens; no timing noise")
-        for costs in models:
-            print("\n".join(comparison_lines(traces, costs, rounds, factor)))
-        return 0
     hits = sum(sum(t.draft_hits) for t in traces) / max(sum(len(t.answer) for t in traces), 1)
     print(
         f"{len(traces)} answers, {sum(len(t.answer) for t in traces)} tokens, draft right on {hits:.0%}; "
         f"noise {args.noise}, {args.seeds} seeds{', every answer first in turn' if args.rotate else ''}; "
         "speeds relative to plain, tok/s of plain is simulated"
     )
-    from app.engine.policy.config import AdaptiveConfig
+    from app.engine.policy.settings import ControllerSettings
 
-    config = AdaptiveConfig(**settings)  # type: ignore[arg-type]
+    try:
+        chosen = ControllerSettings(**settings)  # type: ignore[arg-type]
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     variants: dict[str, dict[str, Any]] = {
-        "adaptive": {"config": config},
-        "adaptive-draft": {"use_lookup": False, "config": config},
+        "adaptive": {"settings": chosen},
+        "lookup": {"use_draft": False, "settings": chosen},
     }
     for costs in models:
         merged: dict[str, list[ReplayResult]] = {}

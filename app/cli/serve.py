@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_sampling_arguments(parser)  # the defaults for what a request leaves out
     parser.add_argument(
         "--speculation",
-        choices=("off", "fixed", "adaptive"),
+        choices=("off", "fixed", "adaptive", "lookup"),
         default="adaptive",
         help="how requests that name none speculate (default adaptive)",
     )

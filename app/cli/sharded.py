@@ -62,7 +62,7 @@ def run(args: argparse.Namespace, sampling: SamplingParams, colour: bool) -> int
             {"role": "user", "content": args.prompt}
         ]
         ids = pair.render(messages)
-        mode = PolicySpec("fixed" if args.draft else "plain", args.k)
+        mode = PolicySpec("fixed" if args.draft else "off", args.k)
         finished: GenerationFinished | None = None
         failure: str | None = None
         for event in pair.generate(ids, mode, sampling, args.max_tokens):

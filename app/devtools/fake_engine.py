@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from app.engine.decoding.events import Decision, Reason
 from app.engine.features.baselines import Preemptible, context_bucket
 from app.engine.protocol import (
     BaselineMeasured,
@@ -250,12 +251,7 @@ class FakeEngine(EngineWorker):
                     )
                 )
                 n += 1
-            policy = {
-                "policy": "adaptive",
-                "k": k,
-                "bypassed": bypass,
-                "expected_speedup": 1.0 if bypass else 1.8,
-            }
+            decision = Decision(Reason.BYPASS, 0) if bypass else Decision(Reason.BEST, k, source, 1.8)
             emit(
                 RoundEvent(
                     rnd,
@@ -266,7 +262,7 @@ class FakeEngine(EngineWorker):
                     0.0,
                     emitted / self.rate,
                     source if k else Provenance.MAIN,
-                    policy,
+                    decision,
                     refused_text=fake_decode(list(proposed[min(accepted, emitted) :])),
                 )
             )

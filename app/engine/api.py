@@ -25,15 +25,17 @@ from app.engine.decoding.events import (
     TokenEvent,
 )
 from app.engine.decoding.loading import ModelLoadError, ModelPair
-from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
+from app.engine.decoding.policy import DraftPolicy
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates.chat import TemplateError, format_chat
+from app.engine.features.baselines import filler_ids
 from app.engine.library.compat import REFUSE, Reason, Verdict, check_pair
 from app.engine.library.discovery import resolve_model
 from app.engine.library.pairing import IncompatiblePair, load_checked_pair
 from app.engine.library.store import Store
-from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.modes import PairPolicies, SpeculationMode
+from app.engine.policy.warmup import compile_pass_shapes, compiles_per_shape
 
 __all__ = [
     "Answer",
@@ -56,8 +58,9 @@ __all__ = [
     "stream_generate",
 ]
 
-Mode = Literal["adaptive", "lookup", "fixed", "plain"]
-MODES: tuple[Mode, ...] = ("adaptive", "lookup", "fixed", "plain")
+# "plain" is the older word for "off", still accepted (`SpeculationMode.parse`)
+Mode = Literal["adaptive", "lookup", "fixed", "off", "plain"]
+MODES: tuple[Mode, ...] = ("adaptive", "lookup", "fixed", "off", "plain")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +148,7 @@ class LoadedPair:
     def __init__(self, models: ModelPair) -> None:
         self.models = models
         self._session = ChatSession(models)
-        self._adaptive: dict[str, AdaptiveDraftLength] = {}
+        self._policies = PairPolicies()
         self._streaming: AnswerStream | None = None
 
     @property
@@ -171,15 +174,7 @@ class LoadedPair:
         self._session.reset()
 
     def _policy(self, mode: str, k: int) -> DraftPolicy:
-        if mode == "plain":
-            return PlainDecoding()
-        if mode == "fixed":
-            return FixedDraftLength(k)
-        if mode == "adaptive" or mode == "lookup":
-            if mode not in self._adaptive:
-                self._adaptive[mode] = AdaptiveDraftLength(use_draft=mode == "adaptive")
-            return self._adaptive[mode]
-        raise ValueError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
+        return self._policies.policy(SpeculationMode.parse(mode), k)
 
     def stream(
         self,
@@ -196,8 +191,8 @@ class LoadedPair:
         messages ({"role": ..., "content": ...}), rendered with the main's chat template.
 
         `mode`: adaptive (the app's default: the draft model or prompt lookup, each used only
-        when it pays), lookup (prompt lookup alone), fixed (always `k` drafted tokens), plain
-        (no speculation). `policy` replaces the mode with a DraftPolicy of your own.
+        when it pays), lookup (prompt lookup alone), fixed (always `k` drafted tokens), off
+        (no speculation; "plain" says the same). `policy` replaces the mode with a DraftPolicy of your own.
         `acceptance` is "exact" or "residual"; None: residual when sampling, exact when greedy.
         Greedy answers are the main model's own whatever the mode.
 
@@ -238,13 +233,26 @@ class LoadedPair:
             self._streaming = None
 
 
-def load_pair(main: str | Path, draft: str | Path | None = None, *, force: bool = False) -> LoadedPair:
+def load_pair(
+    main: str | Path, draft: str | Path | None = None, *, force: bool = False, warm_up: bool | None = None
+) -> LoadedPair:
     """Load a main model and, optionally, a draft: local MLX folders or hub repo ids.
 
     Raises ModelLoadError, with a message a user can act on, when either cannot be loaded or
     the draft may not speculate for the main (`check_compatibility`'s first reason; an
-    IncompatiblePair carries the verdict). `force` loads such a draft anyway, for experiments."""
-    return LoadedPair(load_checked_pair(main, draft, force=force))
+    IncompatiblePair carries the verdict). `force` loads such a draft anyway, for experiments.
+    `warm_up`: compile every pass shape the adaptive controller may play before the first
+    answer, as the app does after loading a pair; None: where the device builds kernels per
+    shape (a GPU), where a shape's first pass would otherwise cost several times the next."""
+    pair = LoadedPair(load_checked_pair(main, draft, force=force))
+    models = pair.models
+    if (
+        models.draft is not None
+        and pair.can_speculate
+        and (compiles_per_shape() if warm_up is None else warm_up)
+    ):
+        compile_pass_shapes(models, filler_ids(models.tokenizer, 16))
+    return pair
 
 
 class AnswerStream:
@@ -311,7 +319,7 @@ class AnswerStream:
                 held.append(event)
             elif isinstance(event, RoundEvent):
                 stopped = event.policy.get("draft_stopped")
-                if isinstance(stopped, str) and Notice("notice", stopped) not in self._notices:
+                if stopped is not None and Notice("notice", stopped) not in self._notices:
                     self._notices.append(Notice("notice", stopped))
                 refused = event.proposed[event.accepted :]
                 for place, token in enumerate(held):

@@ -26,13 +26,13 @@ from app.engine.decoding.events import (
     TokenEvent,
     WarmUpProgress,
 )
-from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
+from app.engine.decoding.policy import DraftPolicy
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.features.arena import ArenaFinished, ArenaProgress, ArenaResult
 from app.engine.features.baselines import MEASURE_TOKENS, BaselineMeasured
 from app.engine.features.lossless import LosslessReport, LosslessVerdict
 from app.engine.features.prompts import BenchPrompt
-from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.modes import SpeculationMode, make_policy
 
 __all__ = [
     "AcceptanceRule",
@@ -82,15 +82,6 @@ class Device(enum.StrEnum):
     CPU = "cpu"
 
 
-class SpeculationMode(enum.StrEnum):
-    """How drafts are proposed; the values are what settings store."""
-
-    OFF = "off"  # plain decoding
-    FIXED = "fixed"  # always k drafted tokens
-    ADAPTIVE = "adaptive"  # k chosen each round (draft model or prompt lookup), bypassed when it does not pay
-    LOOKUP = "lookup"  # adaptive over prompt lookup alone
-
-
 class ContextOverflow(enum.StrEnum):
     """What a Generate does with a conversation longer than the main model reads; the values are
     what settings store."""
@@ -121,7 +112,8 @@ class SpeculationSettings:
     """`acceptance`: None means residual when sampling, exact when greedy.
 
     Plain strings are accepted for the mode and the rule (settings store them so) and become
-    the enums; an unknown one is refused here rather than when the worker reaches it.
+    the enums (`SpeculationMode.parse`: "plain" still means off); an unknown one is refused
+    here rather than when the worker reaches it.
     """
 
     mode: SpeculationMode = SpeculationMode.ADAPTIVE
@@ -129,25 +121,18 @@ class SpeculationSettings:
     acceptance: AcceptanceRule | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mode", SpeculationMode(self.mode))
+        object.__setattr__(self, "mode", SpeculationMode.parse(self.mode))
         if self.acceptance is not None:
             object.__setattr__(self, "acceptance", AcceptanceRule(self.acceptance))
 
     @property
     def adaptive(self) -> bool:
         """Whether the policy learns across answers (the worker keeps one per loaded pair)."""
-        return self.mode in (SpeculationMode.ADAPTIVE, SpeculationMode.LOOKUP)
+        return self.mode.adaptive
 
     def policy(self) -> DraftPolicy:
-        match self.mode:
-            case SpeculationMode.OFF:
-                return PlainDecoding()
-            case SpeculationMode.FIXED:
-                return FixedDraftLength(self.k)
-            case SpeculationMode.ADAPTIVE:
-                return AdaptiveDraftLength()
-            case SpeculationMode.LOOKUP:
-                return AdaptiveDraftLength(use_draft=False)
+        """A fresh policy of this mode (the worker keeps adaptive ones per pair: `PairPolicies`)."""
+        return make_policy(self.mode, self.k)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from app.engine.features.lossless import check_answer
 from app.engine.library.pairing import load_checked_pair
 from app.engine.library.store import Store
 from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
-from app.engine.policy.controller_state import export_state, restore_state, state_key
+from app.engine.policy.modes import PairPolicies, remembered
 from app.engine.policy.warmup import compile_pass_shapes, compiles_per_shape, warm_up_steps
 from app.engine.protocol import (
     CheckLossless,
@@ -61,8 +61,6 @@ from app.engine.protocol import (
     ResetSession,
     RoundEvent,
     RunArena,
-    SpeculationMode,
-    SpeculationSettings,
     WarmUpProgress,
     WorkerMessage,
 )
@@ -103,7 +101,7 @@ class EngineWorker:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._pair: ModelPair | None = None
         self._session: ChatSession | None = None
-        self._policies: dict[SpeculationMode, DraftPolicy] = {}
+        self._policies = PairPolicies()  # the loaded pair's, its adaptive controllers in `memory`
         self._sharded: ShardedPair | None = None  # a main split across ranks, in child processes
 
     def start(self) -> None:
@@ -221,25 +219,10 @@ class EngineWorker:
                     self._running = self._running_command = None
                     self._sinks.pop(request, None)
 
-    def _policy_for(self, speculation: SpeculationSettings) -> DraftPolicy:
+    def _pair_policies(self) -> PairPolicies:
         """Adaptive controllers live as long as the loaded pair (costs are the machine's), and
-        start from what the last session learnt about it."""
-        if not speculation.adaptive:
-            return speculation.policy()
-        policy = self._policies.get(speculation.mode)
-        if policy is None:
-            policy = self._policies[speculation.mode] = speculation.policy()
-            if self._memory is not None and isinstance(policy, AdaptiveDraftLength):
-                restore_state(policy, self._memory.get("controller", self._memory_key(speculation.mode)))
-        return policy
-
-    def _memory_key(self, mode: SpeculationMode) -> str:
-        return state_key(*self._loaded, str(mx.default_device()), mode)
-
-    def _remember(self, speculation: SpeculationSettings) -> None:
-        policy = self._policies.get(speculation.mode)
-        if self._memory is not None and isinstance(policy, AdaptiveDraftLength):
-            self._memory.put("controller", self._memory_key(speculation.mode), export_state(policy))
+        start from what the last session learnt about it on this device."""
+        return remembered(self._memory, *self._loaded, str(mx.default_device()))
 
     def _preemptible(self) -> Preemptible:
         """The cancel flag of background work: also set while another command waits."""
@@ -308,7 +291,7 @@ class EngineWorker:
 
     def _load(self, reply: Callable[[Reply], None], command: LoadPair) -> None:
         self._pair = self._session = None
-        self._policies = {}
+        self._policies = PairPolicies()
         self._close_sharded()
         close_renderers()  # the unloaded pair's template child; the next pair starts its own
         if command.ranks is not None or command.hostfile is not None:
@@ -334,6 +317,7 @@ class EngineWorker:
                 reply(EngineError(str(exc), kind=ErrorKind.LOAD))
                 return
             self._loaded = (command.main, command.draft)
+            self._policies = self._pair_policies()
             reply(
                 PairLoaded(
                     command.main,
@@ -350,6 +334,7 @@ class EngineWorker:
             return
         self._pair, self._session = pair, ChatSession(pair)
         self._loaded = (command.main, command.draft)
+        self._policies = self._pair_policies()
         refusal = self._session.speculation_refusal
         if (
             pair.draft is not None
@@ -415,7 +400,8 @@ class EngineWorker:
             return
         assert self._pair is not None and self._session is not None
         reply(GenerationContext(self._pair.main.source, len(prompt)))
-        policy = self._policy_for(command.speculation)
+        speculation = command.speculation
+        policy = self._policies.policy(speculation.mode, speculation.k)
         events = generate(
             self._session,
             prompt,
@@ -429,7 +415,7 @@ class EngineWorker:
             if isinstance(event, RoundEvent):
                 event = _forwarded(event, tokenizer, policy, len(prompt))
             reply(event)
-        self._remember(command.speculation)
+        self._policies.answered(speculation.mode)
 
     def _generate_sharded(
         self,
@@ -442,8 +428,7 @@ class EngineWorker:
         """The answer from rank 0 (which decodes refused drafts itself); a lost rank unloads."""
         reply(GenerationContext(self._loaded[0], len(prompt)))
         speculation = command.speculation
-        mode = "plain" if speculation.mode is SpeculationMode.OFF else speculation.mode.value
-        spec = PolicySpec(mode, speculation.k)
+        spec = PolicySpec(speculation.mode.value, speculation.k)
         for event in sharded.generate(
             prompt, spec, command.sampling, room, self._cancel, acceptance=speculation.acceptance
         ):

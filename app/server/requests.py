@@ -143,18 +143,24 @@ def _stops(value: object) -> tuple[str, ...]:
 
 
 def _speculation(value: object) -> SpeculationSettings | None:
-    """`"off"`, `"adaptive"`, `"fixed"` (k 4), or `{"mode": "fixed", "k": 6}`."""
+    """`"off"`, `"adaptive"`, `"lookup"`, `"fixed"` (k 4), or `{"mode": "fixed", "k": 6}`;
+    the app's words (`SpeculationMode.parse`: "plain" still means off)."""
     if value is None:
         return None
     spec = {"mode": value} if isinstance(value, str) else value
     if not isinstance(spec, dict):
         raise bad_param("speculation", "'speculation' must be a string or an object.")
-    mode, k = spec.get("mode"), spec.get("k", 4)
-    if mode not in ("off", "fixed", "adaptive"):
-        raise bad_param("speculation", "'speculation' must be 'off', 'fixed' or 'adaptive'.")
+    word, k = spec.get("mode"), spec.get("k", 4)
+    try:
+        mode = SpeculationMode.parse(word) if isinstance(word, str) else None
+    except ValueError:
+        mode = None
+    if mode is None:
+        choices = ", ".join(f"'{m.value}'" for m in SpeculationMode)
+        raise bad_param("speculation", f"'speculation' must be one of {choices}.")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 16:
         raise bad_param("speculation", "'speculation.k' must be an integer from 1 to 16.")
-    return SpeculationSettings(SpeculationMode(mode), k=k)
+    return SpeculationSettings(mode, k=k)
 
 
 def _content(value: object, where: str) -> str:

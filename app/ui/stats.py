@@ -98,18 +98,12 @@ class LiveStats:
         self.proposed += e.k
         self.accepted += e.accepted
         self.lookup_accepted += e.accepted if e.source is Provenance.LOOKUP else 0
-        k = e.policy.get("k", e.k)
-        self.k = k if isinstance(k, int) else e.k
-        self.bypassed = bool(e.policy.get("bypassed", False)) and self.mode in ("adaptive", "lookup")
-        right = e.policy.get("draft_right")
-        self.rarely_right = (
-            (int(right[0]), int(right[1]))
-            if e.policy.get("draft_rarely_right") and isinstance(right, (tuple, list)) and len(right) == 2
-            else None
-        )
+        decision = e.decision
+        self.k = decision.k
+        self.bypassed = decision.bypassed and self.mode in ("adaptive", "lookup")
+        self.rarely_right = decision.draft_right
         self.slow_rounds += e.left_out is not None
-        stopped = e.policy.get("draft_stopped")
-        self.draft_stopped = stopped if isinstance(stopped, str) else self.draft_stopped
+        self.draft_stopped = decision.draft_stopped or self.draft_stopped
 
     def finish(self, e: GenerationFinished) -> None:
         self.finished = e

@@ -73,7 +73,7 @@ def test_the_documented_split_main_example_runs(toy_models, tmp_path, monkeypatc
     assert scope["pair"].lost  # closed: the ranks were ended
 
 
-@pytest.mark.parametrize("mode", ["fixed", "adaptive", "lookup", "plain"])
+@pytest.mark.parametrize("mode", ["fixed", "adaptive", "lookup", "off", "plain"])
 def test_greedy_answers_are_plain_decodings_whatever_the_mode(toy_pair, mode):
     answer = stream_generate(LoadedPair(toy_pair), QUESTION, mode=mode, k=4, max_tokens=40)
     tokens = list(answer)
@@ -82,7 +82,7 @@ def test_greedy_answers_are_plain_decodings_whatever_the_mode(toy_pair, mode):
     assert [t.index for t in tokens] == list(range(len(tokens)))
     if mode == "fixed":
         assert any(t.provenance is Provenance.DRAFT for t in tokens)
-    if mode == "plain":
+    if mode in ("off", "plain"):  # "plain" is the older word for off, still accepted
         assert {t.provenance for t in tokens} == {Provenance.MAIN} and answer.stats.proposed == 0
 
 
@@ -161,9 +161,18 @@ def test_a_pair_that_cannot_speculate_says_so_before_its_first_token(toy_pair):
     assert {t.provenance for t in answer} == {Provenance.MAIN}
 
 
+def test_an_adaptive_mode_keeps_one_controller_across_a_pairs_answers(toy_pair):
+    """What the controller learnt (this machine's costs) still holds for the next answer."""
+    pair = LoadedPair(toy_pair)
+    assert pair._policy("adaptive", 4) is pair._policy("adaptive", 4)
+    assert pair._policy("lookup", 4) is not pair._policy("adaptive", 4)
+
+
 def test_bad_settings_fail_before_any_model_work(toy_pair):
     pair = LoadedPair(toy_pair)
-    with pytest.raises(ValueError, match="unknown mode"):
+    with pytest.raises(
+        ValueError, match="unknown mode 'sometimes': choose one of off, fixed, adaptive, lookup"
+    ):
         pair.stream(QUESTION, mode="sometimes")  # type: ignore[arg-type]  # a caller's typo
     with pytest.raises(ValueError, match="max_tokens"):
         pair.stream(QUESTION, max_tokens=0)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.engine.decoding.events import Provenance, RoundEvent, SlowRound
+from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent, SlowRound
 from app.engine.store.transcript import AnswerStats
 from app.ui.stats import LiveStats, StatusStrip, stats_line
 
 DRAFT = "/models/draft"  # a draft model is loaded: a pause is the draft's, not "no draft"
 
 
-def _round(index: int, k: int, policy: dict) -> RoundEvent:
+def _round(index: int, k: int, decision: Decision) -> RoundEvent:
     return RoundEvent(
         index,
         k,
@@ -21,7 +21,7 @@ def _round(index: int, k: int, policy: dict) -> RoundEvent:
         0.001 * k,
         0.01,
         Provenance.DRAFT if k else Provenance.MAIN,
-        policy,
+        decision,
     )
 
 
@@ -34,13 +34,7 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
         _round(
             0,
             0,
-            {
-                "policy": "adaptive",
-                "k": 0,
-                "bypassed": True,
-                "draft_right": (40, 60),
-                "draft_rarely_right": False,
-            },
+            Decision(Reason.BYPASS, 0),
         )
     )
     strip.show_stats(replace(stats.snapshot(), draft=DRAFT))
@@ -50,13 +44,7 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
         _round(
             1,
             0,
-            {
-                "policy": "adaptive",
-                "k": 0,
-                "bypassed": True,
-                "draft_right": (0, 300),
-                "draft_rarely_right": True,
-            },
+            Decision(Reason.BYPASS, 0, draft_right=(0, 300)),
         )
     )
     strip.show_stats(replace(stats.snapshot(), draft=DRAFT))
@@ -69,13 +57,7 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
         _round(
             2,
             3,
-            {
-                "policy": "adaptive",
-                "k": 3,
-                "bypassed": False,
-                "draft_right": (3, 303),
-                "draft_rarely_right": True,
-            },
+            Decision(Reason.BEST, 3, draft_right=(3, 303)),
         )
     )
     strip.show_stats(replace(stats.snapshot(), draft=DRAFT))
@@ -96,8 +78,8 @@ def test_plain_rounds_inside_an_answer_are_no_baseline_for_a_speedup(qtbot):
     strip = StatusStrip()
     qtbot.addWidget(strip)
     stats = LiveStats(mode="adaptive")
-    stats.round(_round(0, 0, {"policy": "adaptive", "k": 0}))  # plain rounds only: the draft never ran
-    stats.round(_round(1, 0, {"policy": "adaptive", "k": 0}))
+    stats.round(_round(0, 0, Decision(Reason.BEST, 0)))  # plain rounds only: the draft never ran
+    stats.round(_round(1, 0, Decision(Reason.BEST, 0)))
     stats.tokens, stats.first_time, stats.last_time = 50, 0.0, 1.0
     snapshot = stats.snapshot()
     assert snapshot.speedup is None
@@ -123,11 +105,11 @@ def test_the_glossary_opens_from_the_help_menu(qtbot, window):
 def test_rounds_left_out_of_timing_are_counted_in_the_answers_stats():
     slow = SlowRound(3, Provenance.DRAFT, 3, 4, 10, 0.02, 2.0, context=50)
     stats = LiveStats(mode="adaptive")
-    stats.round(_round(0, 3, {"policy": "adaptive", "k": 3}))
+    stats.round(_round(0, 3, Decision(Reason.BEST, 3)))
     assert stats.snapshot().slow_rounds is None  # none: left out of what is stored
     assert "slow round" not in stats_line(stats.snapshot())
-    stats.round(replace(_round(1, 3, {"policy": "adaptive", "k": 3}), left_out=slow))
-    stats.round(replace(_round(2, 2, {"policy": "adaptive", "k": 2}), left_out=slow))
+    stats.round(replace(_round(1, 3, Decision(Reason.BEST, 3)), left_out=slow))
+    stats.round(replace(_round(2, 2, Decision(Reason.BEST, 2)), left_out=slow))
     snapshot = stats.snapshot()
     assert snapshot.slow_rounds == 2
     assert "2 slow rounds left out of timing (first use of a pass shape)" in stats_line(snapshot)

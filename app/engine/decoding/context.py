@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.engine.decoding.events import Provenance, RoundEvent
+from app.engine.decoding.events import Decision, Provenance, RoundEvent
 from app.engine.decoding.policy import MAX_DRAFT, DraftPlan, DraftPolicy, RoundContext, as_plan
 from app.engine.decoding.session import ChatSession
 
@@ -137,7 +137,7 @@ def fit_conversation(
 class DraftContextLimit:
     """A policy whose draft stops where its context ends: each round's draft length is cut to
     the positions the draft may still read, and none once it has none left (plain decoding,
-    or prompt lookup, which reads nothing). `reason` says so, in every snapshot from then on."""
+    or prompt lookup, which reads nothing). `reason` says so, in every decision from then on."""
 
     def __init__(self, inner: DraftPolicy, limit: int, start: int) -> None:
         self.inner, self.limit = inner, limit
@@ -172,16 +172,12 @@ class DraftContextLimit:
     def choose_ahead(self, context: RoundContext) -> bool:
         return self.inner.choose_ahead(context)
 
-    @property
-    def wants_confidence(self) -> bool:
-        return self.inner.wants_confidence
-
     def observe(self, event: RoundEvent) -> None:
         self.inner.observe(event)
 
-    def snapshot(self) -> dict[str, object]:
-        shot = self.inner.snapshot()
-        return {**shot, "draft_stopped": self.reason} if self.reason else shot
+    def decision(self) -> Decision:
+        made = self.inner.decision()
+        return replace(made, draft_stopped=self.reason) if self.reason else made
 
 
 def limit_draft(policy: DraftPolicy, session: ChatSession, prompt: int, max_tokens: int) -> DraftPolicy:

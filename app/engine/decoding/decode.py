@@ -28,7 +28,7 @@ import mlx.core as mx
 
 from app.engine.decoding import acceptance as rules
 from app.engine.decoding.context import limit_draft
-from app.engine.decoding.drafting import Proposal, propose, score, top_probability
+from app.engine.decoding.drafting import Proposal, propose, score
 from app.engine.decoding.events import (
     EngineError,
     ErrorKind,
@@ -64,21 +64,16 @@ def _ints(array: mx.array) -> list[int]:
     return cast("list[int]", array.tolist())
 
 
-def _floats(array: mx.array) -> list[float]:
-    return cast("list[float]", array.tolist())
-
-
 @dataclass(frozen=True, slots=True)
 class _Verdict:
     """A round's main pass and acceptance, lazily built: what the round's one sync evaluates."""
 
     accept: mx.array
     draws: mx.array
-    sure: mx.array | None  # the main's top probability per row, when the policy asked
     history: mx.array  # the sampler's history window the pass was scored against
 
     def arrays(self) -> list[mx.array]:
-        return [self.accept, self.draws, *([self.sure] if self.sure is not None else [])]
+        return [self.accept, self.draws]
 
 
 def _judge(
@@ -88,7 +83,6 @@ def _judge(
     pending: mx.array,
     proposal: Proposal | None,
     history: mx.array,
-    want_sure: bool,
 ) -> _Verdict:
     """Score `pending` and the proposals in one main pass and apply the acceptance rule.
 
@@ -103,13 +97,10 @@ def _judge(
         # a lookup proposal is certain: a point mass (built lazily, used only by residual)
         q = proposal.scores if proposal.scores is not None else rules.point_mass(ids, p.shape[-1])
         accept, draws = rule(p, q, ids, sampler)
-    # the main's confidence per token costs a reduction over each scored row: only on request
-    return _Verdict(accept, draws, top_probability(p) if want_sure else None, history)
+    return _Verdict(accept, draws, history)
 
 
-def _queue_next(
-    session: ChatSession, sampler: Sampler, rule: rules.Rule, now: _Verdict, want_sure: bool
-) -> _Verdict:
+def _queue_next(session: ChatSession, sampler: Sampler, rule: rules.Rule, now: _Verdict) -> _Verdict:
     """Queue the next plain step's pass over the token `now` (a plain round) is still drawing.
 
     It feeds the main's cache one token ahead of `session.tokens`: a plain round trims nothing,
@@ -120,16 +111,9 @@ def _queue_next(
     history = now.history
     if sampler.uses_history:
         history = mx.concatenate([history, token])[-sampler.params.repetition_context :]
-    queued = _judge(session, sampler, rule, token, None, history, want_sure)
+    queued = _judge(session, sampler, rule, token, None, history)
     mx.async_eval(*queued.arrays())  # type: ignore[no-untyped-call]
     return queued
-
-
-def _hindsight(proposal: Proposal | None, answered: int) -> tuple[bool, ...]:
-    """The catch-up's verdicts on this answer's tokens only (the prompt is the user's text)."""
-    if proposal is None or proposal.hindsight is None or not answered:
-        return ()
-    return tuple(bool(x) for x in _ints(proposal.hindsight)[-answered:])
 
 
 @dataclass(slots=True)
@@ -250,7 +234,7 @@ class _Answer:
             proposal = self.draft(source, k, candidates, history, read_limit)
             clock.drafted = time.perf_counter()
             verdict = self.verify(pending, proposal, history)
-        snapshot = self.policy.snapshot()  # before choose_ahead, which is the next round's choice
+        decision = self.policy.decision()  # before choose_ahead, which is the next round's choice
         if k == 0:
             self.queue_ahead(verdict, remaining, candidates)
         mx.eval(*verdict.arrays())
@@ -276,10 +260,8 @@ class _Answer:
             draft_seconds=clock.drafted - clock.start,
             verify_seconds=clock.read - clock.drafted,
             source=source,
-            policy=snapshot,
+            decision=decision,
             catch_up=proposal.catch_up if proposal else 0,
-            hindsight=_hindsight(proposal, len(self.ids)),
-            confidence=tuple(_floats(verdict.sure)[: len(emitted)]) if verdict.sure is not None else (),
             overlapped=overlapped,
         )
         self.policy.observe(event)
@@ -310,14 +292,13 @@ class _Answer:
         if source is Provenance.LOOKUP:
             return Proposal(ids=mx.array(candidates[:k], dtype=mx.uint32), scores=None, draft_end=None)
         proposal = propose(self.session, self.sampler, k, history, read_limit)
-        mx.eval(proposal.ids, *([proposal.hindsight] if proposal.hindsight is not None else []))
+        mx.eval(proposal.ids)
         return proposal
 
     def verify(self, pending: int, proposal: Proposal | None, history: mx.array) -> _Verdict:
         """The main's pass over `pending` and the proposal, with the acceptance rule (lazy)."""
         ids = mx.array([pending], dtype=mx.uint32)
-        want_sure = self.policy.wants_confidence
-        return _judge(self.session, self.sampler, self.rule, ids, proposal, history, want_sure)
+        return _judge(self.session, self.sampler, self.rule, ids, proposal, history)
 
     def queue_ahead(self, verdict: _Verdict, remaining: int, candidates: list[int]) -> None:
         """In a plain round, let the policy commit the next round to plain now, and queue that
@@ -326,8 +307,7 @@ class _Answer:
             return
         ahead = self.context(remaining - 1, len(self.ids) + 1, candidates)
         if self.policy.choose_ahead(ahead):
-            want_sure = self.policy.wants_confidence
-            self.queued = _queue_next(self.session, self.sampler, self.rule, verdict, want_sure)
+            self.queued = _queue_next(self.session, self.sampler, self.rule, verdict)
 
     def accept(self, verdict: _Verdict, k: int) -> int:
         """How many of the k proposals the rule passed: the run before the first refusal."""

@@ -21,9 +21,6 @@ class Proposal:
     scores: mx.array | None  # (k, V) the draft's processed scores; None: a lookup point mass
     draft_end: int | None  # tokens the draft cache holds afterwards (None: the draft did not run)
     catch_up: int = 0  # tokens the draft had to read before proposing (not those it skipped)
-    # greedy only: per token read in the first step after `tail[0]`, whether the draft's argmax
-    # before it was that token (what a draft round starting there would have proposed)
-    hindsight: mx.array | None = None
 
 
 def propose(
@@ -40,14 +37,9 @@ def propose(
     y = mx.array(tail + [session.pending], dtype=mx.uint32)
     ids: list[mx.array] = []
     scores: list[mx.array] = []
-    hindsight = None
     for step in range(k):
         # the first step reads the tail too: in pass sizes where the session buckets
         out = buckets.run(draft.model, session.draft_cache, y, session.bucketed, step=session.draft_step)
-        if step == 0 and tail and sampler.params.greedy and not sampler.uses_history:
-            # the catch-up pass computed logits at every skipped position anyway: comparing
-            # their argmax with the text tells how speculation would have fared while bypassed
-            hindsight = mx.argmax(out[0, :-1, :], axis=-1) == y[1:]
         logits = out[:, -1, :]
         row = sampler.process(logits, history if sampler.uses_history else None)
         y = sampler.draw(row)
@@ -62,7 +54,6 @@ def propose(
         scores=mx.concatenate(scores, axis=0),
         draft_end=len(session.tokens) + k,
         catch_up=lag,
-        hindsight=hindsight,
     )
 
 
@@ -78,8 +69,3 @@ def score(session: ChatSession, sampler: Sampler, fed: mx.array, history: mx.arr
     ]
     return mx.concatenate(rows, axis=0)
 
-
-def top_probability(scores: mx.array) -> mx.array:
-    """Per row of logits or log-probabilities, the largest probability: how sure the model is."""
-    scores = scores.astype(mx.float32)
-    return mx.exp(mx.max(scores, axis=-1) - mx.logsumexp(scores, axis=-1))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class FinishReason(enum.StrEnum):
@@ -33,6 +33,35 @@ class Provenance(str, enum.Enum):
     MAIN = "main"  # sampled from the main model (correction or bonus token)
     DRAFT = "draft"  # proposed by the draft model and accepted by the main
     LOOKUP = "lookup"  # proposed by prompt lookup (no model) and accepted
+
+
+class Reason(str, enum.Enum):
+    """Why a round played its k (the status strip and the round logs say so; a string on the wire)."""
+
+    PLAIN = "plain"  # a policy that never drafts (mode off)
+    FIXED = "fixed"  # a fixed draft length
+    LEARN = "learn"  # adaptive, too little measured yet: its starting k
+    BEST = "best"  # adaptive: the k with the best expected tokens/s (Leviathan, measured costs)
+    BYPASS = "bypass"  # adaptive: no k beats plain by the margin, so plain
+    PROBE = "probe"  # adaptive: a budgeted draft round while bypassed, to notice a draft that starts to pay
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What a policy decided for a round, and the estimates behind it."""
+
+    reason: Reason
+    k: int  # the k planned (the loop may play less near the end)
+    source: Provenance = Provenance.DRAFT
+    expected_speedup: float = 0.0  # predicted for the planned k over plain (0: not known)
+    speedup_by_k: tuple[float, ...] = ()  # predicted for k = 1..MAX_K from the draft model
+    acceptance: tuple[float, ...] = ()  # the draft's acceptance by position behind it
+    draft_right: tuple[int, int] | None = None  # (right, judged) when the draft is almost never right
+    draft_stopped: str | None = None  # why drafting stopped for good (the draft's context ended)
+
+    @property
+    def bypassed(self) -> bool:
+        return self.reason is Reason.BYPASS
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +103,8 @@ class RoundEvent:
     draft_seconds: float
     verify_seconds: float
     source: Provenance = Provenance.MAIN  # DRAFT or LOOKUP when tokens were proposed
-    policy: dict[str, object] = field(default_factory=dict)  # the policy's own estimates
+    decision: Decision = Decision(Reason.PLAIN, 0)  # what the policy decided, and why
     catch_up: int = 0  # skipped tokens the draft read before proposing (after a bypass)
-    # greedy: for each of this answer's tokens the draft read while catching up, whether it
-    # would have proposed that token (a draft round's position-0 verdict, seen in hindsight)
-    hindsight: tuple[bool, ...] = ()
-    # the main's top probability at each emitted token's position (when the policy asked for it)
-    confidence: tuple[float, ...] = ()
     # a plain step whose pass overlapped another round's (queued under the previous round, or
     # queueing the next): its seconds are not one pass's own cost. A queued round's seconds are
     # the time between the two rounds' reads, so over a run they add up to plain's real time

@@ -5,7 +5,7 @@ with no draft work at all. `choose` may return a bare k (drafted by the draft mo
 `DraftPlan` naming the source, so prompt lookup can stand in for the draft model.
 
 `DraftPolicy` is everything the loop asks of a policy; `PolicyDefaults` answers all of it but
-`choose` and `snapshot` for a policy that learns nothing and never looks ahead.
+`choose` and `decision` for a policy that learns nothing and never looks ahead.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.engine.decoding.events import Provenance, RoundEvent
+from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent
 
 MAX_DRAFT = 16
 
@@ -59,7 +59,7 @@ def playable(plan: DraftPlan, remaining: int, lookup_len: int, can_draft: bool) 
 
 class DraftPolicy(Protocol):
     """What the decode loop asks of a policy, round by round. `PolicyDefaults` supplies every
-    method but `choose` and `snapshot` for policies that have no use for it."""
+    method but `choose` and `decision` for policies that have no use for it."""
 
     def begin_answer(self) -> None:
         """A new answer starts: a policy kept across answers forgets the time in between."""
@@ -78,23 +78,18 @@ class DraftPolicy(Protocol):
         plain (its `choose` is then not called), so the loop queues its pass under this one."""
         ...
 
-    @property
-    def wants_confidence(self) -> bool:
-        """Whether this round computes the main's confidence in each token (a cost per row)."""
-        ...
-
     def observe(self, event: RoundEvent) -> None:
         """A round finished: what it proposed, kept and cost."""
         ...
 
-    def snapshot(self) -> dict[str, object]:
-        """The policy's own estimates, carried by the round's event."""
+    def decision(self) -> Decision:
+        """What the policy decided for the round just chosen, carried by the round's event."""
         ...
 
 
 class PolicyDefaults:
     """The answers of a policy that learns nothing and never looks ahead: subclass it and
-    write `choose` and `snapshot`."""
+    write `choose` and `decision`."""
 
     def begin_answer(self) -> None:
         pass
@@ -103,10 +98,6 @@ class PolicyDefaults:
         return False
 
     def choose_ahead(self, context: RoundContext) -> bool:
-        return False
-
-    @property
-    def wants_confidence(self) -> bool:
         return False
 
     def observe(self, event: RoundEvent) -> None:
@@ -127,8 +118,8 @@ class FixedDraftLength(PolicyDefaults):
             return DraftPlan(min(self.k, context.lookup_len), Provenance.LOOKUP)
         return DraftPlan(self.k if context.has_draft else 0)
 
-    def snapshot(self) -> dict[str, object]:
-        return {"policy": "fixed", "k": self.k, "source": self.source.value}
+    def decision(self) -> Decision:
+        return Decision(Reason.FIXED, self.k, self.source)
 
 
 class PlainDecoding(PolicyDefaults):
@@ -141,5 +132,5 @@ class PlainDecoding(PolicyDefaults):
         """Every round is plain: the loop may always queue the next one (see decode)."""
         return True
 
-    def snapshot(self) -> dict[str, object]:
-        return {"policy": "plain"}
+    def decision(self) -> Decision:
+        return Decision(Reason.PLAIN, 0, Provenance.MAIN)

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from app.engine.decoding.decode import GenerationEvent
 from app.engine.decoding.events import (
+    Decision,
     EngineError,
     ErrorKind,
     FinishReason,
@@ -21,6 +22,7 @@ from app.engine.decoding.events import (
     GenerationStats,
     PrefillProgress,
     Provenance,
+    Reason,
     RoundEvent,
     SlowRound,
     TokenEvent,
@@ -29,7 +31,6 @@ from app.engine.decoding.sampling import SamplingParams
 
 MAX_TEXT = 1 << 22  # characters in one text field (an answer's whole text included)
 MAX_ITEMS = 1 << 20  # items in one list (token ids)
-MAX_DEPTH = 8  # nesting of a policy snapshot
 _E = TypeVar("_E", bound=enum.Enum)
 
 
@@ -84,26 +85,26 @@ def _enum(kind: type[_E], value: object) -> _E:
         raise BadMessage(f"{value!r} is not a {kind.__name__}") from exc
 
 
-def _plain(value: object, depth: int = 0) -> object:
-    """A policy snapshot's values: JSON scalars, lists (as tuples) and string-keyed dicts."""
-    if depth > MAX_DEPTH:
-        raise BadMessage("the policy snapshot is nested too deeply")
-    if value is None or type(value) in (bool, int, float):
-        return value
-    if isinstance(value, str):
-        return _str(value, 4096)
-    if isinstance(value, list):
-        return tuple(_plain(v, depth + 1) for v in _list(value))
-    if isinstance(value, dict) and len(value) <= 256:
-        return {_str(k, 256): _plain(v, depth + 1) for k, v in value.items()}
-    raise BadMessage("the policy snapshot holds something other than data")
+def _floats(value: object) -> tuple[float, ...]:
+    return tuple(_float(v) for v in _list(value))
 
 
-def _policy(value: object) -> dict[str, object]:
-    plain = _plain(value)
-    if not isinstance(plain, dict):
-        raise BadMessage("the policy snapshot is not a mapping")
-    return plain
+def _decision(data: object) -> Decision:
+    right = _get(data, "draft_right")
+    stopped = _get(data, "draft_stopped")
+    pair = _ints(right) if right is not None else None
+    if pair is not None and len(pair) != 2:
+        raise BadMessage("draft_right is not a pair")
+    return Decision(
+        reason=_enum(Reason, _get(data, "reason")),
+        k=_int(_get(data, "k")),
+        source=_enum(Provenance, _get(data, "source")),
+        expected_speedup=_float(_get(data, "expected_speedup")),
+        speedup_by_k=_floats(_get(data, "speedup_by_k")),
+        acceptance=_floats(_get(data, "acceptance")),
+        draft_right=(pair[0], pair[1]) if pair is not None else None,
+        draft_stopped=None if stopped is None else _str(stopped, 4096),
+    )
 
 
 _KINDS: dict[type, str] = {
@@ -144,10 +145,8 @@ def _round(data: object) -> RoundEvent:
         draft_seconds=_float(_get(data, "draft_seconds")),
         verify_seconds=_float(_get(data, "verify_seconds")),
         source=_enum(Provenance, _get(data, "source")),
-        policy=_policy(_get(data, "policy")),
+        decision=_decision(_get(data, "decision")),
         catch_up=_int(_get(data, "catch_up")),
-        hindsight=tuple(_bool(v) for v in _list(_get(data, "hindsight"))),
-        confidence=tuple(_float(v) for v in _list(_get(data, "confidence"))),
         overlapped=_bool(_get(data, "overlapped")),
         refused_text=_str(_get(data, "refused_text")),
         left_out=None if left_out is None else _slow(left_out),

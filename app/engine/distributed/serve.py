@@ -17,13 +17,13 @@ from app.engine.decoding.context import ContextTooLong, answer_room, context_len
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import EngineError, ErrorKind, RoundEvent
 from app.engine.decoding.loading import ModelPair
-from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
+from app.engine.decoding.policy import DraftPolicy
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates.chat import TemplateError, format_chat
 from app.engine.distributed.codec import BadMessage, event_data, sampling_from_data
 from app.engine.distributed.collective import ShardedMain
 from app.engine.distributed.wire import TO_RANKS, Decoder, PolicySpec, Ready, encode, read_lines
-from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.modes import PairPolicies, SpeculationMode
 
 
 class Output:
@@ -68,18 +68,12 @@ class _Server:
     def __init__(self, pair: ModelPair, sharded: ShardedMain, out: Output) -> None:
         self.pair, self.sharded, self.out = pair, sharded, out
         self.session = ChatSession(pair)
-        self.adaptive: dict[str, AdaptiveDraftLength] = {}
+        self.policies = PairPolicies()  # adaptive controllers kept across answers, as the app's
 
     def policy(self, spec: PolicySpec) -> DraftPolicy:
-        if spec.mode in ("plain", "off"):
-            return PlainDecoding()
-        if spec.mode == "fixed":
-            return FixedDraftLength(spec.k)
-        if spec.mode in ("adaptive", "lookup"):
-            if spec.mode not in self.adaptive:
-                self.adaptive[spec.mode] = AdaptiveDraftLength(use_draft=spec.mode == "adaptive")
-            return self.adaptive[spec.mode]
-        raise ValueError(f"unknown mode {spec.mode!r}")
+        """The caller's mode in the app's words ("plain" still means off); an unknown one is
+        a ValueError that names the choices."""
+        return self.policies.policy(SpeculationMode.parse(spec.mode), spec.k)
 
     def failed(self, request: int, error: EngineError) -> None:
         self.out.send({"t": "failed", "id": request, "error": event_data(error)})

@@ -141,11 +141,12 @@ def read_session_token(stream: IO[str], lines: int = 1000) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class PolicySpec:
-    """Which draft policy rank 0 runs: the API's modes (plain, fixed k, adaptive, lookup).
+    """Which draft policy rank 0 runs: a `SpeculationMode`'s word (off, fixed k, adaptive,
+    lookup; "plain" is still read as off), parsed there with `SpeculationMode.parse`.
 
     Rank 0 keeps one adaptive controller per mode across answers, as `LoadedPair` does."""
 
-    mode: str = "plain"
+    mode: str = "off"
     k: int = 4
 
 

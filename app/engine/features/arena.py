@@ -18,7 +18,6 @@ from pathlib import Path
 
 from app.engine.decoding.events import EngineError, ErrorKind
 from app.engine.decoding.loading import LoadedModel, ModelLoadError, ModelPair, load_model
-from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates.chat import TemplateError, format_chat
@@ -26,7 +25,7 @@ from app.engine.features.prompts import BUILTIN_PROMPTS, BenchPrompt
 from app.engine.features.timed_run import run_timed
 from app.engine.library.pairing import require_compatible
 from app.engine.library.paths import app_data_dir
-from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.modes import PairPolicies, SpeculationMode, make_policy
 from app.engine.policy.oracle import RoundRecord, best_fixed
 
 LOOKUP = "lookup"  # the candidate that needs no model: prompt lookup
@@ -67,8 +66,10 @@ class ArenaFinished:
     saved: str | None = None
 
 
-def _policy(candidate: str, k: int) -> DraftPolicy:
-    return AdaptiveDraftLength(use_draft=False) if candidate == LOOKUP else FixedDraftLength(k)
+def _mode(candidate: str) -> SpeculationMode:
+    """Prompt lookup runs as the app's lookup mode (adaptive, kept across the candidate's
+    answers); a draft runs fixed k, whose rounds the oracle reads for the best k."""
+    return SpeculationMode.LOOKUP if candidate == LOOKUP else SpeculationMode.FIXED
 
 
 def run_arena(
@@ -98,13 +99,14 @@ def run_arena(
         done += 1
         return cancel is not None and cancel.is_set()
 
-    run_timed(plain_pair, encoded[0], PlainDecoding(), sampling, warmup_tokens)
+    plain_policy = make_policy(SpeculationMode.OFF)
+    run_timed(plain_pair, encoded[0], plain_policy, sampling, warmup_tokens)
     plain: list[float] = []
     plain_log: list[RoundRecord] = []  # plain steps give the oracle the cost of a one-token verify
     for p, ids in zip(prompts, encoded):
         if step(f"plain · {p.id}"):
             return []
-        t = run_timed(plain_pair, ids, PlainDecoding(), sampling, max_tokens)
+        t = run_timed(plain_pair, ids, plain_policy, sampling, max_tokens)
         plain.append(t.decode_rate)
         plain_log += t.log
     results: list[ArenaResult] = []
@@ -118,7 +120,8 @@ def run_arena(
             done += len(prompts)
             results.append(ArenaResult(candidate, 0.0, 0.0, None, 0.0, _mean(plain), error=refusal))
             continue
-        run_timed(pair, encoded[0], _policy(candidate, k), sampling, warmup_tokens)
+        policies = PairPolicies()  # the candidate's own, as a freshly loaded pair's
+        run_timed(pair, encoded[0], policies.policy(_mode(candidate), k), sampling, warmup_tokens)
         rates: list[float] = []
         ratios: list[float] = []
         classes: dict[str, list[float]] = {}
@@ -127,7 +130,7 @@ def run_arena(
         for p, ids, base in zip(prompts, encoded, plain):
             if step(f"{Path(candidate).name} · {p.id}"):
                 return _ranked(results)
-            t = run_timed(pair, ids, _policy(candidate, k), sampling, max_tokens)
+            t = run_timed(pair, ids, policies.policy(_mode(candidate), k), sampling, max_tokens)
             rate = t.decode_rate
             rates.append(rate)
             ratio = rate / base if base > 0 and rate > 0 else 0.0

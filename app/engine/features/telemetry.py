@@ -140,9 +140,7 @@ class Telemetry:
         now = self.token_times[-1] if self.token_times else 0.0
         wall = now - self._last_round_time if self._last_round_time is not None else 0.0
         self._last_round_time = now
-        policy = event.policy or {}
-        expected = policy.get("expected_speedup")
-        planned = policy.get("k", event.k) or 0
+        decision = event.decision
         self.rows.append(
             RoundRow(
                 event.index,
@@ -154,9 +152,9 @@ class Telemetry:
                 event.draft_seconds,
                 event.verify_seconds,
                 wall,
-                bool(policy.get("bypassed", False)),
-                planned if isinstance(planned, int) else 0,
-                float(expected) if isinstance(expected, (int, float)) else None,
+                decision.bypassed,
+                decision.k,
+                decision.expected_speedup or None,
                 event.left_out is not None,
             )
         )

@@ -15,12 +15,11 @@ from pathlib import Path
 
 from app.engine.decoding.context import answer_room, context_length
 from app.engine.decoding.loading import ModelPair
-from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS, BenchPrompt
 from app.engine.features.timed_run import TimedRun, run_timed
-from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.modes import PairPolicies, SpeculationMode
 from app.engine.policy.oracle import RoundRecord
 from app.engine.policy.warmup import compile_pass_shapes
 
@@ -29,6 +28,15 @@ from app.engine.policy.warmup import compile_pass_shapes
 MODES = ("plain", "plain2", "mlx_lm", "fixed", "adaptive", "lookup")
 PLAIN_MODES = ("plain", "plain2")
 OURS_SPECULATIVE = ("fixed", "adaptive", "lookup")
+# bench's words for the things it times, and the policy each of ours runs; "off" is plain's other name
+POLICY_MODES = {
+    "plain": SpeculationMode.OFF,
+    "plain2": SpeculationMode.OFF,
+    "fixed": SpeculationMode.FIXED,
+    "adaptive": SpeculationMode.ADAPTIVE,
+    "lookup": SpeculationMode.LOOKUP,
+}
+ALIASES = {"off": "plain"}
 
 
 def load_prompts(spec: str, classes: str | None = None) -> list[BenchPrompt]:
@@ -194,8 +202,10 @@ def run_benchmark(
     """Yield one BenchRun per (prompt, repeat, mode variant), interleaved per prompt.
 
     `fixed` runs once per k in `ks` (default: just `k`, which mlx_lm also uses). When sampling,
-    our speculative modes run once per acceptance rule (default: exact and residual).
+    our speculative modes run once per acceptance rule (default: exact and residual). "off"
+    is read as plain, as everywhere else.
     """
+    modes = tuple(dict.fromkeys(ALIASES.get(m, m) for m in modes))
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise ValueError(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")
@@ -214,19 +224,14 @@ def run_benchmark(
         for kk in ks if mode == "fixed" else (k,):
             variants += [(mode, kk, rule) for rule in rules]
 
-    # like the app's worker, adaptive keeps its estimates across the answers of one pair
-    adaptive: dict[tuple[str, str], AdaptiveDraftLength] = {}
+    # like the app's worker, adaptive keeps its estimates across the answers of one pair (one
+    # controller per acceptance rule: each learns from its own rounds)
+    policies: dict[str, PairPolicies] = {}
 
     def once(mode: str, kk: int, rule: str, prompt: list[int], tokens: int) -> TimedRun:
         if mode == "mlx_lm":
             return run_mlx_lm(pair, prompt, kk, sampling, tokens)
-        policy: DraftPolicy
-        if mode in PLAIN_MODES:
-            policy = PlainDecoding()
-        elif mode == "fixed":
-            policy = FixedDraftLength(kk)
-        else:
-            policy = adaptive.setdefault((mode, rule), AdaptiveDraftLength(use_draft=mode == "adaptive"))
+        policy = policies.setdefault(rule, PairPolicies()).policy(POLICY_MODES[mode], kk)
         return run_timed(pair, prompt, policy, sampling, tokens, rule or None)
 
     encoded = [format_chat(pair.tokenizer, [{"role": "user", "content": p.text}]) for p in prompts]

@@ -10,16 +10,15 @@ from typing import TYPE_CHECKING, cast
 from app.engine.decoding.events import RoundEvent
 from app.engine.decoding.policy import MAX_DRAFT
 from app.engine.measure.replay import CostModel, Trace
-from app.engine.policy.costs import cost_curve, fit_line
+from app.engine.policy.oracle import cost_curve, fit_line
 
 if TYPE_CHECKING:
     from app.engine.decoding.loading import ModelPair
 
 
 def record_trace(pair: ModelPair, prompt: list[int], max_tokens: int, label: str = "") -> Trace:
-    """The main's greedy answer to `prompt` with its confidence in each token (from the loop's own
-    rounds), and the draft's verdict on each token from one teacher-forced pass over prompt and
-    answer."""
+    """The main's greedy answer to `prompt`, and the draft's verdict on each token from one
+    teacher-forced pass over prompt and answer."""
     import mlx.core as mx
 
     from app.engine.decoding.decode import generate
@@ -27,31 +26,16 @@ def record_trace(pair: ModelPair, prompt: list[int], max_tokens: int, label: str
     from app.engine.decoding.policy import PlainDecoding
     from app.engine.decoding.session import ChatSession
 
-    class PlainAndSure(PlainDecoding):
-        @property
-        def wants_confidence(self) -> bool:
-            return True
-
     answer: tuple[int, ...] = ()
-    confidence: list[float] = []
-    for event in generate(ChatSession(pair), prompt, policy=PlainAndSure(), max_tokens=max_tokens):
-        if isinstance(event, RoundEvent):
-            confidence.extend(event.confidence)
-        elif isinstance(event, GenerationFinished):
+    for event in generate(ChatSession(pair), prompt, policy=PlainDecoding(), max_tokens=max_tokens):
+        if isinstance(event, GenerationFinished):
             answer = event.token_ids
     if not answer:
         return Trace(tuple(prompt), (), (), label)
     assert pair.draft is not None
     logits = pair.draft.model(mx.array(list(prompt) + list(answer[:-1]), dtype=mx.uint32)[None])[0]
     picks = cast(list[int], mx.argmax(logits[len(prompt) - 1 :], axis=-1).tolist())  # a 1-D array's list
-    # a stop token the loop emitted is not part of the answer, nor is its confidence
-    return Trace(
-        tuple(prompt),
-        answer,
-        tuple(a == b for a, b in zip(picks, answer)),
-        label,
-        tuple(round(c, 4) for c in confidence[: len(answer)]),
-    )
+    return Trace(tuple(prompt), answer, tuple(a == b for a, b in zip(picks, answer)), label)
 
 
 def _median(values: list[float]) -> float:

@@ -21,7 +21,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from itertools import takewhile
 from pathlib import Path
@@ -35,20 +35,16 @@ from app.engine.decoding.shapes.buckets import passes
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """A greedy answer and, per answer token, whether the draft's greedy pick there was it (and,
-    where recorded, the main's top probability there)."""
+    """A greedy answer and, per answer token, whether the draft's greedy pick there was it."""
 
     prompt: tuple[int, ...]
     answer: tuple[int, ...]
     draft_hits: tuple[bool, ...]
     label: str = ""
-    main_confidence: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.draft_hits) != len(self.answer):
             raise ValueError("one draft verdict per answer token")
-        if self.main_confidence and len(self.main_confidence) != len(self.answer):
-            raise ValueError("one confidence per answer token")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +163,6 @@ class ReplayResult:
     # the decode loop pays between the main's passes
     policy_seconds: float = 0.0
     choices: list[tuple[str, int]] = field(default_factory=list)  # (source, k) played, round by round
-    slow_seconds: float = 0.0  # what the `slow` rounds took beyond their usual time (in `seconds`)
 
     @property
     def tokens_per_second(self) -> float:
@@ -183,7 +178,6 @@ class ReplayResult:
             self.plans + other.plans,
             self.policy_seconds + other.policy_seconds,
             self.choices + other.choices,
-            self.slow_seconds + other.slow_seconds,
         )
 
 
@@ -200,15 +194,12 @@ def replay(
     clock: SimulatedClock | None = None,
     seed: int = 0,
     has_draft: bool = True,
-    slow: Mapping[int, float] | None = None,
 ) -> ReplayResult:
     """Run `policy` over `trace` round by round, as `decode.generate` would, on simulated time.
 
     The draft starts level with the prompt (prefilled); after rounds it sits out it reads the
-    skipped tokens in its first step, and under greedy decoding those reveal its verdicts on
-    them (the hindsight), exactly as in the real loop. Pass the clock the policy was built with.
-    `slow` maps a round's index to how many times its passes take (a one-time cost: kernels
-    compiled for a shape's first run).
+    skipped tokens in its first step (the last `read_limit` of them where the plan says so), as
+    in the real loop. Pass the clock the policy was built with.
     """
     rng = random.Random(seed)
     clock = clock or SimulatedClock()
@@ -235,7 +226,6 @@ def replay(
         )
         result.policy_seconds += time.perf_counter() - tick
         k, source = playable(plan, remaining, len(candidates), has_draft)
-        hindsight: tuple[bool, ...] = ()
         draft_s, catch_up = 0.0, 0
         if source is Provenance.DRAFT:
             if plan.read_limit is not None:  # skips the rest; the acceptance a gap costs is not replayed
@@ -244,16 +234,12 @@ def replay(
             proposed = tuple(answer[t : t + accepted]) + (-1,) * (k - accepted)
             draft_s = timed(costs.draft_seconds(k, lag))
             catch_up = lag
-            hindsight = tuple(hits[max(0, t - lag) : t]) if lag else ()
         elif source is Provenance.LOOKUP:
             proposed = tuple(candidates[:k])
             accepted = _leading(a == b for a, b in zip(candidates[:k], answer[t:]))
         else:
             proposed, accepted = (), 0
         verify_s = timed(costs.queued if queued else costs.verify_seconds(k + 1))
-        if slow and result.rounds in slow:
-            result.slow_seconds += (slow[result.rounds] - 1.0) * (draft_s + verify_s)
-            draft_s, verify_s = draft_s * slow[result.rounds], verify_s * slow[result.rounds]
         overhead = timed(costs.overhead) if costs.overhead and not queued else 0.0
         was_queued, queued = queued, False
         if costs.queued and k == 0 and remaining > 1:  # as decode's queue_ahead asks
@@ -264,7 +250,7 @@ def replay(
         clock.now += draft_s + verify_s + overhead
         emitted = answer[t : t + min(accepted + 1, remaining)]
         tick = time.perf_counter()
-        snapshot = policy.snapshot()
+        decision = policy.decision()
         result.policy_seconds += time.perf_counter() - tick
         event = RoundEvent(
             index=result.rounds,
@@ -275,12 +261,8 @@ def replay(
             draft_seconds=draft_s,
             verify_seconds=verify_s,
             source=source,
-            policy=snapshot,
+            decision=decision,
             catch_up=catch_up,
-            hindsight=hindsight,
-            confidence=(
-                tuple(trace.main_confidence[t : t + len(emitted)]) if policy.wants_confidence else ()
-            ),
             overlapped=was_queued or queued,
         )
         tick = time.perf_counter()
@@ -307,7 +289,6 @@ def save_traces(path: Path, traces: list[Trace], costs: CostModel | None) -> Non
                 "prompt": list(t.prompt),
                 "answer": list(t.answer),
                 "draft_hits": list(t.draft_hits),
-                "main_confidence": list(t.main_confidence),
             }
             for t in traces
         ],
@@ -325,7 +306,6 @@ def load_traces(path: Path) -> tuple[list[Trace], CostModel | None]:
             tuple(t["answer"]),
             tuple(t["draft_hits"]),
             t.get("label", ""),
-            tuple(t.get("main_confidence", ())),
         )
         for t in data["traces"]
     ]
@@ -347,13 +327,13 @@ def run_policies(
     adaptive: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, list[ReplayResult]]:
     """Plain, every fixed k and adaptive controllers over `traces` in order, one result per
-    trace. `adaptive` maps a label to the controller's options (default: "adaptive", as shipped,
-    and "adaptive-draft", without prompt lookup, which is the fair match for fixed k). One
-    controller serves all the traces, as the app keeps one per loaded pair."""
+    trace. `adaptive` maps a label to the controller's options (default: "adaptive", the draft
+    model's, and "lookup", prompt lookup's). One controller serves all the traces, as the app
+    keeps one per loaded pair."""
     from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
     from app.engine.policy.adaptive import AdaptiveDraftLength
 
-    variants = adaptive if adaptive is not None else {"adaptive": {}, "adaptive-draft": {"use_lookup": False}}
+    variants = adaptive if adaptive is not None else {"adaptive": {}, "lookup": {"use_draft": False}}
     controllers = {}
     for label, options in variants.items():
         clock = SimulatedClock()

@@ -16,8 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from app.engine.decoding.events import RoundEvent
-from app.engine.policy.costs import cost_curve, fit_line
-from app.engine.policy.estimates import expected_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +41,7 @@ class RoundRecord:
     def of(cls, event: RoundEvent, wall: float) -> RoundRecord:
         """The round as the oracle reads it; the policy's figures are kept as it gave them (rounded
         when written), since this runs between rounds, inside the timed answer."""
-        policy = event.policy
-        why, expected = policy.get("why", ""), policy.get("expected_speedup", 0.0)
-        by_source = policy.get("speedup_by_k", {})
-        draft = by_source.get("draft", ()) if isinstance(by_source, dict) else ()
-        rates = policy.get("acceptance", {})
-        accepting = rates.get("draft", ()) if isinstance(rates, dict) else ()
+        decision = event.decision
         return cls(
             event.k,
             event.accepted,
@@ -57,11 +50,11 @@ class RoundRecord:
             wall,
             event.source.value,
             event.catch_up,
-            why if isinstance(why, str) else "",
-            float(expected) if isinstance(expected, int | float) else 0.0,
-            tuple(draft),
+            decision.reason.value,
+            decision.expected_speedup,
+            decision.speedup_by_k,
             event.overlapped,
-            tuple(accepting),
+            decision.acceptance,
         )
 
 
@@ -71,6 +64,47 @@ class Oracle:
     predicted_speedup: float  # best fixed k over plain, predicted from the measurements
     acceptance: tuple[float, ...]
     speedup_by_k: tuple[float, ...]  # k = 1, 2, ...
+
+
+def expected_tokens(rates: Sequence[float]) -> float:
+    """Expected tokens of a round drafting len(rates) tokens: the main's own token plus the
+    expected run of accepted proposals (rates[i]: proposal i accepted given 0..i-1 were)."""
+    tokens, run = 1.0, 1.0
+    for a in rates:
+        run *= a
+        tokens += run
+    return tokens
+
+
+def fit_line(points: Sequence[tuple[int, float, float]]) -> tuple[float, float]:
+    """(intercept, slope >= 0) of the weighted least-squares line through (n, cost, weight);
+    proportional to n while only one size is measured."""
+    w = sum(c for _, _, c in points)
+    if not points or w <= 0:
+        return 0.0, 0.0
+    mean_n = sum(c * n for n, _, c in points) / w
+    mean_v = sum(c * v for _, v, c in points) / w
+    var = sum(c * (n - mean_n) ** 2 for n, _, c in points)
+    if var <= 1e-9 * sum(c * n * n for n, _, c in points):  # one size: proportional to n
+        return 0.0, mean_v / mean_n if mean_n else 0.0
+    slope = max(0.0, sum(c * (n - mean_n) * (v - mean_v) for n, v, c in points) / var)
+    return mean_v - slope * mean_n, slope
+
+
+def cost_curve(measured: dict[int, float], line: tuple[float, float], up_to: int) -> list[float]:
+    """Cost for n = 1..up_to: the measurement where there is one, the line elsewhere, made
+    non-decreasing by lowering a dear smaller size to the larger ones (never raising them), the
+    first size kept: a price too high is never played, so nothing would correct it."""
+    base, slope = line
+    prices = [measured.get(n, base + slope * n) for n in range(1, up_to + 1)]
+    out, ceiling = list(prices), float("inf")
+    for n in range(len(prices) - 1, -1, -1):
+        ceiling = min(ceiling, prices[n])
+        out[n] = ceiling
+    if out:
+        out[0] = prices[0]
+        out[1:] = [max(x, out[0]) for x in out[1:]]
+    return out
 
 
 def leviathan_rate(

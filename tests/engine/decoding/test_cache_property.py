@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.engine.decoding.events import Decision, Reason
 from app.engine.decoding.policy import DraftPlan, PlainDecoding, PolicyDefaults, RoundContext
 from app.engine.decoding.session import ChatSession
 from tests.engine.helpers import drive
@@ -23,8 +24,8 @@ class ScriptedPolicy(PolicyDefaults):
         self.i += 1
         return DraftPlan(k, read_limit=self.read_limit)
 
-    def snapshot(self) -> dict[str, object]:
-        return {"policy": "scripted"}
+    def decision(self) -> Decision:
+        return Decision(Reason.FIXED, self.ks[(self.i - 1) % len(self.ks)])
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

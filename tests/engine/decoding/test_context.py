@@ -201,9 +201,9 @@ def test_a_draft_with_a_shorter_context_stops_drafting_and_the_answer_completes(
     assert len(out.ids) == 40 and out.offsets_ok
     assert any(r.k > 0 for r in out.rounds)  # it drafted while there was room
     assert draft.model.passes and all(offset + fed <= limit for offset, fed in draft.model.passes)
-    stopped = [r for r in out.rounds if "draft_stopped" in r.policy]
+    stopped = [r for r in out.rounds if r.decision.draft_stopped]
     assert stopped and all(r.k == 0 for r in stopped)
-    assert stopped[0].policy["draft_stopped"] == (
+    assert stopped[0].decision.draft_stopped == (
         f"drafting stopped at {limit:,} tokens, the draft model's context; the rest of the answer is plain decoding"
     )
 

@@ -3,6 +3,7 @@ the output stays plain decoding's, and editing back into the gap rewinds the dra
 
 from __future__ import annotations
 
+from app.engine.decoding.events import Decision, Reason
 from app.engine.decoding.policy import DraftPlan, PlainDecoding, PolicyDefaults, RoundContext
 from app.engine.decoding.session import ChatSession
 from tests.engine.helpers import drive
@@ -19,8 +20,8 @@ class SkipThenProbe(PolicyDefaults):
             return DraftPlan(3)
         return DraftPlan(2, read_limit=self.read) if context.position >= self.probe_at else DraftPlan(0)
 
-    def snapshot(self) -> dict[str, object]:
-        return {"policy": "scripted"}
+    def decision(self) -> Decision:
+        return Decision(Reason.FIXED, 2)
 
 
 def test_a_probe_reads_only_the_last_skipped_tokens_and_the_answer_is_unchanged(toy_pair, toy_prompt):
@@ -29,7 +30,7 @@ def test_a_probe_reads_only_the_last_skipped_tokens_and_the_answer_is_unchanged(
     plain = drive(ChatSession(toy_pair), toy_prompt, PlainDecoding(), max_tokens=40, stop_ids=[])
     assert out.ids == plain.ids and out.offsets_ok
     probe = next(r for r in out.rounds[1:] if r.k)
-    assert probe.catch_up == 5 and len(probe.hindsight) == 5  # read (and judged) 5 of ~20 skipped
+    assert probe.catch_up == 5  # read 5 of ~20 skipped
     ((start, end),) = session.draft_gaps
     assert end - start >= 15 and session.draft_offset == session.draft_len - (end - start)
 

@@ -10,22 +10,13 @@ import pytest
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import GenerationFinished, TokenEvent
 from app.engine.decoding.loading import load_pair
-from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import ChatSession
 from app.engine.distributed.session import Placement, ShardedPair
 from app.engine.distributed.wire import PolicySpec
 from app.engine.measure.toy import ToyModels, write_toy_models
-from app.engine.policy.adaptive import AdaptiveDraftLength
+from app.engine.policy.modes import PairPolicies, SpeculationMode
 
 TOKENS = 10
-
-
-def _local_policy(spec: PolicySpec, adaptive: dict[str, AdaptiveDraftLength]) -> DraftPolicy:
-    if spec.mode == "plain":
-        return PlainDecoding()
-    if spec.mode == "fixed":
-        return FixedDraftLength(spec.k)
-    return adaptive.setdefault(spec.mode, AdaptiveDraftLength())
 
 
 def _finished(events: Iterator[object]) -> tuple[int, ...]:
@@ -38,14 +29,21 @@ def _conversation(pair: ShardedPair, models: ToyModels, spec: PolicySpec) -> Non
     """Three turns (a first answer, a follow-up that reuses the caches, an edit that trims them
     back) give the same ids sharded as in one process's session."""
     local = ChatSession(load_pair(models.main, models.draft))
-    adaptive: dict[str, AdaptiveDraftLength] = {}
+    policies = PairPolicies()  # what rank 0 keeps, in one process
     pair.reset()
     first = pair.render([{"role": "user", "content": "The quick brown fox"}])
     prompts = [first]
     for turn in range(3):
         prompt = prompts[-1]
         sharded = _finished(pair.generate(prompt, spec, max_tokens=TOKENS))
-        alone = _finished(generate(local, prompt, policy=_local_policy(spec, adaptive), max_tokens=TOKENS))
+        alone = _finished(
+            generate(
+                local,
+                prompt,
+                policy=policies.policy(SpeculationMode.parse(spec.mode), spec.k),
+                max_tokens=TOKENS,
+            )
+        )
         assert sharded == alone, f"turn {turn}"
         # the follow-up extends the answer; the edit keeps only the first half of the prompt
         prompts.append(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.engine.decoding.events import (
+    Decision,
     EngineError,
     ErrorKind,
     FinishReason,
@@ -20,6 +21,7 @@ from app.engine.decoding.events import (
     GenerationStats,
     PrefillProgress,
     Provenance,
+    Reason,
     RoundEvent,
     SlowRound,
     TokenEvent,
@@ -80,9 +82,7 @@ def test_every_event_crosses_as_itself() -> None:
             0.01,
             0.02,
             Provenance.DRAFT,
-            policy={"k": 3, "why": "cheap", "acceptance": {"draft": (0.5, 0.25)}},
-            hindsight=(True, False),
-            confidence=(0.9,),
+            decision=Decision(Reason.BEST, 3, expected_speedup=1.4, acceptance=(0.5, 0.25), draft_right=(1, 60)),
             refused_text=" cat",
             left_out=SlowRound(3, Provenance.DRAFT, 4, 4, 10, 0.01, 0.5, 12),
         ),

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from app.engine.decoding.events import Provenance, RoundEvent, SlowRound, TokenEvent
+from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent, SlowRound, TokenEvent
 from app.engine.features.telemetry import (
     CSV_FIELDS,
     RATE_POINT_S,
@@ -42,7 +42,7 @@ def replay(t: Telemetry, rounds=RECORDED, step: float = 0.01) -> None:
                 0.001 * k,
                 verify,
                 Provenance.DRAFT if k else Provenance.MAIN,
-                {"k": k, "bypassed": k == 0, "expected_speedup": 1.5},
+                Decision(Reason.BYPASS, 0, expected_speedup=1.0) if k == 0 else Decision(Reason.BEST, k, expected_speedup=1.5),
             )
         )
 

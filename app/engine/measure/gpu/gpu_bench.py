@@ -29,14 +29,14 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import mlx.core as mx
 
 from app.engine.decoding.loading import ModelPair
-from app.engine.decoding.policy import DraftPolicy, FixedDraftLength, PlainDecoding
+from app.engine.decoding.policy import DraftPolicy
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates.chat import format_chat
@@ -59,8 +59,7 @@ from app.engine.measure.gpu.report import (
 )
 from app.engine.measure.toy_pair import build_pair, measure_agreement
 from app.engine.measure.toy_shapes import PAIRS
-from app.engine.policy.adaptive import AdaptiveDraftLength
-from app.engine.policy.controller_state import export_state, restore_state
+from app.engine.policy.modes import PairPolicies, SavedState, SpeculationMode, make_policy
 from app.engine.policy.warmup import compile_pass_shapes
 
 
@@ -95,7 +94,7 @@ def run_prompts(
     done: Callable[[list[ModeRun]], None] | None = None,
     repeat: int = 1,
     keep: Callable[[str, str, TimedRun], None] | None = None,
-    adaptive: AdaptiveDraftLength | None = None,
+    adaptive: PairPolicies | None = None,
     compiled: bool | None = None,
 ) -> list[list[ModeRun]]:
     """Every mode `repeat` times per prompt (all modes in turn, then again), prompts in order;
@@ -103,7 +102,7 @@ def run_prompts(
     every answer of our own loop as it is timed."""
     greedy = SamplingParams()
     # one controller keeps its estimates across answers, as the app's does for a loaded pair
-    adaptive = adaptive or AdaptiveDraftLength(use_draft=True)
+    adaptive = adaptive or PairPolicies()
     results = []
     modes = [m for m in mode_names(ks) if not only or m == "plain" or m in only]
     for name, ids in prompts:
@@ -120,12 +119,14 @@ def run_prompts(
                     continue
                 policy: DraftPolicy
                 if mode.startswith("plain"):
-                    policy = PlainDecoding()
+                    policy = make_policy(SpeculationMode.OFF)
                 elif mode.startswith("fixed"):
-                    policy = FixedDraftLength(int(mode.removeprefix("fixed")))
+                    policy = make_policy(SpeculationMode.FIXED, int(mode.removeprefix("fixed")))
                 else:
-                    policy = adaptive
+                    policy = adaptive.policy(SpeculationMode.ADAPTIVE)
                 runs[mode].append(run_timed(pair, ids, policy, greedy, tokens, compiled=compiled))
+                if mode == "adaptive":  # saved after every answer, as the app saves it
+                    adaptive.answered(SpeculationMode.ADAPTIVE)
                 if keep is not None:
                     keep(name, mode, runs[mode][-1])
         plain = runs["plain"][0]
@@ -138,7 +139,8 @@ def run_prompts(
 
 def restored_first_answers(
     pair: ModelPair,
-    learnt: AdaptiveDraftLength,
+    learnt: PairPolicies,
+    saved: Mapping[SpeculationMode, SavedState],
     prompt: tuple[str, list[int]],
     tokens: int,
     turns: int = 8,
@@ -146,8 +148,8 @@ def restored_first_answers(
     compiled: bool | None = None,
 ) -> float:
     """How much longer the first answer of a controller restored from `learnt`'s saved state
-    (through JSON, as the worker stores it) takes than `learnt`'s own answer to the same prompt
-    timed beside it: the median over `turns`, each with a fresh copy of the state as the turn
+    (`saved`, where `learnt` saves it: through JSON, as the worker stores it) takes than
+    `learnt`'s own answer to the same prompt timed beside it: the median over `turns`, each with a fresh copy of the state as the turn
     starts, which goes first in every other turn. That is the app's first answer after loading a
     pair it has used before, which explores nothing. Timed beside, not against the run's earlier
     answers: a shared host's speed moved 30% over a run, and the second of two answers ran 4%
@@ -158,12 +160,14 @@ def restored_first_answers(
     greedy, ratios = SamplingParams(), []
     for turn in range(turns):
         # saved as the turn starts, as the app saves after every answer: both know the same
-        state = json.loads(json.dumps(export_state(learnt)))
-        policy = AdaptiveDraftLength(use_draft=True)
-        if not restore_state(policy, state):
+        learnt.answered(SpeculationMode.ADAPTIVE)
+        restored = PairPolicies(load={SpeculationMode.ADAPTIVE: saved[SpeculationMode.ADAPTIVE]}.get)
+        policy = restored.policy(SpeculationMode.ADAPTIVE)
+        if SpeculationMode.ADAPTIVE not in restored.restored:
             raise RuntimeError("the controller's saved state did not restore")
         timed = {}
-        for mode, controller in (("restored", policy), ("learnt", learnt))[:: 1 if turn % 2 else -1]:
+        own = learnt.policy(SpeculationMode.ADAPTIVE)
+        for mode, controller in (("restored", policy), ("learnt", own))[:: 1 if turn % 2 else -1]:
             run = run_timed(pair, ids, controller, greedy, tokens, compiled=compiled)
             timed[mode] = run.answer_seconds
             if keep is not None:
@@ -274,7 +278,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
     print(format_table([])[0], flush=True)
-    adaptive = AdaptiveDraftLength(use_draft=True)
+    saved: dict[SpeculationMode, SavedState] = {}
+
+    def save(mode: SpeculationMode, state: SavedState) -> None:
+        saved[mode] = json.loads(json.dumps(state))  # through JSON, as the app's store keeps it
+
+    adaptive = PairPolicies(save=save)
     results = run_prompts(
         pair,
         prompts,
@@ -291,7 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print("\n".join(format_summary(results)))
     if any(r.mode == "adaptive" for r in results[0]):
-        first = restored_first_answers(pair, adaptive, prompts[0], args.tokens, keep=keep, compiled=compiled)
+        first = restored_first_answers(
+            pair, adaptive, saved, prompts[0], args.tokens, keep=keep, compiled=compiled
+        )
         print(
             f"adaptive restored from its saved state, first answer against a later one: {first_answer_text(first)}"
         )

@@ -52,7 +52,7 @@ def draft_seconds(session: ChatSession, sampler: Sampler, k: int, lag: int, tria
         session.draft_len = base - lag
         start = time.perf_counter()
         proposal = propose(session, sampler, k, history)
-        mx.eval(proposal.ids, *([proposal.hindsight] if proposal.hindsight is not None else []))
+        mx.eval(proposal.ids)
         took = time.perf_counter() - start
         trim_back(cache, k)  # pending and k - 1 proposals past `base`
         session.draft_len = base
@@ -73,7 +73,7 @@ def verify_seconds(session: ChatSession, sampler: Sampler, n: int, trials: int) 
 
     def once() -> float:
         start = time.perf_counter()
-        verdict = _judge(session, sampler, rules.exact, pending, proposal, history, False)
+        verdict = _judge(session, sampler, rules.exact, pending, proposal, history)
         mx.eval(*verdict.arrays())
         took = time.perf_counter() - start
         trim_back(session.main_cache, n)
