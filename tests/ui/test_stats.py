@@ -69,7 +69,7 @@ def test_fixed_k_never_reports_a_pause(qtbot):
     strip = StatusStrip()
     qtbot.addWidget(strip)
     stats = LiveStats(mode="fixed")
-    stats.round(_round(0, 0, {"policy": "fixed", "k": 4}))
+    stats.round(_round(0, 0, Decision(Reason.FIXED, 4)))
     strip.show_stats(replace(stats.snapshot(), draft=DRAFT))
     assert "paused" not in strip.text()
 

@@ -42,7 +42,9 @@ def replay(t: Telemetry, rounds=RECORDED, step: float = 0.01) -> None:
                 0.001 * k,
                 verify,
                 Provenance.DRAFT if k else Provenance.MAIN,
-                Decision(Reason.BYPASS, 0, expected_speedup=1.0) if k == 0 else Decision(Reason.BEST, k, expected_speedup=1.5),
+                Decision(Reason.BYPASS, 0, expected_speedup=1.0)
+                if k == 0
+                else Decision(Reason.BEST, k, expected_speedup=1.5),
             )
         )
 
@@ -115,7 +117,7 @@ def test_a_round_left_out_of_timing_is_logged_with_its_shapes_and_kept_from_the_
         t.round(
             RoundEvent(
                 i, k, tuple(range(k)), acc, emitted, 0.001 * k * slowed, (0.02 + 0.002 * k) * slowed,
-                Provenance.DRAFT if k else Provenance.MAIN, {"k": k},
+                Provenance.DRAFT if k else Provenance.MAIN, Decision(Reason.BEST, k),
                 left_out=slow if i == 3 else None,
             )
         )  # fmt: skip
