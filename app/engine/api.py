@@ -318,7 +318,7 @@ class AnswerStream:
             if isinstance(event, TokenEvent):
                 held.append(event)
             elif isinstance(event, RoundEvent):
-                stopped = event.policy.get("draft_stopped")
+                stopped = event.decision.draft_stopped
                 if stopped is not None and Notice("notice", stopped) not in self._notices:
                     self._notices.append(Notice("notice", stopped))
                 refused = event.proposed[event.accepted :]

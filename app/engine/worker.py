@@ -40,7 +40,7 @@ from app.engine.features.baselines import Preemptible, filler_ids, measure_plain
 from app.engine.features.lossless import check_answer
 from app.engine.library.pairing import load_checked_pair
 from app.engine.library.store import Store
-from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
+from app.engine.policy.adaptive import MAX_K
 from app.engine.policy.modes import PairPolicies, remembered
 from app.engine.policy.warmup import compile_pass_shapes, compiles_per_shape, warm_up_steps
 from app.engine.protocol import (
@@ -438,15 +438,9 @@ class EngineWorker:
 
 
 def _forwarded(event: RoundEvent, tokenizer: Any, policy: DraftPolicy, prompt_tokens: int) -> RoundEvent:
-    """The round as the UI gets it: its refused drafts decoded, and, where the controller left
-    its time out of its costs (a one-time cost, judged once the loop had made the event), that
-    record with the round's context length."""
+    """The round as the UI gets it: its refused drafts decoded."""
     if event.accepted < len(event.proposed):
         event = dataclasses.replace(event, refused_text=_refused_text(tokenizer, event))
-    slow = policy.one_time.last if isinstance(policy, AdaptiveDraftLength) else None
-    if slow is not None:
-        slow = dataclasses.replace(slow, context=prompt_tokens + slow.position)
-        event = dataclasses.replace(event, left_out=slow)
     return event
 
 

@@ -149,22 +149,3 @@ def test_a_pair_loaded_for_a_gpu_compiles_every_draft_length_before_it_is_report
         assert warmed is compiles_per_shape()
     finally:
         assert worker.shutdown(timeout=30)
-
-
-def test_a_round_the_controller_left_out_of_timing_reaches_the_ui_with_its_context():
-    """The controller judges a round once the loop has made its event; the worker, which
-    forwards it after that, attaches the judgment, and the context with the prompt counted."""
-    from dataclasses import replace
-
-    from app.engine.decoding.events import Provenance, RoundEvent, SlowRound
-    from app.engine.decoding.policy import FixedDraftLength
-    from app.engine.policy.adaptive import AdaptiveDraftLength
-    from app.engine.worker import _forwarded
-
-    event = RoundEvent(5, 3, (1, 2, 3), 3, (1, 2, 3, 4), 0.01, 9.0, Provenance.DRAFT)
-    controller = AdaptiveDraftLength()
-    assert _forwarded(event, None, controller, 100).left_out is None
-    slow = SlowRound(3, Provenance.DRAFT, 3, 4, 12, 0.03, 9.01)
-    controller.one_time.last = slow
-    assert _forwarded(event, None, controller, 100).left_out == replace(slow, context=112)
-    assert _forwarded(event, None, FixedDraftLength(3), 100).left_out is None

@@ -38,9 +38,15 @@ def test_the_strip_and_the_answer_stats_say_that_drafting_stopped(qtbot):
     strip = StatusStrip()
     qtbot.addWidget(strip)
     stats = LiveStats(mode="fixed")
-    stats.round(RoundEvent(0, 2, (1, 2), 2, (1, 2, 3), 0.001, 0.01, Provenance.DRAFT, Decision(Reason.FIXED, 2)))
+    stats.round(
+        RoundEvent(0, 2, (1, 2), 2, (1, 2, 3), 0.001, 0.01, Provenance.DRAFT, Decision(Reason.FIXED, 2))
+    )
     assert stats.snapshot().draft_stopped is None
-    stats.round(RoundEvent(1, 0, (), 0, (4,), 0.0, 0.01, Provenance.MAIN, Decision(Reason.FIXED, 2, draft_stopped=STOPPED)))
+    stats.round(
+        RoundEvent(
+            1, 0, (), 0, (4,), 0.0, 0.01, Provenance.MAIN, Decision(Reason.FIXED, 2, draft_stopped=STOPPED)
+        )
+    )
     snapshot = stats.snapshot()
     strip.show_stats(snapshot)
     assert STOPPED in strip.text() and STOPPED in stats_line(snapshot)

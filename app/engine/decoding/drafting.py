@@ -68,4 +68,3 @@ def score(session: ChatSession, sampler: Sampler, fed: mx.array, history: mx.arr
         sampler.process(logits[i : i + 1], mx.concatenate([history, fed[1 : i + 1]])) for i in range(fed.size)
     ]
     return mx.concatenate(rows, axis=0)
-

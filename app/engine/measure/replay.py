@@ -21,7 +21,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from itertools import takewhile
 from pathlib import Path
@@ -163,6 +163,7 @@ class ReplayResult:
     # the decode loop pays between the main's passes
     policy_seconds: float = 0.0
     choices: list[tuple[str, int]] = field(default_factory=list)  # (source, k) played, round by round
+    slow_seconds: float = 0.0  # what the `slow` rounds took beyond their usual time (in `seconds`)
 
     @property
     def tokens_per_second(self) -> float:
@@ -178,6 +179,7 @@ class ReplayResult:
             self.plans + other.plans,
             self.policy_seconds + other.policy_seconds,
             self.choices + other.choices,
+            self.slow_seconds + other.slow_seconds,
         )
 
 
@@ -194,12 +196,14 @@ def replay(
     clock: SimulatedClock | None = None,
     seed: int = 0,
     has_draft: bool = True,
+    slow: Mapping[int, float] | None = None,
 ) -> ReplayResult:
     """Run `policy` over `trace` round by round, as `decode.generate` would, on simulated time.
 
     The draft starts level with the prompt (prefilled); after rounds it sits out it reads the
     skipped tokens in its first step (the last `read_limit` of them where the plan says so), as
-    in the real loop. Pass the clock the policy was built with.
+    in the real loop. Pass the clock the policy was built with. `slow` maps a round's index to
+    how many times its passes take (a stall, or a one-time cost such as a shape compiled).
     """
     rng = random.Random(seed)
     clock = clock or SimulatedClock()
@@ -224,6 +228,7 @@ def replay(
                 policy.choose(RoundContext(has_draft, remaining, t, len(candidates), tuple(candidates)))
             )
         )
+        decision = policy.decision()  # before choose_ahead, which is the next round's choice (as decode's)
         result.policy_seconds += time.perf_counter() - tick
         k, source = playable(plan, remaining, len(candidates), has_draft)
         draft_s, catch_up = 0.0, 0
@@ -240,6 +245,9 @@ def replay(
         else:
             proposed, accepted = (), 0
         verify_s = timed(costs.queued if queued else costs.verify_seconds(k + 1))
+        if slow and result.rounds in slow:
+            result.slow_seconds += (slow[result.rounds] - 1.0) * (draft_s + verify_s)
+            draft_s, verify_s = draft_s * slow[result.rounds], verify_s * slow[result.rounds]
         overhead = timed(costs.overhead) if costs.overhead and not queued else 0.0
         was_queued, queued = queued, False
         if costs.queued and k == 0 and remaining > 1:  # as decode's queue_ahead asks
@@ -249,9 +257,6 @@ def replay(
             result.policy_seconds += time.perf_counter() - tick
         clock.now += draft_s + verify_s + overhead
         emitted = answer[t : t + min(accepted + 1, remaining)]
-        tick = time.perf_counter()
-        decision = policy.decision()
-        result.policy_seconds += time.perf_counter() - tick
         event = RoundEvent(
             index=result.rounds,
             k=k,

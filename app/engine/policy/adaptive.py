@@ -71,6 +71,7 @@ class AdaptiveDraftLength:
         self.overhead: deque[float] = deque(maxlen=s.window)  # a speculative round outside its passes
         self.probes: deque[float] = deque(maxlen=s.window)  # what probes really cost
         self.hits, self.trials = [0.0] * s.max_k, [0.0] * s.max_k  # by position, forgetting
+        self.record = ([0.0] * s.max_k, [0.0] * s.max_k)  # the same over the draft's life
         self.right, self.judged = 0, 0  # the draft's proposals over its life, for the status strip
         self.drafted = 0  # rounds the source proposed in
         self.credit = 0.0  # seconds of probing the budget affords now
@@ -83,8 +84,14 @@ class AdaptiveDraftLength:
     # -- what the loop asks -------------------------------------------------------------------
 
     def begin_answer(self) -> None:
-        """A new answer: keep everything learnt, but the pause is no round's cost."""
+        """A new answer: keep everything learnt, but the pause is no round's cost, and new
+        text is not the last answer's: recent acceptance is held at `prior_rounds` rounds' weight
+        (a draft right on code started a poem at k = 7)."""
         self._last_observed, self._ahead = None, None
+        scale = min(1.0, self.settings.prior_rounds / max(self.trials[0], 1e-9))
+        self.hits = [h * scale for h in self.hits]
+        self.trials = [t * scale for t in self.trials]
+        self._rates = None
 
     def wants_draft_prefill(self) -> bool:
         """The draft reads the prompt unless it starts the answer bypassed (a probe then reads
@@ -125,12 +132,16 @@ class AdaptiveDraftLength:
                 return self._decide(DraftPlan(k, source, s.probe_read), Reason.LEARN)
             return self._decide(DraftPlan(0, Provenance.MAIN), Reason.LEARN)
         speedups = self.speedups()
-        if not available:
-            return self._decide(DraftPlan(0, Provenance.MAIN), Reason.BEST, speedups, 1.0)
-        k = max(range(1, available + 1), key=lambda k: speedups[k - 1])
-        if speedups[k - 1] >= s.margin:
+        k = max(range(1, max(available, 1) + 1), key=lambda k: speedups[k - 1])
+        if not available:  # nothing to propose this round: plain, and whether it would draft
+            would = Reason.BEST if speedups[k - 1] >= s.margin else Reason.BYPASS
+            return self._decide(DraftPlan(0, Provenance.MAIN), would, speedups, 1.0)
+        paying = speedups[k - 1] >= s.margin
+        if paying and not self._decision.bypassed:
             return self._decide(DraftPlan(k, source, s.probe_read), Reason.BEST, speedups, speedups[k - 1])
-        if self._follow_up or self.credit >= self.probe_price():
+        # a bypassed draft comes back through a probe (it is the cheap round that checks the
+        # estimates' drift back towards the record), otherwise when the budget affords one
+        if paying or self._follow_up or self.credit >= self.probe_price():
             k = min(s.probe_k, available)
             return self._decide(DraftPlan(k, source, s.probe_read), Reason.PROBE, speedups, speedups[k - 1])
         return self._decide(DraftPlan(0, Provenance.MAIN), Reason.BYPASS, speedups, 1.0)
@@ -158,12 +169,13 @@ class AdaptiveDraftLength:
         return self.drafted < s.learn_rounds or len(self.queued) + len(self.alone) < s.learn_rounds
 
     def acceptance(self) -> list[float]:
-        """Acceptance by position, each shrunk towards the position before (the first towards
-        `PRIOR`) where its counts are thin."""
+        """Acceptance by position: recent counts shrunk towards the draft's life-long record
+        where they are thin (so as they fade while the draft sits out, it drifts back to its
+        record: a draft dropped on a hard stretch returns, one useless overall never does)."""
         weight, before, out = self.settings.prior_rounds, PRIOR, []
-        for hits, trials in zip(self.hits, self.trials):
-            before = (hits + weight * before) / (trials + weight)
-            out.append(before)
+        for hits, trials, ever_hit, ever_tried in zip(self.hits, self.trials, *self.record):
+            before = (ever_hit + weight * before) / (ever_tried + weight)  # the record, by position
+            out.append((hits + weight * before) / (trials + weight))
         return out
 
     def plain_cost(self) -> float:
@@ -184,30 +196,37 @@ class AdaptiveDraftLength:
         line = fit_line([(n, measured[n], len(self.main[n])) for n in sizes])
         return cost_curve(measured, line, up_to)
 
-    def draft_cost(self, k: int) -> float:
-        """Seconds proposing k tokens: a fixed part and a part per token, fitted."""
+    def draft_costs(self, up_to: int) -> list[float]:
+        """Seconds proposing k = 1..up_to tokens: a fixed part and a part per token, fitted."""
         if not self.drafts:
-            return 0.0
+            return [0.0] * up_to
         fixed, per_token = fit_line([(n, seconds, 1.0) for n, seconds in self.drafts])
-        return max(0.0, fixed + per_token * k)
+        return [max(0.0, fixed + per_token * k) for k in range(1, up_to + 1)]
 
     def speedups(self) -> list[float]:
         """Expected speed of k = 1..max_k over plain decoding."""
         if self._rates is None:
-            s, rates = self.settings, self.acceptance()
-            main, overhead = self.main_costs(s.max_k + 1), median(self.overhead)
+            max_k, rates, overhead = self.settings.max_k, self.acceptance(), median(self.overhead)
+            main, draft = self.main_costs(max_k + 1), self.draft_costs(max_k)
             self._rates = [
-                leviathan_rate(rates[:k], self.draft_cost(k), main[k], overhead) for k in range(1, s.max_k + 1)
+                leviathan_rate(rates[:k], draft[k - 1], main[k], overhead) for k in range(1, max_k + 1)
             ]
         plain = self.plain_cost()
         return [rate * plain for rate in self._rates]
+
+    def _could_pay(self) -> bool:
+        """Whether some k would pay were every proposal accepted: else only prices can change."""
+        max_k, overhead, plain = self.settings.max_k, median(self.overhead), self.plain_cost()
+        main, draft = self.main_costs(max_k + 1), self.draft_costs(max_k)
+        best = max((k + 1) / (draft[k - 1] + main[k] + overhead) for k in range(1, max_k + 1))
+        return best * plain >= self.settings.margin
 
     def probe_price(self) -> float:
         """What a probe costs: as measured, or before any, its passes as priced."""
         if self.probes:
             return median(self.probes)
         k = self.settings.probe_k
-        return self.draft_cost(k) + self.main_costs(k + 1)[k] + median(self.overhead)
+        return self.draft_costs(k)[-1] + self.main_costs(k + 1)[k] + median(self.overhead)
 
     # -- learning from a round ----------------------------------------------------------------
 
@@ -223,7 +242,8 @@ class AdaptiveDraftLength:
             self.alone.append(wall if wall is not None else event.verify_seconds)
             self._rates = None
         if event.k == 0:
-            if reason is Reason.BYPASS:  # the budget grows with the time spent bypassed, up to a probe
+            if reason is Reason.BYPASS:
+                self._forget()  # the budget grows with the time spent bypassed, up to a probe
                 share = self.settings.probe_share * self.plain_cost() * len(event.emitted)
                 self.credit = min(self.credit + share, self.probe_price())
             return
@@ -239,18 +259,23 @@ class AdaptiveDraftLength:
             cost = wall if wall is not None else event.draft_seconds + event.verify_seconds
             self.probes.append(cost)
             self.credit -= cost
-            self._follow_up = event.accepted == event.k
+            self._follow_up = event.accepted == event.k and self._could_pay()
         else:
             self._follow_up = False
         self._rates = None
 
-    def _count(self, k: int, accepted: int) -> None:
+    def _forget(self) -> None:
         forget = self.settings.forget
         self.hits = [h * forget for h in self.hits]
         self.trials = [t * forget for t in self.trials]
+        self._rates = None
+
+    def _count(self, k: int, accepted: int) -> None:
+        self._forget()
         for i in range(min(accepted + 1, k, self.settings.max_k)):
-            self.trials[i] += 1
-            self.hits[i] += i < accepted
+            for hits, trials in ((self.hits, self.trials), self.record):
+                trials[i] += 1
+                hits[i] += i < accepted
         self.drafted += 1
         if self.source is Provenance.DRAFT:
             self.judged += min(accepted + 1, k)
@@ -272,6 +297,7 @@ class AdaptiveDraftLength:
             "probes": list(self.probes),
             "hits": list(self.hits),
             "trials": list(self.trials),
+            "record": [list(self.record[0]), list(self.record[1])],
             "counts": [self.right, self.judged, self.drafted],
         }
 
@@ -315,6 +341,13 @@ class AdaptiveDraftLength:
             return None
         if any(not 0 <= h <= t for h, t in zip(hits, trials)) or not all(map(math.isfinite, trials)):
             return None
+        ever_hit, ever_tried = ([float(v) for v in counts] for counts in state["record"])
+        if len(ever_hit) != len(hits) or len(ever_tried) != len(hits):
+            return None
+        if any(not 0 <= h <= t for h, t in zip(ever_hit, ever_tried)) or not all(
+            map(math.isfinite, ever_tried)
+        ):
+            return None
         right, judged, drafted = (int(c) for c in state["counts"])
         if not 0 <= right <= judged or drafted < 0:
             return None
@@ -327,6 +360,7 @@ class AdaptiveDraftLength:
             "probes": seconds(state["probes"]),
             "hits": hits,
             "trials": trials,
+            "record": (ever_hit, ever_tried),
             "right": right,
             "judged": judged,
             "drafted": drafted,

@@ -17,7 +17,7 @@ class ControllerSettings:
     # several positions, short enough that a useless draft costs little
     start_k: int = 3
     # draft rounds (and plain steps) measured before the controller trusts its costs
-    learn_rounds: int = 3
+    learn_rounds: int = 4
     # a draft length is played only where it beats plain by this factor, so noise in the
     # estimates does not make the controller flap between drafting and plain
     margin: float = 1.03
@@ -29,8 +29,9 @@ class ControllerSettings:
     # passes timed per size (and plain steps, and drafts): the median of that many ignores a
     # one-time cost (a shape compiled) or a stall while following a machine that changed speed
     window: int = 15
-    # while bypassed, probes may cost at most this share of the time plain decoding takes
-    probe_share: float = 0.05
+    # while bypassed, probes may cost at most this share of the time plain decoding takes: a
+    # draft that never pays then costs about this much against plain
+    probe_share: float = 0.02
     # a probe drafts this many tokens: enough to see whether the draft is right again
     probe_k: int = 2
     # a draft never reads more than the last this many tokens it skipped while bypassed: on a
@@ -60,4 +61,4 @@ DEFAULT_SETTINGS = ControllerSettings()
 # the status strip says a draft is almost never right below this share of its judged proposals
 # (a real draft is right on a third even of a poem; a random-weight one on nothing)
 RARELY_RIGHT = 1 / 48
-RARELY_RIGHT_AFTER = 48  # proposals judged before that can be said
+RARELY_RIGHT_AFTER = 16  # proposals judged before that can be said (0 of 16 is 1 in 600 for a third)

@@ -82,7 +82,9 @@ def test_every_event_crosses_as_itself() -> None:
             0.01,
             0.02,
             Provenance.DRAFT,
-            decision=Decision(Reason.BEST, 3, expected_speedup=1.4, acceptance=(0.5, 0.25), draft_right=(1, 60)),
+            decision=Decision(
+                Reason.BEST, 3, expected_speedup=1.4, acceptance=(0.5, 0.25), draft_right=(1, 60)
+            ),
             refused_text=" cat",
             left_out=SlowRound(3, Provenance.DRAFT, 4, 4, 10, 0.01, 0.5, 12),
         ),

@@ -1,0 +1,215 @@
+"""The adaptive controller's behaviour on synthetic answers and costs: when it drafts, how far,
+when it stops, how it notices a draft that starts to pay, and what it keeps across sessions."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+import pytest
+
+from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent
+from app.engine.decoding.policy import RoundContext
+from app.engine.measure.replay import CostModel, SimulatedClock, Trace, replay
+from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
+from app.engine.policy.settings import ControllerSettings
+
+# a GPU-like machine (a pass over n tokens costs about one step) and a CPU-like one (it grows with n)
+BANDWIDTH = CostModel.shaped("bandwidth")
+COMPUTE = CostModel.shaped("compute")
+QUEUED = replace(BANDWIDTH, queued=0.009)  # the loop queues plain steps, as on a GPU
+
+
+class Logged(AdaptiveDraftLength):
+    """The controller, keeping every round it observed."""
+
+    def __init__(self, **kw: object) -> None:
+        self.clock = SimulatedClock()
+        super().__init__(clock=self.clock, **kw)  # type: ignore[arg-type]
+        self.log: list[RoundEvent] = []
+
+    def observe(self, event: RoundEvent) -> None:
+        self.log.append(event)
+        super().observe(event)
+
+    def play(self, hits: str, costs: CostModel = BANDWIDTH, seed: int = 0) -> float:
+        """One answer with these draft verdicts ('1': the draft's pick is the token); its tok/s."""
+        return replay(_trace(hits, seed), self, costs, clock=self.clock, seed=seed).tokens_per_second
+
+
+def _trace(hits: str, seed: int = 0) -> Trace:
+    rng = random.Random(seed)
+    answer = tuple(rng.sample(range(1000, 100_000), len(hits)))  # distinct: lookup finds nothing
+    return Trace((1, 2, 3), answer, tuple(c == "1" for c in hits))
+
+
+def _hits(p: float, n: int, seed: int = 0) -> str:
+    rng = random.Random(seed)
+    return "".join("1" if rng.random() < p else "0" for _ in range(n))
+
+
+def _plain(hits: str, costs: CostModel = BANDWIDTH, seed: int = 0) -> float:
+    from app.engine.decoding.policy import PlainDecoding
+
+    return replay(_trace(hits, seed), PlainDecoding(), costs, seed=seed).tokens_per_second
+
+
+def _chosen_k(policy: Logged, since: int = 0) -> float:
+    """The mean k of the rounds the controller chose as best."""
+    ks = [e.k for e in policy.log[since:] if e.decision.reason is Reason.BEST and e.k]
+    return sum(ks) / len(ks)
+
+
+@pytest.mark.parametrize("costs", [BANDWIDTH, COMPUTE, QUEUED], ids=["bandwidth", "compute", "queued"])
+def test_a_draft_that_is_never_right_is_bypassed_and_costs_little(costs):
+    policy = Logged()
+    first = policy.play("0" * 200, costs)
+    later = [policy.play("0" * 200, costs, seed) for seed in range(1, 4)]
+    assert first >= 0.9 * _plain("0" * 200, costs)  # learning costs a few rounds
+    assert all(mine >= 0.96 * _plain("0" * 200, costs, seed) for seed, mine in enumerate(later, 1))
+    tail = policy.log[-100:]
+    assert sum(e.decision.reason is Reason.BYPASS for e in tail) >= 90
+    assert policy.decision().bypassed or policy.decision().reason is Reason.PROBE
+
+
+def test_a_draft_too_slow_to_pay_is_bypassed_even_when_it_is_right():
+    slow = replace(BANDWIDTH, draft_step=0.02)  # a draft step costs two main passes
+    policy = Logged()
+    for seed in range(3):
+        policy.play(_hits(0.9, 200, seed), slow, seed)
+    assert sum(e.k == 0 for e in policy.log[-100:]) >= 85
+    assert policy.speedups()[0] < 1.0
+
+
+def test_the_draft_length_grows_with_acceptance():
+    ks = []
+    for p in (0.6, 0.97):
+        policy = Logged()
+        for seed in range(3):
+            policy.play(_hits(p, 200, seed), BANDWIDTH, seed)
+        ks.append(_chosen_k(policy, since=50))
+    assert ks[1] >= ks[0] + 2, ks
+
+
+def test_the_draft_length_shrinks_when_drafting_gets_dearer():
+    policy = Logged()
+    hits = _hits(0.9, 300)
+    policy.play(hits, replace(BANDWIDTH, draft_step=0.001))
+    cheap = _chosen_k(policy, since=50)
+    mark = len(policy.log)
+    policy.play(hits, replace(BANDWIDTH, draft_step=0.005), seed=1)
+    assert _chosen_k(policy, since=mark + 30) < cheap - 1
+
+
+def test_a_probe_notices_a_draft_that_starts_to_pay():
+    """Bypassed through a stretch where the draft is never right, it is drafting again within a
+    bounded number of tokens once the draft is right (the probes' spacing and a few follow-ups)."""
+    policy = Logged()
+    policy.play("0" * 400 + "1" * 400, QUEUED)
+    tokens, turned = 0, None
+    for e in policy.log:
+        if tokens >= 400 and turned is None and e.decision.reason is Reason.BEST and e.k:
+            turned = tokens - 400
+        tokens += len(e.emitted)
+    assert any(e.decision.bypassed for e in policy.log[:150])
+    assert turned is not None and turned <= 250, turned
+
+
+@pytest.mark.parametrize("costs", [BANDWIDTH, COMPUTE], ids=["bandwidth", "compute"])
+def test_probes_stay_within_their_budget_and_read_little(costs):
+    policy = Logged()
+    for seed in range(4):
+        policy.play("0" * 300, costs, seed)
+    after = policy.log[30:]  # past learning
+    probes = [e for e in after if e.decision.reason is Reason.PROBE]
+    spent = sum(e.draft_seconds + e.verify_seconds for e in probes)
+    total = sum(e.draft_seconds + e.verify_seconds for e in after)
+    assert probes and spent <= 1.5 * policy.settings.probe_share * total
+    assert all(e.catch_up <= policy.settings.probe_read for e in probes)
+
+
+def test_no_round_drafts_more_than_its_costs_justify():
+    """Every k the controller chose as best was predicted to beat plain by the margin, and no
+    longer k was predicted better."""
+    policy = Logged()
+    for seed in range(2):
+        policy.play(_hits(0.8, 200, seed), COMPUTE, seed)
+    for e in policy.log:
+        d = e.decision
+        if d.reason is Reason.BEST and d.k:
+            assert d.expected_speedup >= policy.settings.margin
+            assert max(d.speedup_by_k[: d.k]) == d.expected_speedup
+
+
+def test_bypassed_plain_steps_are_queued():
+    policy = Logged()
+    policy.play("0" * 200, QUEUED)
+    tail = policy.log[-60:]
+    assert sum(e.overlapped for e in tail) >= 50  # choose_ahead committed them to plain
+    assert policy.choose_ahead(RoundContext(True, 100, 10)) in (True, False)
+
+
+def test_it_starts_from_a_sensible_k_before_anything_is_measured():
+    policy = AdaptiveDraftLength()
+    plan = policy.choose(RoundContext(True, 100, 0))
+    assert plan.k == policy.settings.start_k and policy.decision().reason is Reason.LEARN
+    assert policy.wants_draft_prefill()
+
+
+def test_saved_state_restores_what_was_learnt():
+    policy = Logged()
+    for seed in range(2):
+        policy.play("0" * 200, BANDWIDTH, seed)
+    state = json.loads(json.dumps(policy.export_state()))
+    fresh = AdaptiveDraftLength()
+    assert fresh.restore_state(state)
+    assert fresh.export_state() == policy.export_state()
+    fresh.choose(RoundContext(True, 100, 0))
+    assert fresh.decision().reason in (Reason.BYPASS, Reason.PROBE)  # no learning again
+    assert not AdaptiveDraftLength(use_draft=False).restore_state(state)  # another source's
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        None,
+        "text",
+        {"version": 1, "sources": ["draft"], "record": {}},  # the old controller's
+        {"version": 2},
+        "broken",
+    ],
+)
+def test_an_old_or_malformed_state_is_ignored(state):
+    policy = Logged()
+    policy.play(_hits(0.9, 60))
+    good = policy.export_state()
+    if state == "broken":
+        state = {**good, "hits": [-1.0] * MAX_K}
+    fresh = AdaptiveDraftLength()
+    before = fresh.export_state()
+    assert fresh.restore_state(state) is False
+    assert fresh.export_state() == before
+
+
+def test_lookup_proposes_only_where_the_prompt_has_a_match():
+    policy = AdaptiveDraftLength(use_draft=False)
+    assert policy.choose(RoundContext(False, 100, 0, lookup_len=0)).k == 0
+    plan = policy.choose(RoundContext(False, 100, 0, lookup_len=2, lookup=(5, 6)))
+    assert plan.source is Provenance.LOOKUP and 1 <= plan.k <= 2
+    assert not policy.wants_draft_prefill()
+
+
+def test_a_draft_almost_never_right_is_named_in_the_decision():
+    policy = Logged()
+    for seed in range(6):
+        policy.play("0" * 400, BANDWIDTH, seed)
+    right, judged = policy.decision().draft_right or (None, None)
+    assert right == 0 and judged is not None and judged >= 16
+    assert Decision(Reason.BYPASS, 0).bypassed and not Decision(Reason.PROBE, 2).bypassed
+
+
+@pytest.mark.parametrize("bad", [{"margin": 0.9}, {"max_k": 0}, {"probe_share": 0.9}, {"start_k": 9}])
+def test_settings_out_of_bounds_are_refused(bad):
+    with pytest.raises(ValueError):
+        ControllerSettings(**bad)
