@@ -76,6 +76,8 @@ class AdaptiveDraftLength:
         self.drafted = 0  # rounds the source proposed in
         self.credit = 0.0  # seconds of probing the budget affords now
         self._follow_up = False  # the last probe was right on all it proposed: probe again
+        self.since_plain = 0  # draft rounds since plain was last timed
+        self.retime = 0  # plain steps still to time before the source plays again
         self._rates: list[float] | None = None  # tokens/s by k, until something they rest on changes
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
         self._last_observed: float | None = None
@@ -130,6 +132,8 @@ class AdaptiveDraftLength:
             if available and self.drafted < s.learn_rounds:  # two sizes: a fixed part and one per token
                 k = min(s.start_k if self.drafted % 2 == 0 else 1, available)
                 return self._decide(DraftPlan(k, source, s.probe_read), Reason.LEARN)
+            return self._decide(DraftPlan(0, Provenance.MAIN), Reason.LEARN)
+        if self.retime:  # plain is re-timed now and then while the source plays (see `observe`)
             return self._decide(DraftPlan(0, Provenance.MAIN), Reason.LEARN)
         speedups = self.speedups()
         k = max(range(1, max(available, 1) + 1), key=lambda k: speedups[k - 1])
@@ -242,6 +246,8 @@ class AdaptiveDraftLength:
             self.alone.append(wall if wall is not None else event.verify_seconds)
             self._rates = None
         if event.k == 0:
+            self.since_plain = 0
+            self.retime = max(0, self.retime - 1)
             if reason is Reason.BYPASS:
                 self._forget()  # the budget grows with the time spent bypassed, up to a probe
                 share = self.settings.probe_share * self.plain_cost() * len(event.emitted)
@@ -250,6 +256,11 @@ class AdaptiveDraftLength:
         if event.source is not self.source:
             return
         self._count(event.k, event.accepted)
+        self.since_plain += 1
+        if self.since_plain >= self.settings.window * self.settings.learn_rounds:
+            # plain is timed only while the source sits out: steps caught in a host stall would
+            # price it high for as long as the source plays, so fresh steps join the window
+            self.retime, self.since_plain = self.settings.learn_rounds, 0
         self.main.setdefault(event.k + 1, deque(maxlen=self.settings.window)).append(event.verify_seconds)
         if event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
             self.drafts.append((event.k, event.draft_seconds))
