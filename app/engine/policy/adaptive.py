@@ -186,7 +186,7 @@ class AdaptiveDraftLength:
         """Seconds per token of plain decoding as the loop plays it: queued where it queues."""
         return median(self.queued or self.alone)
 
-    def main_costs(self, up_to: int) -> list[float]:
+    def main_costs(self, up_to: int, untried_at_best: bool = True) -> list[float]:
         """Seconds of a main pass over n = 1..up_to tokens: measured sizes at their median,
         sizes between two measured ones on the straight line between them, the rest on the
         line fitted through every measured size; never dearer for fewer tokens."""
@@ -197,6 +197,10 @@ class AdaptiveDraftLength:
         for a, b in zip(sizes, sizes[1:]):
             for n in range(a + 1, b):
                 measured[n] = measured[a] + (measured[b] - measured[a]) * (n - a) / (b - a)
+        # above the largest size played, the cheapest it could cost: a price too high is never
+        # played, so nothing would correct it (a bf16 verify of 9 tokens costs about one of 4)
+        for n in range(sizes[-1] + 1, up_to + 1 if untried_at_best else 0):
+            measured[n] = measured[sizes[-1]]
         line = fit_line([(n, measured[n], len(self.main[n])) for n in sizes])
         return cost_curve(measured, line, up_to)
 
@@ -221,7 +225,8 @@ class AdaptiveDraftLength:
     def _could_pay(self) -> bool:
         """Whether some k would pay were every proposal accepted: else only prices can change."""
         max_k, overhead, plain = self.settings.max_k, median(self.overhead), self.plain_cost()
-        main, draft = self.main_costs(max_k + 1), self.draft_costs(max_k)
+        # on measured prices only: a probe's follow-up must rest on what was seen
+        main, draft = self.main_costs(max_k + 1, untried_at_best=False), self.draft_costs(max_k)
         best = max((k + 1) / (draft[k - 1] + main[k] + overhead) for k in range(1, max_k + 1))
         return best * plain >= self.settings.margin
 
