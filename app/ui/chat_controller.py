@@ -1,11 +1,13 @@
 """The conversation flow: send, stream, stop, regenerate, edit, switch pairs, checkpoint.
 
-The controller owns the conversation's `Transcript` (app.engine.store.transcript); the chat view
-draws it by following its notifications. The user's turn is committed before the Generate
-command is submitted, and a turn that cannot be committed is reported through `failed` while
-its text stays in the composer; the growing answer is checkpointed at least twice a second and on
-every stop, so a killed app loses well under a second. Every engine call here is a non-blocking
-submit or cancel.
+The conversation's `Transcript` (app.engine.store.transcript), which the chat view draws by
+following its notifications, changes on send, edit and regenerate only through the `ChatLog`
+(app.engine.store.chat_log), which commits each change before showing it: the controller never
+keeps the two in step by hand. The user's turn is committed before the Generate command is
+submitted, and a change that cannot be committed is reported through `failed` while the text
+stays in the composer and the transcript stays as stored; the growing answer is checkpointed at
+least twice a second and on every stop, so a killed app loses well under a second. Every engine
+call here is a non-blocking submit or cancel.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from app.engine.decoding.events import (
     TokenEvent,
     WarmUpProgress,
 )
-from app.engine.decoding.text.clean import clean_text
 from app.engine.features.baselines import BaselineCache, context_bucket
 from app.engine.features.prompt_kind import classify
 from app.engine.protocol import (
@@ -38,11 +39,17 @@ from app.engine.protocol import (
     SpeculationMode,
     WorkerMessage,
 )
+from app.engine.store.chat_log import ChatLog
 from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.store.drafts import Drafts
 from app.engine.store.history import LOOKUP, RunHistory
-from app.engine.store.transcript import MessageState, Role, Transcript
-from app.engine.store.write_failure import STORAGE_ERRORS, answer_not_started, message_not_sent
+from app.engine.store.transcript import AnswerTurn, MessageState, Role
+from app.engine.store.write_failure import (
+    STORAGE_ERRORS,
+    answer_not_regenerated,
+    answer_not_started,
+    message_not_sent,
+)
 from app.ui.answer_speedups import fill_transcript, fill_turns
 from app.ui.engine_bridge import EngineBridge
 from app.ui.hosts_dialog import chosen_hostfile
@@ -88,7 +95,8 @@ class ChatController(QObject):
     ) -> None:
         super().__init__(parent)
         self.store, self.bridge, self.strip = store, bridge, strip
-        self.transcript = Transcript()
+        self.log = ChatLog(store)
+        self.transcript = self.log.transcript  # read here; changed by the log, by streaming and by loads
         self.baselines = BaselineCache()
         self.history = RunHistory(store)
         self.drafts = Drafts(store)
@@ -170,7 +178,6 @@ class ChatController(QObject):
 
     # -- turns ----------------------------------------------------------------------------------
     def send(self, text: str) -> bool:
-        text = clean_text(text)
         if self.live is not None or not text.strip():
             return False
         if self.pair is None:
@@ -179,21 +186,21 @@ class ChatController(QObject):
         if self.editing is not None and self.transcript.find(self.editing) is not None:
             return self._resend_edit(text)
         self.editing = None  # the edited turn is gone (a regenerate removed it): a new question
-        s, cid = self.chat_settings, self.conversation
+        s, old = self.chat_settings, self.conversation
         try:  # a new conversation, its first turn and the draft's removal commit together or not at all
-            with self.store.transaction():
-                if cid is None:
-                    title = " ".join(text[:1000].split())[:48] or "New chat"  # a long paste: its start
-                    cid = self.store.create(title, s.system_prompt, s.to_dict())
-                key = self.store.append(cid, Role.USER, text)  # committed before generation starts
-                self.drafts.clear(self.conversation)
+            cid, _ = self.log.ask(
+                old,
+                text,
+                system_prompt=s.system_prompt,
+                settings=s.to_dict(),
+                also=lambda: self.drafts.clear(old),
+            )
         except STORAGE_ERRORS as exc:
             self.failed.emit(message_not_sent(exc, self.store.path))
             return False
-        if self.conversation is None:
+        if old is None:
             self.conversation = cid
             self.conversations_changed.emit()
-        self.transcript.append_user(key, text)
         self._generate()
         return True  # the turn is saved even if its answer could not start: the composer may clear
 
@@ -211,20 +218,14 @@ class ChatController(QObject):
         self.editing = None
 
     def _resend_edit(self, text: str) -> bool:
-        key = self.editing
-        assert self.conversation is not None and key is not None
-        position = self.transcript.position(key)
-        assert position is not None  # send() found the turn
+        key, cid = self.editing, self.conversation
+        assert cid is not None and key is not None  # send() found the turn
         try:
-            with self.store.transaction():
-                self.store.edit(key, text)
-                self.store.truncate_after(self.conversation, position)
-                self.drafts.clear(self.conversation)
+            self.log.edit(cid, key, text, also=lambda: self.drafts.clear(cid))
         except STORAGE_ERRORS as exc:
             self.failed.emit(message_not_sent(exc, self.store.path))
             return False  # still editing, and the text stays in the box
         self.editing = None
-        self.transcript.edit(key, text)
         self._generate()
         return True
 
@@ -233,27 +234,29 @@ class ChatController(QObject):
             return False
         if self.live is not None:
             self.stop()
-        index = self.transcript.truncate_for_regenerate(key)
-        if index is None:
+        try:  # the old answer's removal and the new one's start commit together or not at all
+            answer = self.log.regenerate(self.conversation, key)
+        except STORAGE_ERRORS as exc:
+            self.failed.emit(answer_not_regenerated(exc, self.store.path))
             return False
-        self.store.truncate_after(self.conversation, index)
-        return self._generate()
+        return answer is not None and self._generate(answer)
 
-    def _generate(self) -> bool:
+    def _generate(self, message: AnswerTurn | None = None) -> bool:
+        """Stream an answer into `message`, or into a new one after the last turn."""
         assert self.conversation is not None and self.pair is not None
+        if message is None:
+            try:
+                message = self.log.start_answer(self.conversation)
+            except STORAGE_ERRORS as exc:
+                self.failed.emit(answer_not_started(exc, self.store.path))
+                return False
         s = self.chat_settings
         speculation = s.speculation_settings()
         if self.mode_override is not None:
             speculation = replace(speculation, mode=SpeculationMode(self.mode_override))
-        chat = self.transcript.chat(s.system_prompt)
+        chat = self.transcript.chat(s.system_prompt, before=self.transcript.position(message.key))
         command = Generate(chat, s.sampling(), speculation, s.max_tokens, ContextOverflow(s.overflow))
-        try:
-            key = self.store.append(self.conversation, Role.ASSISTANT, "", state=MessageState.PARTIAL)
-        except STORAGE_ERRORS as exc:
-            self.failed.emit(answer_not_started(exc, self.store.path))
-            return False
         asked = self.transcript.last_question()
-        message = self.transcript.start_answer(key)
         self.plain.preempt()  # a background measurement gives way to the user
         stats = LiveStats(mode=speculation.mode)  # its plain speed comes with the context size
         self.live = Live(

@@ -212,7 +212,17 @@ class ConversationStore(StoreFile):
         state: MessageState = MessageState.COMPLETE,
     ) -> int:
         """Add a message after the last one and commit it (with the enclosing transaction, if any)."""
-        now = time.time()
+        return self.append_text(conversation_id, role, content, state)[0]
+
+    def append_text(
+        self,
+        conversation_id: int,
+        role: Role,
+        content: str,
+        state: MessageState = MessageState.COMPLETE,
+    ) -> tuple[int, str]:
+        """As `append`, also returning the text as written (cleaned), for the transcript to show."""
+        now, content = time.time(), clean_text(content)
         with self.transaction():
             (last,) = self.db.execute(
                 "SELECT COALESCE(MAX(position), -1) FROM messages WHERE conversation_id=?", (conversation_id,)
@@ -220,10 +230,10 @@ class ConversationStore(StoreFile):
             cur = self.db.execute(
                 "INSERT INTO messages(conversation_id, position, role, content, state, created, updated) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (conversation_id, last + 1, role.value, clean_text(content), state.value, now, now),
+                (conversation_id, last + 1, role.value, content, state.value, now, now),
             )
             self.db.execute("UPDATE conversations SET updated=? WHERE id=?", (now, conversation_id))
-        return _row_id(cur)
+        return _row_id(cur), content
 
     def checkpoint(
         self,
@@ -255,16 +265,27 @@ class ConversationStore(StoreFile):
             turn.key, a.text, state=turn.state, tokens=a.encoded(), rejected=a.rejected, stats=turn.stats
         )
 
-    def edit(self, message_id: int, content: str) -> None:
+    def edit(self, message_id: int, content: str) -> str:
+        """Replace one message's text; returns the text as written (cleaned)."""
+        content = clean_text(content)
         self.db.execute(
-            "UPDATE messages SET content=?, updated=? WHERE id=?",
-            (clean_text(content), time.time(), message_id),
+            "UPDATE messages SET content=?, updated=? WHERE id=?", (content, time.time(), message_id)
         )
+        return content
 
     def truncate_after(self, conversation_id: int, position: int) -> None:
         """Delete every message after `position` (regenerate and edit-and-resend)."""
         self.db.execute(
             "DELETE FROM messages WHERE conversation_id=? AND position>?", (conversation_id, position)
+        )
+
+    def truncate_after_message(self, conversation_id: int, message_id: int) -> None:
+        """Delete every message after the message `message_id`, found by its stored position (not
+        by its place on screen, which a conversation with damaged rows may not share)."""
+        self.db.execute(
+            "DELETE FROM messages WHERE conversation_id=? AND position>"
+            "(SELECT position FROM messages WHERE id=? AND conversation_id=?)",
+            (conversation_id, message_id, conversation_id),
         )
 
     # -- export -------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from app.engine.decoding.text.clean import clean_text
 from app.engine.store.provenance import Answer
 
 
@@ -303,7 +302,8 @@ class Transcript:
         self._tell(Change.RESET, None)
 
     def append_user(self, key: int, text: str) -> UserTurn:
-        turn = UserTurn(key, clean_text(text))
+        """`text` as the store wrote it: cleaned there, once (app.engine.store.chat_log)."""
+        turn = UserTurn(key, text)
         self._turns.append(turn)
         self._tell(Change.APPENDED, turn)
         return turn
@@ -331,27 +331,39 @@ class Transcript:
         self._tell(Change.STATS, turn)
 
     def edit(self, key: int, text: str) -> int:
-        """Replace a user turn's text and drop every turn after it; returns its position."""
+        """Replace a user turn's text (as the store wrote it) and drop every turn after it;
+        returns its position."""
         position = self.position(key)
         if position is None or not isinstance(self._turns[position], UserTurn):
             raise KeyError(f"no user turn {key}")
-        self._turns[position] = UserTurn(key, clean_text(text))
+        self._turns[position] = UserTurn(key, text)
         del self._turns[position + 1 :]
         self._tell(Change.RESET, None)
         return position
 
+    def question_before(self, key: int | None = None) -> UserTurn | None:
+        """The question the answer `key` (None: the last turn) answered: the one a regenerate
+        asks again; None when there is none."""
+        position = self.position(key) if key else None
+        index = len(self._turns) - 1 if position is None else position
+        return next((t for t in reversed(self._turns[: index + 1]) if isinstance(t, UserTurn)), None)
+
+    def drop_after(self, key: int) -> None:
+        """Drop every turn after the turn `key` (once the store has)."""
+        position = self.position(key)
+        if position is None:
+            raise KeyError(f"no turn {key}")
+        del self._turns[position + 1 :]
+        self._tell(Change.RESET, None)
+
     def truncate_for_regenerate(self, key: int | None = None) -> int | None:
         """Drop the answer `key` (None: the last turn) and everything after the question it
         answered; returns that question's position, None when there is no question to ask again."""
-        position = self.position(key) if key else None
-        index = len(self._turns) - 1 if position is None else position
-        while index >= 0 and not isinstance(self._turns[index], UserTurn):
-            index -= 1
-        if index < 0:
+        question = self.question_before(key)
+        if question is None:
             return None
-        del self._turns[index + 1 :]
-        self._tell(Change.RESET, None)
-        return index
+        self.drop_after(question.key)
+        return self.position(question.key)
 
     def update_stats(self, turn: AnswerTurn, stats: AnswerStats) -> None:
         """A finished answer's stats were completed later (its plain speed became known): its

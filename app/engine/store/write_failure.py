@@ -59,3 +59,10 @@ def draft_not_saved(exc: BaseException, path: Path) -> str:
         "It stays in the box, but would be lost if SpecChat quit now.\n\n"
         f"Conversations database: {path}"
     )
+
+
+def answer_not_regenerated(exc: BaseException, path: Path) -> str:
+    return (
+        f"A new answer could not be started, so the earlier one is kept: {reason(exc)}.\n\n"
+        f"Conversations database: {path}"
+    )

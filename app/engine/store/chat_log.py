@@ -1,0 +1,78 @@
+"""The chat's changes to a conversation: committed to the database first, then shown.
+
+Each operation writes its rows in one transaction and only once that has committed applies the
+same change to the `Transcript` the chat view draws, returning the turn that changed (as Anki's
+collection operations return what changed). A write that fails raises its own error and leaves
+the transcript as it was, so what is shown is always what the database holds. The text is cleaned
+once, by the store as it writes it; the transcript takes the text the store wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from app.engine.store.conversations import ConversationStore
+from app.engine.store.transcript import AnswerTurn, MessageState, Role, Transcript, UserTurn
+
+
+def _title(text: str) -> str:
+    """A new chat's title: the start of its first question (a long paste: its first words)."""
+    return " ".join(text[:1000].split())[:48] or "New chat"
+
+
+class ChatLog:
+    """One conversation as stored and as shown; the store decides, the transcript follows."""
+
+    def __init__(self, store: ConversationStore, transcript: Transcript | None = None) -> None:
+        self.store = store
+        self.transcript = transcript if transcript is not None else Transcript()
+
+    def ask(
+        self,
+        conversation: int | None,
+        text: str,
+        *,
+        system_prompt: str = "",
+        settings: dict[str, Any] | None = None,
+        also: Callable[[], None] = lambda: None,
+    ) -> tuple[int, UserTurn]:
+        """Add the user's turn, creating the conversation when `conversation` is None; `also`
+        runs in the same transaction (the draft's removal). Returns the conversation and turn."""
+        with self.store.transaction():
+            if conversation is None:
+                conversation = self.store.create(_title(text), system_prompt, settings)
+            key, stored = self.store.append_text(conversation, Role.USER, text)
+            also()
+        return conversation, self.transcript.append_user(key, stored)
+
+    def edit(
+        self, conversation: int, key: int, text: str, *, also: Callable[[], None] = lambda: None
+    ) -> UserTurn:
+        """Replace the user turn `key` and drop every turn after it, together."""
+        with self.store.transaction():
+            stored = self.store.edit(key, text)
+            self.store.truncate_after_message(conversation, key)
+            also()
+        self.transcript.edit(key, stored)
+        turn = self.transcript.find(key)
+        assert isinstance(turn, UserTurn)  # edit() raised otherwise
+        return turn
+
+    def start_answer(self, conversation: int) -> AnswerTurn:
+        """An empty answer after the last turn, saved as partial until it finishes."""
+        key, _ = self.store.append_text(conversation, Role.ASSISTANT, "", MessageState.PARTIAL)
+        return self.transcript.start_answer(key)
+
+    def regenerate(self, conversation: int, key: int | None = None) -> AnswerTurn | None:
+        """Drop the answer `key` (None: the last turn) and what follows the question it answered,
+        and start the new answer in its place, together; None when there is no question to ask
+        again. The earlier answer stays, shown and stored, if this cannot be saved."""
+        question = self.transcript.question_before(key)
+        if question is None:
+            return None
+        with self.store.transaction():
+            self.store.truncate_after_message(conversation, question.key)
+            answer, _ = self.store.append_text(conversation, Role.ASSISTANT, "", MessageState.PARTIAL)
+        self.transcript.drop_after(question.key)
+        return self.transcript.start_answer(answer)

@@ -1,0 +1,57 @@
+"""The chat's changes commit first and are shown only once committed, text cleaned on the way in."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from app.engine.store.chat_log import ChatLog
+from app.engine.store.conversations import ConversationStore
+from app.engine.store.transcript import Transcript
+from tests.engine.store.test_write_failures import DISK_FULL, FailingConnection
+
+
+def pairs(log: ChatLog, cid: int) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    shown = [(t.key, t.text) for t in log.transcript]
+    stored = [(m.id, m.content) for m in log.store.load(cid).messages]
+    return shown, stored
+
+
+def test_bad_text_is_shown_as_it_was_stored(store: ConversationStore):
+    log = ChatLog(store)
+    cid, turn = log.ask(None, "otters \udcff")
+    assert turn.text == "otters \ufffd"
+    log.edit(cid, turn.key, "seals \ud800")
+    shown, stored = pairs(log, cid)
+    assert shown == stored == [(turn.key, "seals \ufffd")]
+
+
+def test_a_failed_edit_changes_neither_the_file_nor_the_transcript(store: ConversationStore):
+    log = ChatLog(store)
+    cid, question = log.ask(None, "first")
+    answer = log.start_answer(cid)
+    real = store.db
+    store.db = FailingConnection(real, "DELETE FROM messages", sqlite3.OperationalError(DISK_FULL))
+    with pytest.raises(sqlite3.OperationalError):
+        log.edit(cid, question.key, "second")
+    store.db = real
+    shown, stored = pairs(log, cid)
+    assert shown == stored == [(question.key, "first"), (answer.key, "")]
+
+
+def test_regenerate_cuts_by_stored_position_not_by_place(store: ConversationStore):
+    """Rows whose positions have gaps (a salvaged file) still lose only what follows the question."""
+    log = ChatLog(store)
+    cid, first = log.ask(None, "one")
+    log.start_answer(cid)
+    _, second = log.ask(cid, "two")
+    old = log.start_answer(cid)
+    store.db.execute("UPDATE messages SET position=position*10 WHERE conversation_id=?", (cid,))
+    log = ChatLog(store, Transcript(store.load(cid).turns()))
+    new = log.regenerate(cid, old.key)
+    assert new is not None and new.live
+    shown, stored = pairs(log, cid)
+    assert [key for key, _ in shown] == [key for key, _ in stored]
+    assert [text for _, text in stored] == ["one", "", "two", ""] and stored[0][0] == first.key
+    assert stored[2][0] == second.key

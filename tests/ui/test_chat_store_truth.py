@@ -1,0 +1,126 @@
+"""What the chat shows is what the database holds: send, edit and regenerate each meet a failed
+write once, and after every step the transcript the view draws equals a fresh read of the file."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from PySide6.QtCore import Qt
+
+from app.engine.protocol import Generate
+from tests.ui.test_main_window import engine, type_and_send
+from tests.ui.test_unsent_text import shown_failure
+
+LOCKED = "database is locked"
+
+
+class FailOnce:
+    """The store's connection, whose first statement starting with `fails_on` raises."""
+
+    def __init__(self, db: sqlite3.Connection, fails_on: str) -> None:
+        self.real, self.fails_on, self.failed = db, fails_on, False
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.real.in_transaction
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if not self.failed and sql.startswith(self.fails_on):
+            self.failed = True
+            raise sqlite3.OperationalError(LOCKED)
+        return self.real.execute(sql, *args)
+
+
+def fail_once(window, fails_on: str) -> FailOnce:
+    db = window.store.db
+    failing = FailOnce(db.real if isinstance(db, FailOnce) else db, fails_on)
+    window.store.db = failing
+    return failing
+
+
+def said(window, failures: list[str]) -> str:
+    """The failure just reported, which the window keeps on screen."""
+    assert failures, "a failed save was not reported"
+    text = failures.pop()
+    assert not failures and text in shown_failure(window)
+    return text
+
+
+def shown(window) -> list[tuple[int, str, str, str]]:
+    return [(t.key, t.role.value, t.text, t.state.value) for t in window.controller.transcript]
+
+
+def stored(window) -> list[tuple[int, str, str, str]]:
+    """The conversation read afresh from the file, through a connection of its own."""
+    cid = window.controller.conversation
+    if cid is None:
+        return []
+    db = sqlite3.connect(window.store.path)
+    try:
+        rows = db.execute(
+            "SELECT id, role, content, state FROM messages WHERE conversation_id=? ORDER BY position", (cid,)
+        ).fetchall()
+    finally:
+        db.close()
+    return [(int(i), str(r), str(c), str(s)) for i, r, c, s in rows]
+
+
+def settle(qtbot, window) -> None:
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
+    assert shown(window) == stored(window), "the chat shows something other than the database holds"
+
+
+def generates(window) -> list[Generate]:
+    return [c for c in engine(window).commands if isinstance(c, Generate)]
+
+
+def test_the_chat_shows_what_the_database_holds_through_failed_writes(qtbot, window):
+    window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=8)
+    composer = window.composer.editor
+    failures: list[str] = []
+    window.controller.failed.connect(failures.append)
+
+    failing = fail_once(window, "INSERT INTO messages")  # send: the question cannot be saved
+    type_and_send(qtbot, window, "Why is the sky blue?")
+    assert failing.failed and LOCKED in said(window, failures)
+    assert composer.toPlainText() == "Why is the sky blue?", "the question typed was lost"
+    settle(qtbot, window)
+    assert shown(window) == [], "a question that was not saved is shown"
+    qtbot.keyClick(composer, Qt.Key.Key_Return)  # the same text, sent again
+    assert composer.toPlainText() == ""
+    settle(qtbot, window)
+    question, answer = shown(window)
+    assert question[1:3] == ("user", "Why is the sky blue?") and answer[3] == "complete"
+
+    window.view.action.emit("edit", question[0])
+    assert composer.toPlainText() == "Why is the sky blue?"
+    composer.setPlainText("Why is the sea blue?")
+    failing = fail_once(window, "DELETE FROM messages")  # edit: the text is written, the cut fails
+    qtbot.keyClick(composer, Qt.Key.Key_Return)
+    assert failing.failed and LOCKED in said(window, failures)
+    assert composer.toPlainText() == "Why is the sea blue?", "the edited text was lost"
+    settle(qtbot, window)
+    assert shown(window) == [question, answer], "a failed edit changed what is shown"
+    qtbot.keyClick(composer, Qt.Key.Key_Return)
+    settle(qtbot, window)
+    question, answer = shown(window)
+    assert question[2] == "Why is the sea blue?" and answer[3] == "complete"
+    assert [m["content"] for m in generates(window)[-1].messages] == ["Why is the sea blue?"]
+
+    for fails_on in ("DELETE FROM messages", "INSERT INTO messages"):  # regenerate: either write fails
+        asked = len(generates(window))
+        failing = fail_once(window, fails_on)
+        window.view.action.emit("regenerate", answer[0])
+        assert failing.failed and LOCKED in said(window, failures)
+        assert len(generates(window)) == asked, "an answer started that is not saved"
+        settle(qtbot, window)
+        assert shown(window) == [question, answer], f"a failed regenerate ({fails_on}) changed what is shown"
+
+    window.view.action.emit("regenerate", answer[0])
+    settle(qtbot, window)
+    again = shown(window)
+    assert again[0] == question and len(again) == 2 and again[1][3] == "complete"
+    assert len(generates(window)) == 3 and not failures
