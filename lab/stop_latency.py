@@ -1,5 +1,5 @@
 """Seconds from a Stop to the worker being idle, with a real model:
-`python -m app.engine.measure.stop_latency --main PATH [--draft PATH]`.
+`python -m lab.stop_latency --main PATH [--draft PATH]`.
 
 The worker takes a Stop at the decode loop's safe points: between rounds, and between prefill
 chunks, which are sized to take well under a second (`decoding/chunking.py`). This asks for an
@@ -48,7 +48,7 @@ class Timed:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app.engine.measure.stop_latency", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m lab.stop_latency", description=__doc__)
     parser.add_argument("--main", required=True, help="the main model's folder")
     parser.add_argument("--draft", default=None, help="a draft model's folder (none: plain and lookup)")
     parser.add_argument("--prompt-words", type=int, default=1200, help="length of the long prompt")

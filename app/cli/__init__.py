@@ -21,10 +21,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("bench", "benchmark plain, mlx-lm and SpecChat speculative decoding side by side"),
     "import-gguf": ("gguf_import", "import a GGUF model file into an MLX model folder"),
     "fetch-models": ("fetch_models", "fetch the real-model GGUF fixtures and import them"),
-    "replay": (
-        "replay",
-        "replay plain, fixed k and adaptive over recorded answers under a cost model, without timing noise",
-    ),
     "agreement": (
         "agreement",
         "exact-match against residual acceptance when sampling, computed from both models' distributions",

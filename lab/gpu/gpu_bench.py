@@ -1,5 +1,5 @@
 """Real-shape speed check on a lent GPU, with no model files:
-`python -m app.engine.measure.gpu.gpu_bench --pair 7b-4bit --agreement 0.9 --tokens 128 --prompts 8`.
+`python -m lab.gpu.gpu_bench --pair 7b-4bit --agreement 0.9 --tokens 128 --prompts 8`.
 
 Builds a random pair at Qwen2.5's sizes in memory (toy_pair.py), warms it up as the app does
 after loading, then per prompt decodes with plain, mlx-lm's plain and speculative loops, fixed k, adaptive
@@ -44,9 +44,13 @@ from app.engine.features.prompts import BUILTIN_PROMPTS
 from app.engine.features.timed_run import TimedRun, run_timed
 from app.engine.kernel_cache import keep_compiled_kernels, shape_generic_attention
 from app.engine.measure.bench import run_mlx_lm
-from app.engine.measure.gpu.floors import measure_floors
-from app.engine.measure.gpu.passes_alone import draft_rounds, ready_session, time_passes_alone
-from app.engine.measure.gpu.report import (
+from app.engine.measure.toy_pair import build_pair, measure_agreement
+from app.engine.measure.toy_shapes import PAIRS
+from app.engine.policy.modes import PairPolicies, SavedState, SpeculationMode, make_policy
+from app.engine.policy.warmup import compile_pass_shapes
+from lab.gpu.floors import measure_floors
+from lab.gpu.passes_alone import draft_rounds, ready_session, time_passes_alone
+from lab.gpu.report import (
     SLOW_STEPS,
     ModeRun,
     first_answer_text,
@@ -57,10 +61,6 @@ from app.engine.measure.gpu.report import (
     gaps,
     reduce_answers,
 )
-from app.engine.measure.toy_pair import build_pair, measure_agreement
-from app.engine.measure.toy_shapes import PAIRS
-from app.engine.policy.modes import PairPolicies, SavedState, SpeculationMode, make_policy
-from app.engine.policy.warmup import compile_pass_shapes
 
 
 def _write_rounds(path: str, answers: Sequence[tuple[str, str, TimedRun]]) -> None:
@@ -211,7 +211,7 @@ def chat_prompts(pair: ModelPair, count: int) -> list[tuple[str, list[int]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app.engine.measure.gpu.gpu_bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m lab.gpu.gpu_bench", description=__doc__)
     parser.add_argument("--pair", choices=sorted(PAIRS), default="tiny")
     parser.add_argument("--bits", type=int, choices=(4, 16), help="override the pair's precision")
     parser.add_argument("--agreement", type=float, default=0.9, help="draft/main greedy agreement")

@@ -1,6 +1,6 @@
 """What a pass at a new shape costs on this device, and what padded keys and fixed sizes save.
 
-A script, not a test: `python -m app.engine.measure.gpu.pass_shapes 7b-4bit 1.5b-bf16`. For each
+A script, not a test: `python -m lab.gpu.pass_shapes 7b-4bit 1.5b-bf16`. For each
 pair's main (random weights of a real shape, toy_pair.py), after a 400-token prompt it times
 40 passes of n tokens at context lengths never seen before, then the same lengths again, with
 mlx-lm's KV cache and with padded keys (padded_cache.py); and reads of 16, 17, 22 and 52 tokens

@@ -20,8 +20,8 @@ from app.engine.decoding.drafting import Proposal, propose
 from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.sampling import Sampler, SamplingParams
 from app.engine.decoding.session import ChatSession
-from app.engine.measure.gpu.floors import median_seconds
 from app.engine.policy.oracle import RoundRecord
+from lab.gpu.floors import median_seconds
 
 
 def ready_session(pair: ModelPair, prompt: list[int]) -> ChatSession:

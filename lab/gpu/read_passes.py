@@ -1,5 +1,5 @@
 """Reads of odd lengths, in exact pass sizes against one padded pass, side by side:
-`python -m app.engine.measure.gpu.read_passes --pair 14b-bf16`.
+`python -m lab.gpu.read_passes --pair 14b-bf16`.
 
 A read that is not a pass size (a draft's catch-up after a bypass, a probe's window, a prefill's
 tail) is run on a GPU as one pass padded up to the next size (`buckets.passes`), since there a
@@ -22,10 +22,10 @@ from app.engine.decoding.loading import LoadedModel
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.shapes.buckets import passes, run, split
 from app.engine.kernel_cache import keep_compiled_kernels, shape_generic_attention
-from app.engine.measure.gpu.gpu_bench import chat_prompts
 from app.engine.measure.toy_pair import build_pair
 from app.engine.measure.toy_shapes import PAIRS
 from app.engine.policy.warmup import compile_pass_shapes
+from lab.gpu.gpu_bench import chat_prompts
 
 
 def timed_read(
@@ -43,7 +43,7 @@ def timed_read(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app.engine.measure.gpu.read_passes", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m lab.gpu.read_passes", description=__doc__)
     parser.add_argument("--pair", choices=sorted(PAIRS), default="tiny")
     parser.add_argument("--lengths", default="17,45,77,112,300", help="read lengths, comma-separated")
     parser.add_argument("--context", type=int, default=300, help="tokens in the cache before each read")

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engine.features.timed_run import TimedRun
-from app.engine.measure.gpu.floors import Floors, copy_mib
-from app.engine.measure.gpu.passes_alone import PassesAlone, draft_rounds, wall_over_alone
 from app.engine.policy.oracle import Tally, leviathan_rate
+from lab.gpu.floors import Floors, copy_mib
+from lab.gpu.passes_alone import PassesAlone, draft_rounds, wall_over_alone
 
 COLUMNS = (
     "prompt",

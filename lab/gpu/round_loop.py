@@ -25,8 +25,8 @@ from app.engine.decoding.policy import FixedDraftLength
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
 from app.engine.features.timed_run import TimedRun, run_timed
-from app.engine.measure.gpu.passes_alone import PassesAlone
 from app.engine.policy.oracle import RoundRecord
+from lab.gpu.passes_alone import PassesAlone
 
 # what the loop does after a round's verdict is read, in its order; check_caches runs inside keep
 PARTS = ("accept", "trim", "keep", "check_caches", "observe", "emit")

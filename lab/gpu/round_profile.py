@@ -1,5 +1,5 @@
 """Where a speculative round's time goes:
-`python -m app.engine.measure.gpu.round_profile --pair 14b-bf16 --k 4` (a random pair at real
+`python -m lab.gpu.round_profile --pair 14b-bf16 --k 4` (a random pair at real
 shapes, as gpu_bench builds it), or `--main PATH --draft PATH` for model folders, loaded as the
 command line loads them.
 
@@ -28,7 +28,7 @@ from app.engine.blas import ensure_blas
 
 if TYPE_CHECKING:
     from app.engine.decoding.loading import ModelPair
-    from app.engine.measure.gpu.round_split import Row
+    from lab.gpu.round_split import Row
 
 
 def _ms(seconds: float) -> str:
@@ -58,9 +58,7 @@ def load(args: argparse.Namespace) -> ModelPair:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m app.engine.measure.gpu.round_profile", description=__doc__
-    )
+    parser = argparse.ArgumentParser(prog="python -m lab.gpu.round_profile", description=__doc__)
     from app.engine.measure.toy_shapes import PAIRS
 
     parser.add_argument("--pair", choices=sorted(PAIRS), default="tiny", help="a random pair at real shapes")
@@ -87,12 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from app.engine.decoding.sampling import SamplingParams
     from app.engine.features.timed_run import run_timed
     from app.engine.kernel_cache import keep_compiled_kernels, shape_generic_attention
-    from app.engine.measure.gpu.floors import measure_floors
-    from app.engine.measure.gpu.gpu_bench import chat_prompts
-    from app.engine.measure.gpu.passes_alone import draft_rounds, ready_session, time_passes_alone
-    from app.engine.measure.gpu.round_loop import loop_profile, profile_answers
-    from app.engine.measure.gpu.round_split import draft_split, verify_split
     from app.engine.policy.warmup import compile_pass_shapes, compiles_per_shape
+    from lab.gpu.floors import measure_floors
+    from lab.gpu.gpu_bench import chat_prompts
+    from lab.gpu.passes_alone import draft_rounds, ready_session, time_passes_alone
+    from lab.gpu.round_loop import loop_profile, profile_answers
+    from lab.gpu.round_split import draft_split, verify_split
 
     keep_compiled_kernels()  # as the app does
     shape_generic_attention()

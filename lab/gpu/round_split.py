@@ -23,8 +23,8 @@ from app.engine.decoding.sampling import Sampler, SamplingParams
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.shapes import buckets
 from app.engine.decoding.shapes.buckets import STEP_SIZES
-from app.engine.measure.gpu.floors import Floors, median_seconds
-from app.engine.measure.gpu.passes_alone import draft_seconds, trim_back, verify_seconds
+from lab.gpu.floors import Floors, median_seconds
+from lab.gpu.passes_alone import draft_seconds, trim_back, verify_seconds
 
 SAMPLED = SamplingParams(temperature=0.7, top_p=0.9, seed=0)  # a chat's sampling, for its cost
 

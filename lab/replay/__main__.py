@@ -1,4 +1,4 @@
-"""`python -m app replay`: plain, fixed k and adaptive replayed over recorded answers under a
+"""`python -m lab.replay`: plain, fixed k and adaptive replayed over recorded answers under a
 cost model (this machine's, measured, or a named shape), side by side, without timing noise."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported when the command runs, so --help starts without MLX
-    from app.engine.measure.replay import CostModel, ReplayResult, Trace
+    from lab.replay.simulate import CostModel, ReplayResult, Trace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +82,7 @@ def _record(args: argparse.Namespace) -> tuple[list[Trace], CostModel | None]:
     from app.engine.decoding.templates.chat import format_chat
     from app.engine.library.pairing import load_checked_pair
     from app.engine.measure.bench import load_prompts
-    from app.engine.measure.recording import measure_costs, record_trace
+    from lab.replay.recording import measure_costs, record_trace
 
     if not args.main or not args.draft:
         raise ValueError("recording needs --main and --draft (or replay saved answers with --traces)")
@@ -104,7 +104,7 @@ def _record(args: argparse.Namespace) -> tuple[list[Trace], CostModel | None]:
 
 def _load(spec: str) -> tuple[list[Trace], CostModel | None]:
     """The answers of every comma-separated file, in order, and the first measured costs found."""
-    from app.engine.measure.replay import load_traces
+    from lab.replay.simulate import load_traces
 
     traces: list[Trace] = []
     measured: CostModel | None = None
@@ -130,15 +130,15 @@ def _table(traces: list[Trace], results: dict[str, list[ReplayResult]], name: st
     for cls, idx in classes.items():
 
         def speed(m: str) -> float:
-            return sum(results[m][i].tokens for i in idx) / sum(results[m][i].seconds for i in idx)
+            return sum(results[m][i].tokens for i in idx) / sum(results[m][i].seconds for i in idx)  # noqa: B023 - called in this iteration
 
         def worst(m: str) -> float:
-            return min(results[m][i].tokens_per_second / results["plain"][i].tokens_per_second for i in idx)
+            return min(results[m][i].tokens_per_second / results["plain"][i].tokens_per_second for i in idx)  # noqa: B023
 
         def worst_share(m: str) -> float:  # the oracle per answer: its own best fixed k, known exactly
             return min(
                 results[m][i].tokens_per_second / max(results[f][i].tokens_per_second for f in fixed)
-                for i in idx
+                for i in idx  # noqa: B023
             )
 
         plain = speed("plain")
@@ -170,7 +170,7 @@ def _policy_time(results: dict[str, list[ReplayResult]]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.decoding.loading import ModelLoadError
-    from app.engine.measure.replay import CostModel, run_policies, save_traces
+    from lab.replay.simulate import CostModel, run_policies, save_traces
 
     try:
         traces, measured = _load(args.traces) if args.traces else _record(args)
@@ -222,3 +222,20 @@ def run(args: argparse.Namespace) -> int:
         print(_policy_time(merged))
         print()
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Set MLX up as `python -m app` does (before MLX is imported), then run the replay."""
+    from app.engine.blas import ensure_blas
+    from app.engine.kernel_cache import keep_compiled_kernels, shape_generic_attention
+
+    ensure_blas()
+    keep_compiled_kernels()
+    shape_generic_attention()
+    parser = argparse.ArgumentParser(prog="python -m lab.replay", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, cast
 
 from app.engine.decoding.events import RoundEvent
 from app.engine.decoding.policy import MAX_DRAFT
-from app.engine.measure.replay import CostModel, Trace
 from app.engine.policy.oracle import cost_curve, fit_line
+from lab.replay.simulate import CostModel, Trace
 
 if TYPE_CHECKING:
     from app.engine.decoding.loading import ModelPair

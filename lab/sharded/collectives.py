@@ -3,7 +3,7 @@
 Run on every rank by mlx.launch (or alone: one rank, nothing split), e.g.
 
     mlx.launch --hosts 127.0.0.1 -n 2 --env OMP_NUM_THREADS=1 -- \\
-        python -m app.engine.measure.sharded.collectives --main MODEL
+        python -m lab.sharded.collectives --main MODEL
 
 Each rank loads its shard, reads a 32-token prompt, then times decode passes one token at a time,
 each preceded by the small command collective rank 0 sends before every pass (what
@@ -23,7 +23,7 @@ import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.utils import load as mlx_load
 
-from app.engine.measure.sharded.tp_decode import all_sum_ms
+from lab.sharded.tp_decode import all_sum_ms
 
 
 def _ms(samples: list[float]) -> float:
@@ -31,7 +31,7 @@ def _ms(samples: list[float]) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m app.engine.measure.sharded.collectives")
+    parser = argparse.ArgumentParser(prog="python -m lab.sharded.collectives")
     parser.add_argument("--main", required=True)
     parser.add_argument("--passes", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=5)

@@ -22,16 +22,17 @@ from typing import Any
 
 import mlx.core as mx
 
-from app.engine.measure.sharded.local_launch import launch
-from app.engine.measure.sharded.shard_model import speculative_tok_s
-from app.engine.measure.sharded.tp_decode import (
+from app.engine.measure.toy_shapes import FIRST_TEXT_ID, PAIRS, pair_spec
+from lab.sharded.local_launch import launch
+from lab.sharded.shard_model import speculative_tok_s
+from lab.sharded.tp_decode import (
     all_sum_ms,
     first_divergence,
     pass_ms,
     plain_decode,
     speculative_decode,
 )
-from app.engine.measure.sharded.tp_models import (
+from lab.sharded.tp_models import (
     BuiltPair,
     SplitError,
     build_sharded_pair,
@@ -39,7 +40,6 @@ from app.engine.measure.sharded.tp_models import (
     restore,
     without_all_sums,
 )
-from app.engine.measure.toy_shapes import FIRST_TEXT_ID, PAIRS, pair_spec
 
 COLUMNS = (
     "mode",
@@ -54,7 +54,7 @@ COLUMNS = (
     "speedup",
     "vs plain",
 )
-MODULE = "app.engine.measure.sharded.nccl_bench"
+MODULE = "lab.sharded.nccl_bench"
 LAUNCH_ENV = ("MLX_RANK", "MLX_HOSTFILE", "MLX_WORLD_SIZE")
 
 

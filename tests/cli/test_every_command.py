@@ -79,9 +79,6 @@ def _cases(toy: ToyModels, tmp: Path) -> dict[str, tuple[list[str], Check]]:
     def fetch_models(r: subprocess.CompletedProcess[str]) -> None:
         assert "SmolLM2" in r.stdout, r.stdout
 
-    def replay(r: subprocess.CompletedProcess[str]) -> None:
-        assert "adaptive" in r.stdout, r.stdout
-
     def agreement(r: subprocess.CompletedProcess[str]) -> None:
         assert "accept" in (r.stdout + r.stderr).lower(), r.stdout
 
@@ -125,10 +122,6 @@ def _cases(toy: ToyModels, tmp: Path) -> dict[str, tuple[list[str], Check]]:
         ),
         "import-gguf": ([str(smollm2), "--out", str(tmp / "imported"), "--bits", "16"], import_gguf),
         "fetch-models": (["--models", "smollm2", "--bits", "16"], fetch_models),
-        "replay": (
-            ["--main", main, "--draft", draft, "--max-tokens", "6", "--classes", "code", "--seeds", "1"],
-            replay,
-        ),
         "agreement": (
             ["--main", main, "--draft", draft, "--max-tokens", "4", "--classes", "code"],
             agreement,

@@ -22,7 +22,7 @@ from app.engine.decoding.loading import ModelPair
 from app.engine.decoding.policy import DraftPolicy, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
-from app.engine.measure.replay import Trace
+from lab.replay.simulate import Trace
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from app.engine.measure.stop_latency import main
+from lab.stop_latency import main
 
 
 def test_stop_latency_prints_a_row_per_case(toy_models, capsys):

@@ -1,2 +1,2 @@
-"""Measurement code for developers: the benchmark harness, replay, draft agreement and toy
-models. The app's runtime path never imports it (an import-linter contract)."""
+"""What users measure: the `bench` harness, draft agreement and the toy models. The app's
+runtime path never imports it (an import-linter contract); the developers' lab is `lab/`."""

@@ -11,9 +11,9 @@ import pytest
 
 from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent
 from app.engine.decoding.policy import RoundContext
-from app.engine.measure.replay import CostModel, SimulatedClock, Trace, replay
 from app.engine.policy.adaptive import MAX_K, AdaptiveDraftLength
 from app.engine.policy.settings import ControllerSettings
+from lab.replay.simulate import CostModel, SimulatedClock, Trace, replay
 
 # a GPU-like machine (a pass over n tokens costs about one step) and a CPU-like one (it grows with n)
 BANDWIDTH = CostModel.shaped("bandwidth")

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from app.engine.measure.gpu import gpu_bench
-from app.engine.measure.gpu.gpu_bench import main, mode_names
-from app.engine.measure.gpu.report import COLUMNS, COST_COLUMNS
+from lab.gpu import gpu_bench
+from lab.gpu.gpu_bench import main, mode_names
+from lab.gpu.report import COLUMNS, COST_COLUMNS
 
 
 def test_tiny_run_prints_every_mode_for_every_prompt(capsys) -> None:

@@ -3,7 +3,7 @@ follow from its own times."""
 
 from __future__ import annotations
 
-from app.engine.measure.gpu.read_passes import main
+from lab.gpu.read_passes import main
 
 
 def test_every_model_and_length_gets_exact_and_padded_times_and_their_ratio(capsys) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from app.engine.features.timed_run import TimedRun
-from app.engine.measure.gpu.passes_alone import PassesAlone
-from app.engine.measure.gpu.report import fixed_costs, format_summary, reduce_answers
 from app.engine.policy.oracle import RoundRecord
+from lab.gpu.passes_alone import PassesAlone
+from lab.gpu.report import fixed_costs, format_summary, reduce_answers
 
 
 def _answer(step: float, stall: float = 0.0) -> TimedRun:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from app.engine.decoding.session import ChatSession
-from app.engine.measure.gpu.round_loop import PARTS, timing_parts
-from app.engine.measure.gpu.round_profile import main
+from lab.gpu.round_loop import PARTS, timing_parts
+from lab.gpu.round_profile import main
 
 
 def _number(text: str) -> float:

@@ -1,4 +1,4 @@
-"""`python -m app replay`: records answers with the toy pair, saves them, replays them side by side."""
+"""`python -m lab.replay`: records answers with the toy pair, saves them, replays them side by side."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.cli import main
+from lab.replay.__main__ import main
 
 
 def test_replay_records_saves_and_replays_the_same_answers(
@@ -15,7 +15,6 @@ def test_replay_records_saves_and_replays_the_same_answers(
     saved = tmp_path / "traces.json"
     code = main(
         [
-            "replay",
             "--main",
             str(toy_models.main),
             "--draft",
@@ -43,7 +42,7 @@ def test_replay_records_saves_and_replays_the_same_answers(
     for header in ("measured:", "bandwidth:"):
         assert header in first and "fixed4" in first
     # the saved answers replay without the models, to the same numbers (no noise: deterministic)
-    args = ["replay", "--traces", str(saved), "--k", "2,4", "--costs", "bandwidth", "--noise", "0"]
+    args = ["--traces", str(saved), "--k", "2,4", "--costs", "bandwidth", "--noise", "0"]
     timing = "policy time per round, microseconds:"
 
     def replayed() -> list[str]:
@@ -65,21 +64,21 @@ def test_replay_records_saves_and_replays_the_same_answers(
 
 
 def test_replay_without_models_or_traces_says_what_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["replay"]) == 2
+    assert main([]) == 2
     assert "needs --main and --draft" in capsys.readouterr().err
 
 
 def test_replay_of_a_missing_file_is_an_error_not_a_crash(
     tmp_path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["replay", "--traces", str(tmp_path / "none.json")]) == 2
+    assert main(["--traces", str(tmp_path / "none.json")]) == 2
     assert "error" in capsys.readouterr().err
 
 
 def test_replay_can_put_every_answer_first_in_turn(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     """The first answer a controller sees pays for exploring the pair; --rotate replays the answers
     once from each of them and sums the runs, so no answer always carries that cost."""
-    from app.engine.measure.replay import CostModel, Trace, run_policies, save_traces
+    from lab.replay.simulate import CostModel, Trace, run_policies, save_traces
 
     easy = Trace((1, 2, 3), tuple(range(100, 160)), (True,) * 60, "code-1")
     hard = Trace((1, 2, 3), tuple(range(200, 260)), tuple(i % 3 == 0 for i in range(60)), "prose-1")
@@ -88,7 +87,6 @@ def test_replay_can_put_every_answer_first_in_turn(tmp_path, capsys: pytest.Capt
     assert (
         main(
             [
-                "replay",
                 "--traces",
                 str(saved),
                 "--k",
@@ -135,7 +133,7 @@ def test_replay_takes_answers_recorded_in_several_files_as_one_set(
 ) -> None:
     """Answers recorded at different times (more prompts later) replay together: the same table
     as one file holding them all."""
-    from app.engine.measure.replay import Trace, save_traces
+    from lab.replay.simulate import Trace, save_traces
 
     easy = Trace((1, 2, 3), tuple(range(100, 160)), (True,) * 60, "code-1")
     hard = Trace((1, 2, 3), tuple(range(200, 260)), tuple(i % 3 == 0 for i in range(60)), "prose-1")
@@ -143,13 +141,13 @@ def test_replay_takes_answers_recorded_in_several_files_as_one_set(
     save_traces(tmp_path / "b.json", [hard], None)
     save_traces(tmp_path / "both.json", [easy, hard], None)
     args = ["--k", "2,4", "--costs", "bandwidth", "--noise", "0"]
-    assert main(["replay", "--traces", f"{tmp_path / 'a.json'},{tmp_path / 'b.json'}", *args]) == 0
+    assert main(["--traces", f"{tmp_path / 'a.json'},{tmp_path / 'b.json'}", *args]) == 0
     split = capsys.readouterr().out
-    assert main(["replay", "--traces", str(tmp_path / "both.json"), *args]) == 0
+    assert main(["--traces", str(tmp_path / "both.json"), *args]) == 0
     whole = capsys.readouterr().out
     table = lambda out: [line for line in out.splitlines() if not line.startswith("policy time")]
     assert table(split) == table(whole) and "2 answers" in split
-    assert main(["replay", "--traces", f"{tmp_path / 'a.json'},{tmp_path / 'none.json'}", *args]) == 2
+    assert main(["--traces", f"{tmp_path / 'a.json'},{tmp_path / 'none.json'}", *args]) == 2
 
 
 def test_replay_compares_controller_settings_run_by_run(capsys: pytest.CaptureFixture[str]) -> None:
@@ -158,8 +156,8 @@ def test_replay_compares_controller_settings_run_by_run(capsys: pytest.CaptureFi
     that does not exist, a value of the wrong kind or one out of bounds is refused."""
     from pathlib import Path
 
-    traces = str(Path(__file__).parents[1] / "engine" / "data" / "draft_right_90.json")
-    args = ["replay", "--traces", traces, "--costs", "flat-14b-spells", "--k", "4,6", "--noise", "0"]
+    traces = str(Path(__file__).parents[2] / "engine" / "data" / "draft_right_90.json")
+    args = ["--traces", traces, "--costs", "flat-14b-spells", "--k", "4,6", "--noise", "0"]
     rows = []
     for extra in ([], ["--setting", "margin=2.0"]):
         assert main([*args, *extra]) == 0

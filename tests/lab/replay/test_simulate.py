@@ -14,8 +14,9 @@ from app.engine.decoding.policy import DraftPlan, FixedDraftLength, PlainDecodin
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS
-from app.engine.measure.recording import record_trace
-from app.engine.measure.replay import (
+from app.engine.policy.adaptive import AdaptiveDraftLength
+from lab.replay.recording import record_trace
+from lab.replay.simulate import (
     CostModel,
     SimulatedClock,
     Trace,
@@ -24,7 +25,6 @@ from app.engine.measure.replay import (
     run_policies,
     save_traces,
 )
-from app.engine.policy.adaptive import AdaptiveDraftLength
 
 COMPUTE, BANDWIDTH = CostModel.shaped("compute"), CostModel.shaped("bandwidth")
 
@@ -171,7 +171,7 @@ def test_saved_answers_load_back_as_they_were(tmp_path):
 def _recorded(name: str) -> list[Trace]:
     from pathlib import Path
 
-    return load_traces(Path(__file__).parents[1] / "data" / name)[0]
+    return load_traces(Path(__file__).parents[2] / "engine" / "data" / name)[0]
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -198,7 +198,7 @@ def test_on_the_14b_shape_adaptive_takes_most_of_what_a_paying_draft_offers():
     """The 14B bf16 pair on an H100 (flat-14b: a draft step of 0.35 plain steps, a verify pass of
     1.55-1.83): a draft right on 90% of tokens pays 18-21% at k = 4-6. Adaptive keeps within 5%
     of the best fixed k (the issue's target where drafting pays), and most answers beat plain."""
-    traces = load_traces(Path(__file__).parents[1] / "data" / "draft_right_90.json")[0]
+    traces = load_traces(Path(__file__).parents[2] / "engine" / "data" / "draft_right_90.json")[0]
     costs = CostModel.shaped("flat-14b", step=1.0, noise=0.1)
     results = run_policies(traces, costs, (4, 6), adaptive={"adaptive": {}})
     best = max(_speed(results["fixed4"]), _speed(results["fixed6"]))

@@ -10,8 +10,8 @@ import pytest
 
 from app.engine.decoding.events import Reason, RoundEvent
 from app.engine.decoding.policy import PlainDecoding, RoundContext
-from app.engine.measure.replay import CostModel, SimulatedClock, replay
 from app.engine.policy.adaptive import AdaptiveDraftLength
+from lab.replay.simulate import CostModel, SimulatedClock, replay
 from tests.engine.helpers import agreeing_trace
 
 GPU, COMPUTE = CostModel.shaped("gpu-4bit", step=1.0), CostModel.shaped("compute", step=1.0)

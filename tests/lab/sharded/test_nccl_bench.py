@@ -14,13 +14,13 @@ import mlx.core as mx
 import mlx.nn
 import pytest
 
-from app.engine.measure.sharded import local_launch, nccl_bench
-from app.engine.measure.sharded.tp_decode import first_divergence, plain_decode, speculative_decode
-from app.engine.measure.sharded.tp_models import LocalPartial, SplitError, build_sharded_pair, check_splits
 from app.engine.measure.toy_shapes import FIRST_TEXT_ID, pair_spec
+from lab.sharded import local_launch, nccl_bench
+from lab.sharded.tp_decode import first_divergence, plain_decode, speculative_decode
+from lab.sharded.tp_models import LocalPartial, SplitError, build_sharded_pair, check_splits
 
 nn: Any = mlx.nn  # mlx declares no types for its modules
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[3]
 TINY_ARGS = ["--pair", "tiny", "--agreement", "0.9", "--device", "cpu", "--backend", "ring"]
 TINY_ARGS += ["--tokens", "20", "--prompt-len", "8", "--k", "2,4", "--repeats", "1"]
 
@@ -90,7 +90,7 @@ def test_two_ring_ranks_decode_like_one(tmp_path: Path, bits: str) -> None:
         [
             sys.executable,
             "-m",
-            "app.engine.measure.sharded.nccl_bench",
+            "lab.sharded.nccl_bench",
             *TINY_ARGS,
             "--bits",
             bits,
@@ -109,7 +109,7 @@ def test_two_ring_ranks_decode_like_one(tmp_path: Path, bits: str) -> None:
         [
             sys.executable,
             "-m",
-            "app.engine.measure.sharded.nccl_bench",
+            "lab.sharded.nccl_bench",
             *TINY_ARGS,
             "--bits",
             bits,

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from app.engine.measure.sharded import shard_model as sm
+from lab.sharded import shard_model as sm
 
 TINY = sm.ModelShape(
     name="tiny",
