@@ -84,7 +84,6 @@ def _commands(model: Path, good: Path) -> list[list[str]]:
         ["generate", "--main", g, "--draft", m, "--max-tokens", "2", "hello"],
         ["bench", "--main", m, "--draft", g, "--max-tokens", "2", "--classes", "prose"],
         ["agreement", "--main", m, "--draft", g, "--max-tokens", "2", "--classes", "prose"],
-        ["replay", "--main", m, "--draft", g, "--max-tokens", "2", "--classes", "prose"],
     ]
 
 

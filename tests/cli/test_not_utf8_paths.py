@@ -48,8 +48,6 @@ def test_the_arguments_checked_include_every_kind_of_path() -> None:
         ("bench", "--prompts"),
         ("import-gguf", "file"),
         ("import-gguf", "--out"),
-        ("replay", "--traces"),
-        ("replay", "--save"),
         ("agreement", "--json"),
         ("compat", "main"),
         ("compat", "draft"),
