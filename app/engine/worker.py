@@ -27,7 +27,6 @@ from app.engine.decoding.context import (
 )
 from app.engine.decoding.decode import generate
 from app.engine.decoding.loading import ModelLoadError, ModelPair
-from app.engine.decoding.policy import DraftPolicy
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.shapes.buckets import on_gpu
 from app.engine.decoding.templates.chat import TemplateError, format_chat
@@ -413,7 +412,7 @@ class EngineWorker:
         )
         for event in events:
             if isinstance(event, RoundEvent):
-                event = _forwarded(event, tokenizer, policy, len(prompt))
+                event = _forwarded(event, tokenizer)
             reply(event)
         self._policies.answered(speculation.mode)
 
@@ -437,7 +436,7 @@ class EngineWorker:
             self._sharded = None
 
 
-def _forwarded(event: RoundEvent, tokenizer: Any, policy: DraftPolicy, prompt_tokens: int) -> RoundEvent:
+def _forwarded(event: RoundEvent, tokenizer: Any) -> RoundEvent:
     """The round as the UI gets it: its refused drafts decoded."""
     if event.accepted < len(event.proposed):
         event = dataclasses.replace(event, refused_text=_refused_text(tokenizer, event))

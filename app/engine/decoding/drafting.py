@@ -37,9 +37,10 @@ def propose(
     y = mx.array(tail + [session.pending], dtype=mx.uint32)
     ids: list[mx.array] = []
     scores: list[mx.array] = []
-    for step in range(k):
+    compiled = session.draft_step  # the same for every step of the round: asked once
+    for _ in range(k):
         # the first step reads the tail too: in pass sizes where the session buckets
-        out = buckets.run(draft.model, session.draft_cache, y, session.bucketed, step=session.draft_step)
+        out = buckets.run(draft.model, session.draft_cache, y, session.bucketed, step=compiled)
         logits = out[:, -1, :]
         row = sampler.process(logits, history if sampler.uses_history else None)
         y = sampler.draw(row)
