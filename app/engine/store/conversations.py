@@ -273,12 +273,6 @@ class ConversationStore(StoreFile):
         )
         return content
 
-    def truncate_after(self, conversation_id: int, position: int) -> None:
-        """Delete every message after `position` (regenerate and edit-and-resend)."""
-        self.db.execute(
-            "DELETE FROM messages WHERE conversation_id=? AND position>?", (conversation_id, position)
-        )
-
     def truncate_after_message(self, conversation_id: int, message_id: int) -> None:
         """Delete every message after the message `message_id`, found by its stored position (not
         by its place on screen, which a conversation with damaged rows may not share)."""

@@ -356,15 +356,6 @@ class Transcript:
         del self._turns[position + 1 :]
         self._tell(Change.RESET, None)
 
-    def truncate_for_regenerate(self, key: int | None = None) -> int | None:
-        """Drop the answer `key` (None: the last turn) and everything after the question it
-        answered; returns that question's position, None when there is no question to ask again."""
-        question = self.question_before(key)
-        if question is None:
-            return None
-        self.drop_after(question.key)
-        return self.position(question.key)
-
     def update_stats(self, turn: AnswerTurn, stats: AnswerStats) -> None:
         """A finished answer's stats were completed later (its plain speed became known): its
         line changes, its text does not."""

@@ -45,7 +45,7 @@ def test_migrates_a_version_one_database(tmp_path):
 def test_append_checkpoint_truncate_list_and_search(store):
     a = store.create("First")
     b = store.create("Second")
-    store.append(a, Role.USER, "tell me about otters")
+    question = store.append(a, Role.USER, "tell me about otters")
     mid = store.append(a, Role.ASSISTANT, "", state=MessageState.PARTIAL)
     store.checkpoint(
         mid,
@@ -62,7 +62,7 @@ def test_append_checkpoint_truncate_list_and_search(store):
     assert [s.id for s in store.list()][0] == a  # most recently updated first
     assert [s.id for s in store.list("OTTER")] == [a]
     assert [s.id for s in store.list("Second")] == [b]
-    store.truncate_after(a, 0)
+    store.truncate_after_message(a, question)
     assert len(store.load(a).messages) == 1
     store.rename(b, "Renamed")
     store.delete(a)

@@ -58,14 +58,24 @@ def conversation() -> Transcript:
     return t
 
 
+def _regenerate(t: Transcript, key: int | None) -> int | None:
+    """What the chat does to the transcript once the store has regenerated (`ChatLog`): the
+    question's position, after everything past it is dropped; None when there is none."""
+    question = t.question_before(key)
+    if question is None:
+        return None
+    t.drop_after(question.key)
+    return t.position(question.key)
+
+
 def test_regenerate_drops_the_answer_and_everything_after_its_question():
     t = conversation()
     log = heard(t)
-    assert t.truncate_for_regenerate(2) == 0 and [x.key for x in t] == [1]
+    assert _regenerate(t, 2) == 0 and [x.key for x in t] == [1]
     assert log == [(Change.RESET, None)]
     t = conversation()
-    assert t.truncate_for_regenerate(None) == 2 and [x.key for x in t] == [1, 2, 3]
-    assert Transcript([AnswerTurn(9)]).truncate_for_regenerate(None) is None
+    assert _regenerate(t, None) == 2 and [x.key for x in t] == [1, 2, 3]
+    assert _regenerate(Transcript([AnswerTurn(9)]), None) is None
 
 
 def test_editing_a_question_replaces_it_and_drops_what_followed():
