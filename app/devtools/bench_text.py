@@ -24,9 +24,9 @@ from PySide6.QtWidgets import QApplication
 
 from app.devtools.bench import STALL_P99_MS, StallMeter, open_window
 
-PASTE_BYTES = 100_000_000  # "sending a 100 MB paste froze the window for 12.3 s"
-NEWLINES = 100_000  # "100k newlines stall it 1.2 s"
-DRAFT_CHARS = 10_000_000  # "a 10 MB single-line draft freezes it on every switch"
+PASTE_BYTES = 100_000_000  # a pasted log or dump: any work on the window's thread that grows with it shows
+NEWLINES = 100_000  # many short lines: Qt's layout time grows with lines faster than with characters
+DRAFT_CHARS = 10_000_000  # one huge line kept as a draft: it must not be laid out on every switch
 IDLE_S = 0.1  # between steps: ten ticks
 
 

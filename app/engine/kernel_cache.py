@@ -1,17 +1,16 @@
 """Keep the GPU kernels MLX compiles on Linux (CUDA) across runs of the app.
 
 MLX's CUDA backend compiles kernels at run time for each new shape family and saves them under
-the system's temporary folder, which a reboot empties: a 4-bit 7B pair's warm-up then spends
-about two minutes compiling again (docs/measurements/2026-11-26-gpu-bench-real-shapes.md).
+the system's temporary folder, which a reboot empties: a large pair's warm-up then spends
+minutes compiling again.
 Pointing `MLX_PTX_CACHE_DIR` at a folder in the user's cache makes that a once-per-machine
 cost. MLX reads the variable when it first compiles, so this must run before any pass; a value
 the user set is kept. Metal (macOS) ships its kernels prebuilt and needs nothing here.
 
 The same backend hands attention to cuDNN, which builds a new execution plan for every (query
-length, key length) it meets, in memory only: on an H100 that was 60-90 ms per shape, and a 7B
-pair's warm-up of every shape took 11.5-13.3 s. MLX's own attention (its vector kernel for
-short queries, matrix products otherwise) needs nothing per shape: the warm-up took 4.8-5.0 s
-and decoding ran as fast (docs/measurements/2026-11-26-cuda-attention.md).
+length, key length) it meets, in memory only, tens of milliseconds each: a warm-up over every
+shape takes more than twice as long as without it. MLX's own attention (its vector kernel for
+short queries, matrix products otherwise) needs nothing per shape and decodes as fast.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ A read that is not a pass size (a draft's catch-up after a bypass, a probe's win
 tail) is run on a GPU as one pass padded up to the next size (`buckets.passes`), since there a
 pass costs much the same at any size; before, it was split exactly, largest size first. This
 times both after a context of `--context` tokens, for each model of a random real-shape pair,
-and prints the ratio (docs/measurements/2026-11-26-padded-reads.md). On a CPU a pass costs its
-tokens and padding loses: `--pair tiny` runs there in seconds, to check the script.
+and prints the ratio (docs/measurements/archive/2026-11-26-padded-reads.md). On a CPU a pass
+costs its tokens and padding loses: `--pair tiny` runs there in seconds, to check the script.
 """
 
 from __future__ import annotations

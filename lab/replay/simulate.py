@@ -2,8 +2,8 @@
 without timing noise.
 
 On a real machine every speed ratio carries noise (identical runs differ by tens of percent,
-docs/measurements/2026-11-22-timing-noise.md), and
-`bench` compares the best of several noisy fixed-k runs with one noisy adaptive run. Under greedy
+docs/measurements/archive/2026-11-22-timing-noise.md), and `bench` compares the best of several
+noisy fixed-k runs with one noisy adaptive run. Under greedy
 decoding, though, a round's outcome is fixed by the text: a draft round starting at token t
 accepts the run of tokens from t that the draft, reading the true text, would itself have picked.
 So an answer and the draft's teacher-forced verdicts on it determine what any sequence of draft
@@ -115,7 +115,7 @@ class CostModel:
           plain step 0.9, a pass over n >= 2 tokens 1.55 + 0.04 (n - 2), a draft step 0.35;
         * 'flat-14b-spells': the same on a shared host that changes speed every two answers, its
           slow spells making the draft's passes 1.8 times as long and the main's 1.3 times
-          (an H100 in run S, docs/measurements/2026-11-27-stale-prices.md).
+          (an H100 in run S, docs/measurements/archive/2026-11-27-stale-prices.md).
 
         Plain steps are queued in the last two only.
         """
@@ -127,10 +127,10 @@ class CostModel:
             return cls(verify, 0.33 * step, 0.02 * step, 0.01 * step, 0.02 * step, noise, name)
         if name == "gpu-4bit":
             # an H100 under MLX CUDA, Qwen2.5-7B 4-bit with a 0.5B 4-bit draft
-            # (docs/measurements/2026-11-26-adaptive-4bit-gpu.md)
+            # (docs/measurements/archive/2026-11-26-adaptive-4bit-gpu.md)
             verify = tuple(step * (1.27 + 0.67 * (n - 1)) for n in range(1, MAX_DRAFT + 2))
             return cls(verify, 0.8 * step, 0.0, 0.08 * step, 0.02 * step, noise, name, 2.0 * step, step)
-        if name == "flat-14b":  # docs/measurements/2026-11-26-coasting-clean-steps.md
+        if name == "flat-14b":  # docs/measurements/archive/2026-11-26-coasting-clean-steps.md
             verify = (step,) + tuple(step * (1.55 + 0.04 * (n - 2)) for n in range(2, MAX_DRAFT + 2))
             return cls(
                 verify, 0.35 * step, 0.1 * step, 0.01 * step, 0.02 * step, noise, name, 0.5 * step, 0.9 * step

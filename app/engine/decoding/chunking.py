@@ -1,8 +1,8 @@
 """How many prompt tokens one prefill pass reads.
 
 Prefill is cancellable and reports progress only between passes, so a pass must take well under
-a second: a slow CPU reading a 1.5B main took a minute over one 512-token chunk, with the
-progress stuck at 0 and a Stop that could not land. Each model's passes are timed as they run,
+a second: on a slow CPU one 512-token chunk of a 1.5B main can take a minute, with the
+progress stuck at 0 and a Stop that cannot land. Each model's passes are timed as they run,
 and the next chunk is the largest that is expected to take `CHUNK_SECONDS`, up to the session's
 largest chunk (which a GPU reaches after a pass or two).
 

@@ -3,7 +3,7 @@
 Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the Q4_K / Q5_K sub-blocks are all "scale * q + offset" over
 32 values, which is exactly MLX's affine quantization with group size 32. Keeping the file's own
 integers avoids a second rounding: a 4-bit file dequantized and quantized again to 4 bits loses
-much of its agreement with the reference (docs/measurements/2026-11-22-gguf-import.md).
+much of its agreement with the reference (`tests/engine/gguf/test_weights_oracle.py` compares).
 
 The integers are not unpacked bit by bit here: `gguf.quants` (the format's own reader) gives the
 float values, the per-group scale and offset come from the block headers, and

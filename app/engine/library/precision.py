@@ -2,12 +2,10 @@
 
 MLX's GPU backends (Metal, CUDA) have fast kernels for quantized matrix products, so 4-bit
 models there are both small and quick. Its CPU build has none: a quantized product runs a
-generic loop, while a float32 product goes to BLAS. Measured on a 2-core Linux machine with
-SmolLM2-135M through mlx-lm (a 247-token message, 32 tokens written): its 4-bit GGUF import
-(group 32) read at 0.6 tokens/s and wrote 0.5 tokens/s, mlx-lm's own 4-bit quantization
-(group 64) read at 3.4-4.6 and wrote 2.1-2.6, and the unquantized float32 model read at
-67-154 and wrote 3.9-7.0. So where MLX computes on the CPU, new models default to 16 bits, and
-a 4-bit model gets a warning with a one-click 16-bit copy.
+generic loop, while a float32 product goes to BLAS, so on a CPU a 4-bit model writes several
+times slower than the same model at 16 bits and reads a prompt up to hundreds of times slower
+(docs/performance.md gives the figures and the command). So where MLX computes on the CPU,
+new models default to 16 bits, and a 4-bit model gets a warning with a one-click 16-bit copy.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from dataclasses import dataclass
 
 QUANTIZED_DEFAULT = 4
 UNQUANTIZED = 16
-# how much slower quantized models were in the measurements above, for the warning's words
+# how much slower quantized models are on a CPU (docs/performance.md), for the warning's words
 SLOWDOWN = "2 to 14"
 PROMPT_SLOWDOWN = "17 to 250"
 

@@ -3,7 +3,7 @@
 At one position the chance that a draft proposal x ~ q stands is Σ_x p(x)·q(x) under exact
 matching (the main's own draw, independent of the draft's, must be x) and Σ_x min(p(x), q(x))
 under residual sampling. A sampled benchmark of the real pair estimates these from a few hundred
-coin flips (it takes 20-45 minutes here); here both are read off the two models' distributions
+coin flips (tens of minutes on a CPU); here both are read off the two models' distributions
 at every position of a continuation sampled from the main (the text both rules produce is
 distributed as the main's own sampling), so the only noise left is which continuation was drawn.
 

@@ -1,15 +1,15 @@
 """Compile every pass shape the engine runs before it times, or answers with, any of them.
 
 MLX builds kernels for each new shape on first use, so a shape's first pass can cost several
-times the next (docs/measurements/2026-11-23-price-drift.md), and a catch-up read of a new
-length once cost 37.7 s mid-answer on an H200. The controller explores a pair with a few rounds
+times the next, and on a GPU a read at a new length can hold an answer for seconds while its
+kernels compile. The controller explores a pair with a few rounds
 at two draft lengths and a plain step, and prices every other size from them: when those rounds
 are the first of their shapes, a paying draft is priced under plain and bypassed. So a fixed-k
 round at each size comes first, then a read of every pass size the engine splits its passes
 into (`decoding/shapes/buckets.py`) by each model. With padded keys (a GPU), attention is built per
 (pass size, key width) too, so every size of several tokens then runs at every key width a
 conversation of up to `WARM_CONTEXT` tokens meets; without that, a probe's catch-up read at a
-new width cost 30-85 ms on an H100 (docs/measurements/2026-11-26-gpu-bench-real-shapes.md).
+new width pays tens of milliseconds of building, several times the read itself.
 With MLX's own attention on CUDA (`kernel_cache.shape_generic_attention`) those widths cost
 little more than their work.
 Last, with padded keys, each model's short passes are timed eager and compiled

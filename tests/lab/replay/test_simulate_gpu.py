@@ -154,7 +154,7 @@ def test_plain_steps_caught_in_a_stall_while_first_queued_do_not_keep_a_losing_d
 
 
 # rounds a shared H100 host stalled in five plain answers of run R (7B 4-bit pair), as multiples
-# of the answer's median step (docs/measurements/2026-11-26-host-stalls.md)
+# of the answer's median step (docs/measurements/archive/2026-11-26-host-stalls.md)
 HOST_STALLS = (
     {
         43: 5.7,

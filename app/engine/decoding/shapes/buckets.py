@@ -1,16 +1,16 @@
 """The few pass sizes (tokens per model call) the engine runs on a GPU.
 
 MLX on a GPU (Metal, CUDA) builds kernels for every new input shape the first time it meets
-it: a catch-up read of 16 skipped tokens once took 37.7 s mid-answer on an H200, and 0.2 s the
-next time. Catch-up reads, prefill tails and verify passes come in whatever length the
-conversation gives, so without a fixed set every answer meets new shapes. With one, every pass
+it, which can take seconds where the same pass takes a fraction of one afterwards. Catch-up
+reads, prefill tails and verify passes come in whatever length the conversation gives, so
+without a fixed set every answer meets new shapes. With one, every pass
 runs at one of these sizes, and the warm-up (`app/engine/policy/warmup.py`) compiles each size
 once, at load. A read of another length is whole chunks of the largest size, then one pass
 padded up to the next size, the pad trimmed off the cache after it (no real token attends to
 it, since it comes after them): on MLX's CUDA backend a pass costs much the same at any of these
-sizes, and one padded pass took 0.28-0.59 of the exact pieces (125 tokens as 64 + 32 + 16 + 9 +
-4; docs/measurements/2026-11-26-padded-reads.md). Caches that cannot take entries back are read
-in exact pieces, largest first.
+sizes, so one padded pass costs less than the exact pieces it replaces (125 tokens as 64 + 32 +
+16 + 9 + 4 is five passes). Caches that cannot take entries back are read in exact pieces,
+largest first.
 
 MLX's CPU backend runs the same kernels at every shape, so there splitting only costs passes:
 bucketing is on by default on a GPU only.

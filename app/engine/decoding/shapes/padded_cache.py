@@ -12,8 +12,8 @@ model itself wrote, so finite); masked, each weighs exactly 0, and the attention
 the plain cache's. Trim and offset work as in mlx-lm's `KVCache`, which it extends.
 
 A single-token pass (a plain or draft step) gets the exact keys and no mask: on CUDA its
-attention kernel builds nothing per key length, and a mask would slow it by a third
-(docs/measurements/2026-11-26-gpu-pass-shapes.md). A compiled pass (`compiled_step.py`) takes
+attention kernel builds nothing per key length, and a mask would slow it by about a third.
+A compiled pass (`compiled_step.py`) takes
 the buffers whole instead (`reserve`) and masks in its own graph. The cache is used on a GPU only
 by default (`make_caches`), and on the CPU only where a test asks.
 """
@@ -35,7 +35,7 @@ PADDABLE_MODEL_TYPES = frozenset({"qwen2", "qwen3", "llama", "mistral"})
 
 
 # Past this many entries widths double instead of stepping: few enough widths for the warm-up to
-# build them all (each width cost a 7B 4-bit pair's warm-up about 2 s on an H100), at the price
+# build them all (each width adds seconds to a large pair's warm-up), at the price
 # of attention over up to twice the keys, a small share of a pass that reads a 7B's weights
 LINEAR_WIDTHS_UP_TO = 512
 
