@@ -173,7 +173,8 @@ class LoadedPair:
         self._finish_streaming()
         self._session.reset()
 
-    def _policy(self, mode: str, k: int) -> DraftPolicy:
+    def policy(self, mode: str, k: int) -> DraftPolicy:
+        """The draft policy `stream` uses for `mode`; an adaptive one is kept, so what it learnt holds."""
         return self._policies.policy(SpeculationMode.parse(mode), k)
 
     def stream(
@@ -202,7 +203,7 @@ class LoadedPair:
         stream is read. The answer never runs past the main's context: `max_tokens` is cut to it."""
         if max_tokens < 1:
             raise ValueError("max_tokens must be at least 1")
-        chosen = policy if policy is not None else self._policy(mode, k)
+        chosen = policy if policy is not None else self.policy(mode, k)
         messages = (
             [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
         )

@@ -178,6 +178,11 @@ class EngineWorker:
         with self._lock:
             return self._running is None and self._queue.empty()
 
+    @property
+    def policies(self) -> PairPolicies:
+        """The loaded pair's draft policies; `restored` names the modes that began from memory."""
+        return self._policies
+
     def _run(self) -> None:
         stream = mx.new_stream(mx.default_device())
         with mx.stream(stream):

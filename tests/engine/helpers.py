@@ -10,6 +10,8 @@ from pathlib import Path
 from threading import Event
 from typing import Any
 
+import mlx.core as mx
+
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import (
     EngineError,
@@ -23,6 +25,12 @@ from app.engine.decoding.policy import DraftPolicy, PlainDecoding
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
 from lab.replay.simulate import Trace
+
+
+def next_token_logits(pair: ModelPair, ids: list[int]) -> mx.array:
+    """The main's logits for the token after `ids`, from a plain forward pass of the test's own."""
+    logits: mx.array = pair.main.model(mx.array(ids, dtype=mx.uint32)[None])
+    return logits[0, -1].astype(mx.float32)
 
 
 @dataclass

@@ -164,8 +164,8 @@ def test_a_pair_that_cannot_speculate_says_so_before_its_first_token(toy_pair):
 def test_an_adaptive_mode_keeps_one_controller_across_a_pairs_answers(toy_pair):
     """What the controller learnt (this machine's costs) still holds for the next answer."""
     pair = LoadedPair(toy_pair)
-    assert pair._policy("adaptive", 4) is pair._policy("adaptive", 4)
-    assert pair._policy("lookup", 4) is not pair._policy("adaptive", 4)
+    assert pair.policy("adaptive", 4) is pair.policy("adaptive", 4)
+    assert pair.policy("lookup", 4) is not pair.policy("adaptive", 4)
 
 
 def test_bad_settings_fail_before_any_model_work(toy_pair):

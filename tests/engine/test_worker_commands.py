@@ -9,7 +9,6 @@ import pytest
 
 from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.arena import LOOKUP, load_results
-from app.engine.features.lossless import _main_logits
 from app.engine.protocol import (
     ArenaFinished,
     ArenaProgress,
@@ -25,6 +24,7 @@ from app.engine.protocol import (
     SpeculationSettings,
 )
 from app.engine.worker import EngineWorker
+from tests.engine.helpers import next_token_logits
 
 FINAL = (GenerationFinished, PairLoaded, LosslessReport, ArenaFinished)
 HAIKU = ({"role": "user", "content": "Write a haiku"},)
@@ -67,7 +67,7 @@ def test_check_lossless_identical_and_tampered(worker, toy_models, toy_pair):
     assert report.verdict == "identical" and report.compared == len(answer)
 
     prompt = format_chat(toy_pair.tokenizer, list(HAIKU))
-    worst = int(mx.argmin(_main_logits(toy_pair, prompt + list(answer[:4]))).item())
+    worst = int(mx.argmin(next_token_logits(toy_pair, prompt + list(answer[:4]))).item())
     tampered = answer[:4] + (worst,) + answer[5:]
     [report] = run(worker, CheckLossless(HAIKU, tampered))
     assert (report.verdict, report.position, report.plain_token) == ("wide-margin", 4, answer[4])

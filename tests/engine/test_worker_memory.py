@@ -27,7 +27,7 @@ def _session(store: Store, main: str, draft: str) -> set[SpeculationMode]:
         worker.submit(ASK)
         while not isinstance(event := inbox.get(timeout=120).event, GenerationFinished):
             assert not isinstance(event, PairLoaded) or event.speculation_refusal is None
-        return set(worker._policies.restored)
+        return set(worker.policies.restored)
     finally:
         assert worker.shutdown(timeout=30)
 

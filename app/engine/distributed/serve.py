@@ -64,7 +64,9 @@ def _read_commands(
     commands.put(None)  # the caller is gone: stop the ranks
 
 
-class _Server:
+class RankServer:
+    """Rank 0's side of a sharded session: answers the caller's commands over the ranks."""
+
     def __init__(self, pair: ModelPair, sharded: ShardedMain, out: Output) -> None:
         self.pair, self.sharded, self.out = pair, sharded, out
         self.session = ChatSession(pair)
@@ -137,7 +139,7 @@ def serve(
     token: str,
 ) -> None:
     """Answer the caller's commands until it closes (or goes away), then stop the followers."""
-    server = _Server(pair, sharded, out)
+    server = RankServer(pair, sharded, out)
     ready.can_speculate = server.session.can_speculate
     ready.speculation_refusal = server.session.speculation_refusal
     ready.context_length = context_length(pair.main.config)

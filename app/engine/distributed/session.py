@@ -51,7 +51,7 @@ PASS_FACTOR = 20  # a pass this many times slower than the slowest seen means a 
 _EOF: dict[str, Any] = {"t": "eof"}
 
 
-def _plain(line: str) -> str:
+def printable_line(line: str) -> str:
     """A launcher or rank line as text to show: no terminal colours, nor any other control
     character a machine on the list could use to rewrite the user's terminal."""
     line = re.sub(r"\x1b\[[0-9;]*m", "", line)
@@ -152,9 +152,9 @@ class ShardedPair:
         elif (
             not lost and self._launch.errors
         ):  # the launcher itself failed (a bad hostfile, no ssh): its last word
-            why += f" ({_plain(self._launch.errors[-1])})"
+            why += f" ({printable_line(self._launch.errors[-1])})"
         start = "lost a rank" if self.ready else "could not start the ranks"
-        self.lost = f"{start}: {named}{_plain(why)}"
+        self.lost = f"{start}: {named}{printable_line(why)}"
         raise RanksLost(self.lost)
 
     def _unreadable(self, exc: Exception) -> NoReturn:
@@ -182,6 +182,11 @@ class ShardedPair:
     def pids(self) -> list[int]:
         """Each rank's process id, by rank (on its own machine)."""
         return [r.pid for r in self.ranks]
+
+    @property
+    def exit_code(self) -> int | None:
+        """The launcher's exit status once it has ended (0: every rank ended cleanly), else None."""
+        return self._launch.process.returncode
 
     @property
     def can_speculate(self) -> bool:

@@ -81,7 +81,7 @@ def _time_steps(session: ChatSession, model: LoadedModel, prompt: list[int], siz
         time_steps(model.model, lambda: session.new_cache(model), prompt, sizes)
 
 
-def _compiled_widths(
+def compile_steps_at_width(
     session: ChatSession, model: LoadedModel, prompt: list[int], width: int, compiled: bool | None
 ) -> None:
     """Where sessions will compile `model`'s passes: every step size once over buffers of
@@ -153,7 +153,7 @@ def compile_pass_shapes(
             partial(_time_steps, session, pair.draft, prompt, DRAFT_STEP_SIZES),
         ]
         steps += [
-            partial(_compiled_widths, session, m, prompt, w, compiled)
+            partial(compile_steps_at_width, session, m, prompt, w, compiled)
             for m in (pair.main, pair.draft)
             for w in widths
         ]

@@ -93,5 +93,7 @@ def test_only_this_sessions_well_formed_messages_are_read(stand_in: Path) -> Non
 
 
 def test_a_rank_line_cannot_rewrite_the_users_terminal() -> None:
-    said = session._plain("\x1b[31mrank 1:\x1b[0m gone\x1b]0;owned\x07\x1b[2J")
-    assert "\x1b" not in said and "\x07" not in said and said.startswith("rank 1: gone")
+    said = session.printable_line("\x1b[31mrank 1:\x1b[0m gone\x1b]0;owned\x07\x1b[2J")
+    assert "\x1b" not in said, "no escape sequence reaches the terminal"
+    assert "\x07" not in said, "no bell or title-ending character reaches the terminal"
+    assert said.startswith("rank 1: gone"), "the words themselves are kept, without colours"

@@ -8,14 +8,14 @@ from typing import Any, cast
 import pytest
 
 from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
-from app.engine.distributed.serve import _Server
+from app.engine.distributed.serve import RankServer
 from app.engine.distributed.wire import PolicySpec
 from app.engine.policy.adaptive import AdaptiveDraftLength
 
 
-def _server(toy_pair) -> _Server:
+def _server(toy_pair) -> RankServer:
     # choosing a policy touches neither the ranks nor the caller's stream
-    return _Server(toy_pair, cast(Any, None), cast(Any, None))
+    return RankServer(toy_pair, cast(Any, None), cast(Any, None))
 
 
 @pytest.mark.parametrize("word", ["plain", "off"])

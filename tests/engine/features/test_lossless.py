@@ -10,7 +10,8 @@ from app.engine.decoding.decode import generate
 from app.engine.decoding.events import GenerationFinished
 from app.engine.decoding.policy import FixedDraftLength
 from app.engine.decoding.session import ChatSession
-from app.engine.features.lossless import _main_logits, check_lossless
+from app.engine.features.lossless import check_lossless
+from tests.engine.helpers import next_token_logits
 
 
 def speculative_answer(pair, prompt, n=20) -> list[int]:
@@ -29,7 +30,7 @@ def test_speculative_greedy_answer_is_identical(toy_pair, toy_prompt):
 
 def test_tampered_answer_reports_first_divergence_at_a_wide_margin(toy_pair, toy_prompt):
     answer = speculative_answer(toy_pair, toy_prompt)
-    logits = _main_logits(toy_pair, toy_prompt + answer[:5])
+    logits = next_token_logits(toy_pair, toy_prompt + answer[:5])
     worst = int(mx.argmin(logits).item())
     tampered = answer[:5] + [worst] + answer[6:]
     report = check_lossless(toy_pair, toy_prompt, tampered)
@@ -42,7 +43,7 @@ def test_tampered_answer_reports_first_divergence_at_a_wide_margin(toy_pair, toy
 
 def test_second_choice_with_a_generous_threshold_is_a_near_tie(toy_pair, toy_prompt):
     answer = speculative_answer(toy_pair, toy_prompt)
-    logits = _main_logits(toy_pair, toy_prompt + answer[:3])
+    logits = next_token_logits(toy_pair, toy_prompt + answer[:3])
     second = int(mx.argsort(-logits)[1].item())
     report = check_lossless(toy_pair, toy_prompt, answer[:3] + [second], near_tie=1e9)
     assert report.position == 3 and report.verdict == "near-tie"

@@ -8,7 +8,7 @@ import pytest
 from gguf.constants import GGMLQuantizationType as T
 from gguf.quants import dequantize, quantize
 
-from app.engine.gguf.architectures import _unpermute_llama
+from app.engine.gguf.architectures import ARCHITECTURES
 from app.engine.gguf.direct import FORMATS, can_repack, pack, repack
 from app.engine.gguf.header import TensorInfo
 
@@ -57,7 +57,9 @@ def test_row_permutation_commutes_with_repacking() -> None:
     q, s, b, bits = repack(raw, TensorInfo("x", (64, 8), int(T.Q4_1), 0, len(raw)))
     config = {"num_attention_heads": 2, "num_key_value_heads": 2}
     name = "model.layers.0.self_attn.q_proj.weight"
-    parts = [mx.array(_unpermute_llama(name, a, config)) for a in (q, s, b)]
+    unpermute = ARCHITECTURES["llama"].transform
+    assert unpermute is not None, "llama's Q and K rows need reordering from GGUF's order"
+    parts = [mx.array(unpermute(name, a, config)) for a in (q, s, b)]
     got = mx.dequantize(*parts, group_size=32, bits=bits)
-    want = _unpermute_llama(name, dequantize(np.frombuffer(raw, np.uint8).reshape(8, -1), T.Q4_1), config)
+    want = unpermute(name, dequantize(np.frombuffer(raw, np.uint8).reshape(8, -1), T.Q4_1), config)
     np.testing.assert_array_equal(np.array(got), want.reshape(8, 64))

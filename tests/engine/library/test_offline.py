@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 
 import pytest
+from huggingface_hub import HfApi
 
 from app.engine.library import download as download_module
 from app.engine.library import reachability
@@ -28,7 +29,7 @@ def no_network(monkeypatch):
 
 def test_an_offline_download_says_so_after_a_single_attempt(no_network, monkeypatch, tmp_path):
     listed: list[str] = []
-    monkeypatch.setattr(download_module, "_list_files", lambda *a: listed.append(a[0]))
+    monkeypatch.setattr(HfApi, "model_info", lambda self, repo_id, **kw: listed.append(repo_id))
     with pytest.raises(DownloadError) as refused:
         download("mlx-community/some-model", endpoint="https://huggingface.co", root=tmp_path)
     assert str(refused.value) == OFFLINE
@@ -40,13 +41,12 @@ def test_an_offline_download_says_so_after_a_single_attempt(no_network, monkeypa
 def test_losing_the_network_after_the_check_is_worded_the_same(monkeypatch, tmp_path):
     import requests
 
-    monkeypatch.setattr(reachability, "_connect", lambda address, timeout: None)
     monkeypatch.setattr(download_module, "unreachable", lambda endpoint: None)
 
-    def drop(*_args):
+    def drop(*_args, **_kwargs):
         raise requests.exceptions.ConnectionError(OSError(101, "Network is unreachable"))
 
-    monkeypatch.setattr(download_module, "_list_files", drop)
+    monkeypatch.setattr(HfApi, "model_info", drop)
     with pytest.raises(DownloadError) as refused:
         download("mlx-community/some-model", endpoint="https://huggingface.co", root=tmp_path)
     assert str(refused.value) == OFFLINE

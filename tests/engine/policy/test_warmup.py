@@ -11,8 +11,8 @@ from app.engine.decoding.shapes.padded_cache import widths_up_to
 from app.engine.policy.warmup import (
     DRAFT_STEP_SIZES,
     WARM_CONTEXT,
-    _compiled_widths,
     compile_pass_shapes,
+    compile_steps_at_width,
     warm_up_steps,
 )
 from tests.engine.helpers import spied
@@ -104,10 +104,10 @@ def test_a_cancel_stops_the_warm_up_between_steps(toy_pair, toy_prompt):
 def test_compiled_passes_are_built_per_key_width_only_where_sessions_will_run_them(toy_pair, toy_prompt):
     pair, main, _ = spied(toy_pair)
     session = ChatSession(pair, padded_keys=True)
-    _compiled_widths(session, pair.main, toy_prompt, 512, False)
+    compile_steps_at_width(session, pair.main, toy_prompt, 512, False)
     assert not compiled_step(main).shapes
-    _compiled_widths(session, pair.main, toy_prompt, 512, True)
+    compile_steps_at_width(session, pair.main, toy_prompt, 512, True)
     assert compiled_step(main).shapes == {(size, 512) for size in STEP_SIZES}
     # without padded keys there is nothing to compile over
-    _compiled_widths(ChatSession(pair, padded_keys=False), pair.main, toy_prompt, 1024, True)
+    compile_steps_at_width(ChatSession(pair, padded_keys=False), pair.main, toy_prompt, 1024, True)
     assert all(width == 512 for _, width in compiled_step(main).shapes)

@@ -55,14 +55,24 @@ def test_every_row_is_a_positive_time_and_the_summary_says_what_the_loop_adds(ca
 
 
 def test_timing_the_loop_parts_leaves_the_loop_as_it_was(toy_pair, toy_prompt) -> None:
-    from app.engine.decoding.decode import _Answer
+    from app.engine.decoding.decode import generate
+    from app.engine.decoding.events import GenerationFinished
     from app.engine.decoding.policy import FixedDraftLength
 
-    before = {name: _Answer.__dict__[name] for name in ("accept", "trim", "keep", "emit")}
+    def answer(policy: FixedDraftLength) -> tuple[int, ...]:
+        [*_, finished] = generate(ChatSession(toy_pair), toy_prompt, policy=policy, max_tokens=12)
+        assert isinstance(finished, GenerationFinished)
+        return finished.token_ids
+
+    untimed = answer(FixedDraftLength(2))
     check = ChatSession.__dict__["check_caches"]
     policy = FixedDraftLength(2)
     with timing_parts(policy) as parts:
-        assert _Answer.__dict__["accept"] is not before["accept"]
-    assert {name: _Answer.__dict__[name] for name in before} == before
-    assert ChatSession.__dict__["check_caches"] is check and "observe" not in vars(policy)
-    assert parts.rounds == []
+        assert answer(policy) == untimed, "timing the parts changes nothing the loop decides"
+    timed = [dict(r) for r in parts.rounds]
+    assert timed, "the answer's rounds were timed while the block was open"
+    assert all(part in parts.rounds[0] for part in ("accept", "keep", "emit")), parts.rounds[0]
+    assert answer(policy) == untimed
+    assert parts.rounds == timed, "after the block, no part of an answer is timed"
+    assert ChatSession.__dict__["check_caches"] is check, "the session's cache check is its own again"
+    assert "observe" not in vars(policy), "the policy's observe is its own again"

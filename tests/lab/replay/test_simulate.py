@@ -149,9 +149,10 @@ def test_where_reading_the_skipped_text_exceeds_the_budget_probes_read_only_what
 
 
 def test_a_useless_draft_is_not_handed_back_to_the_prior_answer_after_answer():
-    policy = AdaptiveDraftLength(clock=SimulatedClock())
+    clock = SimulatedClock()
+    policy = AdaptiveDraftLength(clock=clock)
     for i in range(12):
-        replay(_trace("0" * 64, seed=i), policy, BANDWIDTH, clock=policy._clock)  # type: ignore[arg-type]
+        replay(_trace("0" * 64, seed=i), policy, BANDWIDTH, clock=clock)
     assert policy.acceptance()[0] < 0.2
     assert not policy.wants_draft_prefill()
 

@@ -42,7 +42,7 @@ TIMING_ROUNDS = 5  # timed passes per size and way at the warm-up; the median is
 WIN_MARGIN = 0.10
 
 
-class _StepCache:
+class StepCache:
     """One layer's cache inside the compiled graph: writes at an array position, masks by it."""
 
     def __init__(self, keys: mx.array, values: mx.array, offset: mx.array) -> None:
@@ -79,7 +79,7 @@ class CompiledStep:
         def step(ids: mx.array, offset: mx.array, *buffers: mx.array) -> tuple[mx.array, ...]:
             live = ref()
             assert live is not None, "a compiled step outlived its model"
-            caches = [_StepCache(buffers[2 * i], buffers[2 * i + 1], offset) for i in range(layers)]
+            caches = [StepCache(buffers[2 * i], buffers[2 * i + 1], offset) for i in range(layers)]
             logits = live(ids[None], cache=caches)
             return (logits, *(b for c in caches for b in (c.keys, c.values)))
 

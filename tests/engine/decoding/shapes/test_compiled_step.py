@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import gc
+import weakref
 
 import mlx.core as mx
 import pytest
 from mlx_lm.models.cache import KVCache
 
-from app.engine.decoding.shapes import compiled_step as cs
 from app.engine.decoding.shapes.buckets import STEP_SIZES
 from app.engine.decoding.shapes.compiled_step import (
     CompiledStep,
+    StepCache,
+    StepChoice,
     StepTiming,
     choose,
     compilable,
@@ -80,11 +82,12 @@ def test_one_compiled_pass_per_model_and_it_goes_with_the_model(toy_pair):
             return toy_pair.draft.model(inputs, cache=cache)
 
     model = Unloaded()
-    key = id(model)
-    assert isinstance(compiled_step(model), CompiledStep) and key in cs._STEPS
-    del model
+    step = compiled_step(model)
+    assert isinstance(step, CompiledStep)
+    gone = weakref.ref(step)
+    del model, step
     gc.collect()
-    assert key not in cs._STEPS  # an unloaded model leaves nothing behind
+    assert gone() is None, "an unloaded model leaves no compiled pass behind"
 
 
 def test_the_choice_follows_the_ask_then_the_timing_and_never_unpadded_caches(toy_pair, monkeypatch):
@@ -102,8 +105,8 @@ def test_the_choice_follows_the_ask_then_the_timing_and_never_unpadded_caches(to
     assert choose(model, padded, True).compiled and not choose(model, padded, False).compiled
     slower = StepTiming((1,), (2.0,), (3.0,))
     monkeypatch.setattr(step, "timing", slower)
-    assert choose(model, padded, None) == cs.StepChoice(False, "measured", slower, frozenset())
-    assert choose(model, padded, True) == cs.StepChoice(True, "asked", slower)
+    assert choose(model, padded, None) == StepChoice(False, "measured", slower, frozenset())
+    assert choose(model, padded, True) == StepChoice(True, "asked", slower)
     faster = StepTiming((1, 2), (2.0, 3.0), (1.5, 3.0))
     monkeypatch.setattr(step, "timing", faster)
     assert choose(model, padded, None).compiled
@@ -126,7 +129,7 @@ def test_timing_records_both_ways_per_size_on_the_model(toy_pair, monkeypatch):
 @pytest.mark.parametrize("window", [None, 3])
 def test_the_in_graph_mask_hides_the_tail_and_the_future(window):
     buf = mx.zeros((1, 1, 8, 2))
-    mask = cs._StepCache(buf, buf, mx.array(4, dtype=mx.int32)).make_mask(2, window_size=window)
+    mask = StepCache(buf, buf, mx.array(4, dtype=mx.int32)).make_mask(2, window_size=window)
     seen = [[j for j in range(8) if mask[i, j].item()] for i in range(2)]
     if window is None:
         assert seen == [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4, 5]]

@@ -131,6 +131,7 @@ def test_trace_function_is_restored() -> None:
 
 def test_format_chat_matches_encode(toy_models: ToyModels) -> None:
     from mlx_lm import load
+    from transformers import AutoTokenizer
 
     _, tokenizer = load(str(toy_models.main))
     ids = format_chat(tokenizer, MESSAGES)
@@ -139,7 +140,7 @@ def test_format_chat_matches_encode(toy_models: ToyModels) -> None:
     assert ids[0] == tokenizer.convert_tokens_to_ids("<|im_start|>")
     assert tokenizer.decode(ids) == text
     # The HF tokenizer inside the wrapper works the same.
-    assert format_chat(tokenizer._tokenizer, MESSAGES) == ids
+    assert format_chat(AutoTokenizer.from_pretrained(str(toy_models.main)), MESSAGES) == ids
 
 
 def test_format_chat_without_template_uses_plain_format(toy_models: ToyModels) -> None:
