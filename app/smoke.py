@@ -173,7 +173,7 @@ def _make_window() -> MainWindow | None:
         raise
     from PySide6.QtWidgets import QApplication
 
-    from app.ui.background import ensure_event_loop
+    from app.ui.common.background import ensure_event_loop
 
     app = QApplication.instance()
     assert app is not None  # made by _smoke before the window

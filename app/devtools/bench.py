@@ -77,9 +77,9 @@ def open_window(home: Path, rate: float, tokens: int) -> tuple[QApplication, Mai
     from app.devtools.fake_engine import FakeEngine
     from app.engine.library.discovery import Sources
     from app.engine.store.conversations import ConversationStore
-    from app.ui.background import ensure_event_loop
+    from app.ui.chat.settings_dialog import ChatSettings
+    from app.ui.common.background import ensure_event_loop
     from app.ui.main_window import MainWindow
-    from app.ui.settings_dialog import ChatSettings
 
     ensure_event_loop(app)
     (home / "m").mkdir(exist_ok=True)
@@ -133,7 +133,7 @@ def run(rate: float = 2000.0, tokens: int = 20_000) -> BenchResult:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     home = Path(tempfile.mkdtemp(prefix="specchat-bench-"))
     os.environ["SPECCHAT_HOME"] = str(home)
-    from app.ui.render import P_MESSAGE, block_tokens
+    from app.ui.chat.text.render import P_MESSAGE, block_tokens
 
     app, window = open_window(home, rate, tokens)
     shown: list[int] = []

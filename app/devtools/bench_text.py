@@ -95,7 +95,7 @@ def paste_case(rounds: int = 3) -> CaseResult:
     """Paste 100 MB of prose and send it, then 100,000 blank lines between two words, `rounds`
     times each; what is saved and sent must be the text, up to the cap."""
     from app.engine.protocol import Generate
-    from app.ui.long_text import MAX_CHARS
+    from app.ui.chat.text.long_text import MAX_CHARS
 
     case = _Case("specchat-bench-paste-")
     w = case.window
@@ -127,7 +127,7 @@ def paste_case(rounds: int = 3) -> CaseResult:
 def switch_case(rounds: int = 10) -> CaseResult:
     """Paste a 10 MB line into one conversation's box, let it be saved as a draft, then switch
     away from and back to that conversation `rounds` times."""
-    from app.ui.long_text import MAX_CHARS
+    from app.ui.chat.text.long_text import MAX_CHARS
 
     case = _Case("specchat-bench-switch-")
     w = case.window

@@ -8,7 +8,7 @@ from PySide6.QtCore import QSettings
 
 from app.engine.library.discovery import Sources
 from app.engine.store.conversations import ConversationStore
-from app.ui.engine_bridge import EngineFactory
+from app.ui.common.engine_bridge import EngineFactory
 from app.ui.main_window import MainWindow
 
 

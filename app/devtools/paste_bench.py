@@ -36,7 +36,7 @@ def measure(size: int) -> list[tuple[str, float, float]]:
     from app.devtools.fake_engine import FakeEngine
     from app.engine.library.discovery import Sources
     from app.engine.store.conversations import ConversationStore
-    from app.ui.background import ensure_event_loop
+    from app.ui.common.background import ensure_event_loop
     from app.ui.main_window import MainWindow
 
     ensure_event_loop(app)

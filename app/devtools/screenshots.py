@@ -83,7 +83,7 @@ def _toy_library(root: Path) -> Path:
 def _history_and_baseline(app: QApplication, window: MainWindow, out: Path) -> None:
     """Short answers of other kinds in their own chats fill the history; the first one's context
     has no plain speed yet, so the app measures it in the background (shot while measuring)."""
-    from app.ui.settings_dialog import ChatSettings
+    from app.ui.chat.settings_dialog import ChatSettings
 
     window.dashboard.show()
     window.resize(1640, 820)
@@ -111,8 +111,8 @@ def render_all(out_dir: str) -> int:
     os.environ["SPECCHAT_HOME"] = str(home)
     app = QApplication.instance() or QApplication(sys.argv)
     assert isinstance(app, QApplication)  # a console-only QCoreApplication cannot show windows
-    from app.ui.background import ensure_event_loop
-    from app.ui.settings_dialog import ChatSettings
+    from app.ui.chat.settings_dialog import ChatSettings
+    from app.ui.common.background import ensure_event_loop
 
     ensure_event_loop(app)
     empty = home / "empty"
@@ -152,7 +152,7 @@ def render_all(out_dir: str) -> int:
     window.close()
 
     from app.engine.library.discovery import Sources
-    from app.ui.picker import PickerDialog
+    from app.ui.picker.picker import PickerDialog
 
     lib = _toy_library(home)
     picker = PickerDialog(
@@ -189,7 +189,7 @@ def render_all(out_dir: str) -> int:
 
     render_look(app, home, out, _wait, _save)
 
-    from app.ui.glossary import GlossaryDialog
+    from app.ui.window.glossary import GlossaryDialog
 
     glossary = GlossaryDialog()
     glossary.show()

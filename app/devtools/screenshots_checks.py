@@ -34,9 +34,9 @@ def render_checks(app: QApplication, home: Path, out: Path, wait: Wait, save: Sa
     from app.engine.library.discovery import Sources
     from app.engine.store.conversations import ConversationStore
     from app.engine.store.transcript import AnswerTurn
+    from app.ui.chat.settings_dialog import ChatSettings
     from app.ui.main_window import MainWindow
-    from app.ui.picker import PickerDialog
-    from app.ui.settings_dialog import ChatSettings
+    from app.ui.picker.picker import PickerDialog
 
     root = home / "checks"
     lib = _library(root)

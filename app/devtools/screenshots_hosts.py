@@ -85,7 +85,7 @@ def _main() -> tuple[ModelFacts, ModelFacts]:
 def render_hosts(app: QApplication, home: Path, out: Path, wait: Wait, save: Save) -> None:
     from app.engine.distributed.hosts import LocalAddress
     from app.engine.distributed.memory_split import ModelShape
-    from app.ui.hosts_dialog import HostsDialog
+    from app.ui.machines.hosts_dialog import HostsDialog
 
     main, draft = _main()
     addresses = [LocalAddress("bridge0", "169.254.10.1"), LocalAddress("en0", "192.168.1.23")]

@@ -22,8 +22,8 @@ def render_library(app: QApplication, out: Path, wait: Wait, save: Save) -> None
     from app.engine.gguf.fixtures import FIXTURES, gguf_path
     from app.engine.library.discovery import Sources
     from app.engine.library.paths import models_dir
+    from app.ui.chat.settings_dialog import ChatSettings
     from app.ui.main_window import MainWindow
-    from app.ui.settings_dialog import ChatSettings
 
     gguf = gguf_path("smollm2")
     if not gguf.is_file() or gguf.stat().st_size != FIXTURES["smollm2"].size:

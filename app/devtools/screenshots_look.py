@@ -34,8 +34,8 @@ def render_look(app: QApplication, home: Path, out: Path, wait: Wait, save: Save
     from app.engine.library.discovery import Sources
     from app.engine.measure.toy import write_toy_models
     from app.engine.store.conversations import ConversationStore
+    from app.ui.chat.settings_dialog import ChatSettings
     from app.ui.main_window import MainWindow
-    from app.ui.settings_dialog import ChatSettings
 
     root = home / "look"
     lib = root / "lib"

@@ -42,7 +42,7 @@ SCRIPT = re.findall(r"\s*\S+|\s+", ANSWER)
 def render_markdown(app: QApplication, home: Path, out: Path, wait: Wait, save: Save) -> None:
     from app.devtools.fake_engine import FakeEngine
     from app.devtools.fake_window import fake_window
-    from app.ui.settings_dialog import ChatSettings
+    from app.ui.chat.settings_dialog import ChatSettings
 
     window = fake_window(home / "markdown", lambda emit: FakeEngine(emit, rate=40.0, script=SCRIPT))
     window.load_pair("/models/Qwen2.5-7B-Instruct-4bit", "/models/Qwen2.5-0.5B-Instruct-4bit")

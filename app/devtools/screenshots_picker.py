@@ -35,7 +35,7 @@ def _library(root: Path) -> Path:
 
 def render_picker_guide(app: QApplication, home: Path, out: Path, wait: Wait, save: Save) -> None:
     from app.engine.library.discovery import Sources
-    from app.ui.picker import PickerDialog
+    from app.ui.picker.picker import PickerDialog
 
     real = tuple(p for p in (REAL_MODELS,) if p.is_dir() and any(REAL_MODELS.glob("*/config.json")))
     sources = Sources(hub_cache=None, lmstudio=None, specchat=_library(home), extra=real, use_hub=False)

@@ -19,7 +19,7 @@ WORDS = ["Otters", " hold", " hands", " while", " they", " sleep,", " so", " the
 def render_presets(app: QApplication, home: Path, out: Path, wait: Wait, save: Save) -> None:
     from app.devtools.fake_engine import FakeEngine
     from app.devtools.fake_window import fake_window
-    from app.ui.settings_dialog import ChatSettings, SettingsDialog
+    from app.ui.chat.settings_dialog import ChatSettings, SettingsDialog
 
     dialog = SettingsDialog(ChatSettings().with_preset("Creative"))
     dialog.show()

@@ -27,7 +27,7 @@ def render_server(app: QApplication, home: Path, out: Path, wait: Wait, save: Sa
     from app.devtools.fake_engine import FakeEngine
     from app.devtools.fake_window import fake_window
     from app.server.records import ServedRecord
-    from app.ui.settings_dialog import ChatSettings
+    from app.ui.chat.settings_dialog import ChatSettings
 
     window = fake_window(home / "server", lambda emit: FakeEngine(emit, rate=120.0))
     window.load_pair("/models/Qwen2.5-7B-Instruct-4bit", "/models/Qwen2.5-0.5B-Instruct-4bit")
@@ -61,7 +61,7 @@ def render_server(app: QApplication, home: Path, out: Path, wait: Wait, save: Sa
     window.serving.stop()
     window.close()
 
-    from app.ui.server_dialog import ServerDialog, ServerPlace
+    from app.ui.server.server_dialog import ServerDialog, ServerPlace
 
     dialog = ServerDialog(ServerPlace(), "kP3x-example-key-shown-in-the-window")  # never a real key
     dialog.show()

@@ -63,7 +63,7 @@ class WindowDriver:
 
         from app.engine.library.discovery import Sources
         from app.engine.library.paths import models_dir
-        from app.ui.background import ensure_event_loop
+        from app.ui.common.background import ensure_event_loop
         from app.ui.main_window import MainWindow
 
         self.app = QApplication.instance() or QApplication([])

@@ -26,38 +26,39 @@ from app.engine.library.recommended import RecommendedPair
 from app.engine.store import write_failure
 from app.engine.store.conversations import ConversationError, ConversationStore
 from app.engine.worker import remembering_worker
-from app.ui import model_folders as folders
-from app.ui import window_state as state
-from app.ui.appearance import Appearance
-from app.ui.arena import ArenaDialog
-from app.ui.background import BackgroundTasks
-from app.ui.chat_actions import ChatActions
-from app.ui.chat_controller import ChatController
-from app.ui.chat_view import ChatView
-from app.ui.chat_waits import ChatWaits
-from app.ui.composer import Composer
-from app.ui.composer_drafts import DraftKeeper
-from app.ui.dashboard import Dashboard
-from app.ui.empty_states import WELCOME, EmptyChat, NeedModelsBar, pane_state
-from app.ui.engine_bridge import EngineBridge, EngineFactory
-from app.ui.error_banner import ErrorBanner, reason, show_error_dialog
-from app.ui.gguf_import import start_import
-from app.ui.last_load import LastLoadBar, follow_loads, note_attempt, start_pair
-from app.ui.lossless_view import LosslessChecker
-from app.ui.menus import build_menus
-from app.ui.new_models import NewModels
-from app.ui.picker import PickerDialog
-from app.ui.preset_link import PresetLink
-from app.ui.recovery_notice import show_recovery
-from app.ui.render import Options
-from app.ui.serving import ServerSwitch
-from app.ui.settings_dialog import SettingsDialog
-from app.ui.sidebar import Sidebar
-from app.ui.stats import StatusStrip
-from app.ui.store_notice import StoreNotice
-from app.ui.theme import current_theme
-from app.ui.wait_progress import WaitPanel
-from app.ui.welcome import WelcomePanel
+from app.ui.arena.arena import ArenaDialog
+from app.ui.chat.chat_controller import ChatController
+from app.ui.chat.chat_view import ChatView
+from app.ui.chat.chat_waits import ChatWaits
+from app.ui.chat.composer import Composer
+from app.ui.chat.composer_drafts import DraftKeeper
+from app.ui.chat.empty_states import WELCOME, EmptyChat, NeedModelsBar, pane_state
+from app.ui.chat.lossless_view import LosslessChecker
+from app.ui.chat.preset_link import PresetLink
+from app.ui.chat.settings_dialog import SettingsDialog
+from app.ui.chat.sidebar import Sidebar
+from app.ui.chat.stats import StatusStrip
+from app.ui.chat.text.render import Options
+from app.ui.common.background import BackgroundTasks
+from app.ui.common.engine_bridge import EngineBridge, EngineFactory
+from app.ui.common.error_banner import ErrorBanner, reason, show_error_dialog
+from app.ui.common.settings import app_settings
+from app.ui.common.theme import current_theme
+from app.ui.common.wait_progress import WaitPanel
+from app.ui.dashboard.dashboard import Dashboard
+from app.ui.library import model_folders as folders
+from app.ui.library.gguf_import import start_import
+from app.ui.library.welcome import WelcomePanel
+from app.ui.picker.new_models import NewModels
+from app.ui.picker.picker import PickerDialog
+from app.ui.server.serving import ServerSwitch
+from app.ui.window import window_state as state
+from app.ui.window.appearance import Appearance
+from app.ui.window.chat_actions import ChatActions
+from app.ui.window.last_load import LastLoadBar, follow_loads, note_attempt, start_pair
+from app.ui.window.menus import build_menus
+from app.ui.window.recovery_notice import show_recovery
+from app.ui.window.store_notice import StoreNotice
 
 
 class MainWindow(ChatActions):
@@ -80,7 +81,7 @@ class MainWindow(ChatActions):
         super().__init__()
         self.quit_wait = quit_wait  # seconds the close waits for the worker to reach a safe point
         self.setWindowTitle(PRODUCT_NAME)
-        self.settings = settings or state.app_settings()
+        self.settings = settings or app_settings()
         self.sources = sources or default_sources(
             tuple(Path(p) for p in folders.saved_folders(self.settings))
         )

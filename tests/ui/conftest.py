@@ -13,7 +13,7 @@ import pytest
 def event_loop(qapp):
     """qasync's loop on the test QApplication, as the app runs under `python -m app`: background
     tasks (scans, downloads, imports) then run whenever pytest-qt processes events."""
-    from app.ui.background import ensure_event_loop
+    from app.ui.common.background import ensure_event_loop
 
     loop = ensure_event_loop(qapp)
     yield loop

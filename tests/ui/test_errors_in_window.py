@@ -173,7 +173,7 @@ def test_banner_keeps_the_newest_few(qtbot, window):
 
 
 def test_reason_in_words():
-    from app.ui.error_banner import reason
+    from app.ui.common.error_banner import reason
 
     assert reason(PermissionError(13, "Permission denied")) == "you do not have permission to write there"
     assert reason(OSError(28, "No space left on device")) == "the disk is full"

@@ -8,7 +8,7 @@ from PySide6.QtCore import QSettings, Qt
 
 from app.engine.library.discovery import Sources
 from app.engine.store.conversations import ConversationStore
-from app.ui.error_banner import ErrorBanner
+from app.ui.common.error_banner import ErrorBanner
 from app.ui.main_window import MainWindow
 
 

@@ -27,9 +27,9 @@ from PySide6.QtWidgets import QApplication
 from app.engine.store.conversations import ConversationStore
 from app.engine.library.discovery import Sources
 from app.devtools.fake_engine import FakeEngine
-from app.ui.background import ensure_event_loop
+from app.ui.common.background import ensure_event_loop
 from app.ui.main_window import MainWindow
-from app.ui.settings_dialog import ChatSettings
+from app.ui.chat.settings_dialog import ChatSettings
 home = Path(sys.argv[1])
 qt = QApplication([])
 ensure_event_loop(qt)

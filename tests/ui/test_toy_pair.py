@@ -7,7 +7,7 @@ import re
 import pytest
 from PySide6.QtCore import Qt
 
-from app.ui.settings_dialog import ChatSettings
+from app.ui.chat.settings_dialog import ChatSettings
 from tests.ui.conftest import open_window
 
 
@@ -60,7 +60,7 @@ def test_loading_on_a_gpu_shows_the_pass_shapes_compiling_then_answers(
     """Where the device builds kernels per shape, loading a pair goes on through a warm-up the
     status strip counts out; the window is then ready and answers as usual."""
     monkeypatch.setattr("app.engine.worker.compiles_per_shape", lambda: True)
-    from app.ui.stats import StatusStrip
+    from app.ui.chat.stats import StatusStrip
 
     states: list[str] = []
     real = StatusStrip.set_state

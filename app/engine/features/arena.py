@@ -21,6 +21,7 @@ from app.engine.decoding.loading import LoadedModel, ModelLoadError, ModelPair, 
 from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates.chat import TemplateError, format_chat
+from app.engine.features.figures import percent_text, speedup_text
 from app.engine.features.prompts import BUILTIN_PROMPTS, BenchPrompt
 from app.engine.features.timed_run import run_timed
 from app.engine.library.pairing import require_compatible
@@ -261,3 +262,26 @@ def load_results(main: str) -> list[ArenaResult]:
         ]
     except (OSError, ValueError, KeyError, TypeError):
         return []
+
+
+def best_k_text(result: ArenaResult) -> str:
+    """The oracle's best fixed k with its estimated speedup (a formula over the measured rounds,
+    not a run), and a warning when even that k would not beat plain decoding."""
+    if not result.best_k:
+        return "—"
+    if result.best_k_speedup is None:
+        return str(result.best_k)
+    if result.best_k_speedup < 1:
+        return f"{result.best_k} (estimated: plain wins)"
+    return f"{result.best_k} (estimated {speedup_text(result.best_k_speedup)})"
+
+
+def arena_note(result: ArenaResult) -> str:
+    """The short form the picker shows next to a draft."""
+    if result.error:
+        return "arena: could not run"
+    k = f", best k {best_k_text(result)}" if result.best_k else ""
+    accepted = (
+        "nothing proposed" if result.acceptance is None else f"{percent_text(result.acceptance)} accepted"
+    )
+    return f"arena: {speedup_text(result.speedup)} vs plain (measured), {accepted}{k}"

@@ -14,7 +14,7 @@ CUSTOM = "Custom"
 
 @dataclass(frozen=True, slots=True)
 class Preset:
-    """The fields are named as the conversation settings name them (app.ui.settings_dialog)."""
+    """The fields are named as the conversation settings name them (app.ui.chat.settings_dialog)."""
 
     name: str
     summary: str  # one sentence a non-expert understands, shown as a tooltip

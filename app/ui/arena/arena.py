@@ -33,7 +33,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.decoding.events import EngineError
-from app.engine.features.arena import LOOKUP, ArenaProgress, ArenaResult, load_results
+from app.engine.features.arena import (
+    LOOKUP,
+    ArenaProgress,
+    ArenaResult,
+    best_k_text,
+    load_results,
+)
 from app.engine.features.figures import percent_text, speedup_text
 from app.engine.library.compat import Verdict
 from app.engine.library.discovery import Sources, scan_library
@@ -42,9 +48,9 @@ from app.engine.library.ranking import rank_drafts
 from app.engine.library.roles import check_drafts, draft_candidates
 from app.engine.library.store import Store
 from app.engine.protocol import ArenaFinished, RunArena, WorkerMessage
-from app.ui.arena_prompts import PromptList
-from app.ui.background import BackgroundTasks
-from app.ui.engine_bridge import EngineBridge
+from app.ui.arena.arena_prompts import PromptList
+from app.ui.common.background import BackgroundTasks
+from app.ui.common.engine_bridge import EngineBridge
 
 KEY = Qt.ItemDataRole.UserRole
 COLUMNS = ("Rank", "Draft", "Speedup (measured)", "Acceptance", "Best k (estimated)", "Per prompt class")
@@ -52,29 +58,6 @@ COLUMNS = ("Rank", "Draft", "Speedup (measured)", "Acceptance", "Best k (estimat
 
 def candidate_name(candidate: str) -> str:
     return "Prompt lookup (no model)" if candidate == LOOKUP else Path(candidate).name or candidate
-
-
-def best_k_text(result: ArenaResult) -> str:
-    """The oracle's best fixed k with its estimated speedup (a formula over the measured rounds,
-    not a run), and a warning when even that k would not beat plain decoding."""
-    if not result.best_k:
-        return "—"
-    if result.best_k_speedup is None:
-        return str(result.best_k)
-    if result.best_k_speedup < 1:
-        return f"{result.best_k} (estimated: plain wins)"
-    return f"{result.best_k} (estimated {speedup_text(result.best_k_speedup)})"
-
-
-def arena_note(result: ArenaResult) -> str:
-    """The short form the picker shows next to a draft."""
-    if result.error:
-        return "arena: could not run"
-    k = f", best k {best_k_text(result)}" if result.best_k else ""
-    accepted = (
-        "nothing proposed" if result.acceptance is None else f"{percent_text(result.acceptance)} accepted"
-    )
-    return f"arena: {speedup_text(result.speedup)} vs plain (measured), {accepted}{k}"
 
 
 class ArenaDialog(QDialog):

@@ -2,7 +2,7 @@
 row was given, so the strip, the line under the answer and the dashboard's history agree.
 
 The plain speed at an answer's context is often measured in the background only once the answer
-is done (app.ui.plain_speed). The history rows of that context get it at once
+is done (app.ui.common.plain_speed). The history rows of that context get it at once
 (`RunHistory.fill_baseline`); the answers' own stats get the same value from those rows, both
 when the news comes and when a conversation is opened later.
 """
@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from app.engine.store.history import RunHistory
 from app.engine.store.transcript import AnswerStats, AnswerTurn, Transcript, Turn
-from app.ui.stats_words import NO_DRAFT_MODES, figures
+from app.ui.common.stats_words import NO_DRAFT_MODES, figures
 
 
 def with_plain_speed(stats: AnswerStats, plain_tok_s: float) -> AnswerStats:

@@ -50,17 +50,17 @@ from app.engine.store.write_failure import (
     answer_not_started,
     message_not_sent,
 )
-from app.ui.answer_speedups import fill_transcript, fill_turns
-from app.ui.engine_bridge import EngineBridge
-from app.ui.hosts_dialog import chosen_hostfile
-from app.ui.live_answer import Live
-from app.ui.plain_speed import BaselineStatus, PlainBaselines
-from app.ui.platform_words import this_machine
-from app.ui.settings_dialog import ChatSettings
-from app.ui.stats import LiveStats, StatusStrip
-from app.ui.stats_words import pair_line
-from app.ui.tokens import Assembler
-from app.ui.wait_progress import duration
+from app.ui.chat.answer_speedups import fill_transcript, fill_turns
+from app.ui.chat.live_answer import Live
+from app.ui.chat.settings_dialog import ChatSettings
+from app.ui.chat.stats import LiveStats, StatusStrip
+from app.ui.chat.tokens import Assembler
+from app.ui.common.engine_bridge import EngineBridge
+from app.ui.common.plain_speed import BaselineStatus, PlainBaselines
+from app.ui.common.platform_words import this_machine
+from app.ui.common.settings import chosen_hostfile
+from app.ui.common.stats_words import pair_line
+from app.ui.common.wait_progress import duration
 
 CHECKPOINT_SECONDS = 0.5
 WAITING_TO_LOAD = {  # LoadQueued.stopping: what a load waits for before it begins

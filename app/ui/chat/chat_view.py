@@ -2,7 +2,7 @@
 
 It draws a `Transcript` (app.engine.store.transcript) that the chat controller owns, following
 its change notifications; it keeps no copy of the conversation. Only the last message changes
-while streaming, drawn as markdown as it grows (app.ui.live_markdown). The browser loads nothing:
+while streaming, drawn as markdown as it grows (app.ui.chat.text.live_markdown). The browser loads nothing:
 `loadResource` answers every URL with nothing and links go through a confirmation before the
 system browser sees them.
 """
@@ -35,16 +35,25 @@ from app.engine.store.transcript import (
     Turn,
     UserTurn,
 )
-from app.ui.bubble import close_bubble, open_bubble
-from app.ui.ghosts import ghost_lines
-from app.ui.live_markdown import LiveAnswer
-from app.ui.long_text import SHOWN_CHARS as SHOWN_CHARS  # re-exported: tests measure the preview
-from app.ui.long_text import is_long, preview
-from app.ui.render import P_MESSAGE, P_PROV, P_TOKEN, Links, Options, Painter, block_tokens, token_at
-from app.ui.stats import DIVERGENCE, stats_line, verdict_line
-from app.ui.stats_words import ACTION_LABELS, answer_line
-from app.ui.theme import Theme, current_theme
-from app.ui.wrapping import LONG_RUN, has_long_run, wrap_anywhere
+from app.ui.chat.stats import DIVERGENCE, stats_line, verdict_line
+from app.ui.chat.text.bubble import close_bubble, open_bubble
+from app.ui.chat.text.ghosts import ghost_lines
+from app.ui.chat.text.live_markdown import LiveAnswer
+from app.ui.chat.text.long_text import SHOWN_CHARS as SHOWN_CHARS  # re-exported: tests measure the preview
+from app.ui.chat.text.long_text import is_long, preview
+from app.ui.chat.text.render import (
+    P_MESSAGE,
+    P_PROV,
+    P_TOKEN,
+    Links,
+    Options,
+    Painter,
+    block_tokens,
+    token_at,
+)
+from app.ui.chat.text.wrapping import LONG_RUN, has_long_run, wrap_anywhere
+from app.ui.common.stats_words import ACTION_LABELS, answer_line
+from app.ui.common.theme import Theme, current_theme
 
 SAFE_SCHEMES = ("http", "https", "mailto")
 NOTES = {
@@ -254,7 +263,7 @@ class ChatView(QTextBrowser):
             cursor.insertText(line[0], fmt)
 
     def _insert(self, m: Turn) -> None:
-        # A long user message shows its start (app.ui.long_text); the whole of it was sent and saved.
+        # A long user message shows its start (app.ui.chat.text.long_text); the whole of it was sent and saved.
         shown = preview(m.text) if isinstance(m, UserTurn) and is_long(m.text) else m.text
         if has_long_run(shown):  # wrapping a long run at word boundaries is quadratic
             wrap_anywhere(self, True)

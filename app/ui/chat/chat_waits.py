@@ -14,8 +14,8 @@ from PySide6.QtCore import QObject, QTimer
 
 from app.engine.decoding.events import PrefillProgress, WarmUpProgress
 from app.engine.protocol import LoadQueued, LoadStarted, WorkerMessage
-from app.ui.chat_controller import ChatController
-from app.ui.wait_progress import TICK_MS, WaitPanel
+from app.ui.chat.chat_controller import ChatController
+from app.ui.common.wait_progress import TICK_MS, WaitPanel
 
 
 def _name(path: str) -> str:

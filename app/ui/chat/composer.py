@@ -6,7 +6,8 @@ from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
-from app.ui.long_text import (
+from app.ui.chat.settings_dialog import preset_combo, show_preset
+from app.ui.chat.text.long_text import (
     BOX_PREVIEW_CHARS,
     BOX_PREVIEW_LINES,
     Kept,
@@ -16,13 +17,12 @@ from app.ui.long_text import (
     pasted_text,
     preview,
 )
-from app.ui.settings_dialog import preset_combo, show_preset
-from app.ui.wrapping import has_long_run, wrap_anywhere
+from app.ui.chat.text.wrapping import has_long_run, wrap_anywhere
 
 
 class _Editor(QPlainTextEdit):
-    """Edits text up to app.ui.long_text's EDITABLE size; longer text (a paste, a restored draft)
-    is kept whole in `long` while the box shows its start, read-only (app.ui.long_text)."""
+    """Edits text up to app.ui.chat.text.long_text's EDITABLE size; longer text (a paste, a restored draft)
+    is kept whole in `long` while the box shows its start, read-only (app.ui.chat.text.long_text)."""
 
     submit = Signal()
     escape = Signal()
@@ -60,7 +60,9 @@ class _Editor(QPlainTextEdit):
             cursor, typed = self.textCursor(), super().toPlainText()
             before, after = typed[: cursor.selectionStart()], typed[cursor.selectionEnd() :]
             if not pasted.cut and not is_long(before + pasted.text + after):
-                if has_long_run(pasted.text):  # a run without spaces wraps anywhere (app.ui.wrapping)
+                if has_long_run(
+                    pasted.text
+                ):  # a run without spaces wraps anywhere (app.ui.chat.text.wrapping)
                     wrap_anywhere(self, True)
                 self.insertPlainText(pasted.text)
                 return

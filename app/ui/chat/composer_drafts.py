@@ -3,7 +3,7 @@ moment after typing stops, on switching conversation and on close; put back when
 conversation is current again. A draft that cannot be saved is said once, then only logged:
 the text is still in the box, and a message on every keystroke would be worse than none.
 
-A draft is as long as app.ui.long_text keeps (MAX_CHARS), so a save takes milliseconds, and text
+A draft is as long as app.ui.chat.text.long_text keeps (MAX_CHARS), so a save takes milliseconds, and text
 the database already holds is not written again: switching away from a long unchanged draft
 writes nothing."""
 
@@ -16,8 +16,8 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit
 
 from app.engine.store.write_failure import STORAGE_ERRORS, draft_not_saved
-from app.ui.chat_controller import ChatController
-from app.ui.long_text import MAX_CHARS
+from app.ui.chat.chat_controller import ChatController
+from app.ui.chat.text.long_text import MAX_CHARS
 
 SAVE_AFTER_MS = 1000
 log = logging.getLogger(__name__)

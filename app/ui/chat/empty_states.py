@@ -14,10 +14,10 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.ui.theme import SPACE, Theme, current_theme, scaled
+from app.ui.common.theme import SPACE, Theme, current_theme, scaled
 
 if TYPE_CHECKING:
-    from app.ui.chat_controller import ChatController
+    from app.ui.chat.chat_controller import ChatController
 
 CARD_WIDTH, PADDING = 65 * SPACE, 3 * SPACE
 WELCOME = "welcome"

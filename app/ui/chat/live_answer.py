@@ -9,9 +9,9 @@ from dataclasses import dataclass, field, replace
 from app.engine.features.baselines import context_bucket
 from app.engine.store.history import Run
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState
-from app.ui.stats import LiveStats
-from app.ui.stats_words import NO_DRAFT_MODES, figures
-from app.ui.tokens import Assembler
+from app.ui.chat.stats import LiveStats
+from app.ui.chat.tokens import Assembler
+from app.ui.common.stats_words import NO_DRAFT_MODES, figures
 
 
 @dataclass

@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.engine.protocol import CheckLossless, EngineError, LosslessReport, WorkerMessage
 from app.engine.store.transcript import AnswerTurn, LosslessVerdict, Verdict
-from app.ui.chat_controller import ChatController
+from app.ui.chat.chat_controller import ChatController
 
 
 def _name(path: object) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QSettings
 
-from app.ui.chat_controller import ChatController
-from app.ui.composer import Composer
+from app.ui.chat.chat_controller import ChatController
+from app.ui.chat.composer import Composer
 
 
 class PresetLink(QObject):

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 from app.engine.decoding.events import GenerationFinished, Provenance, RoundEvent, TokenEvent
 from app.engine.features.figures import per_round_text, percent_text, speed_text, speedup_text, stream_rate
 from app.engine.store.transcript import AnswerStats, AnswerTurn, Verdict
-from app.ui.stats_words import draft_share, figures, slow_rounds_words, summary
-from app.ui.theme import Theme, current_theme
+from app.ui.common.stats_words import draft_share, figures, slow_rounds_words, summary
+from app.ui.common.theme import Theme, current_theme
 
 IDENTICAL, NEAR_TIE, DIVERGENCE = "#2e8540", "#c77700", "#c0392b"
 MARKS = {

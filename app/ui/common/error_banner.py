@@ -12,7 +12,7 @@ import errno
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QPushButton, QVBoxLayout, QWidget
 
-from app.ui.theme import Theme, current_theme
+from app.ui.common.theme import Theme, current_theme
 
 # The newest few are kept: a burst of failures must not grow the banner past the window.
 MAX_MESSAGES = 4

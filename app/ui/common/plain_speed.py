@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.engine.features.baselines import BaselineCache, context_bucket
 from app.engine.protocol import BaselineMeasured, MeasureBaseline, WorkerMessage
 from app.engine.store.history import RunHistory
-from app.ui.engine_bridge import EngineBridge
+from app.ui.common.engine_bridge import EngineBridge
 
 START_DELAY_MS = 250  # a little idle time first: the user often types the next message at once
 

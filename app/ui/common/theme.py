@@ -99,7 +99,7 @@ def current_theme(dark: bool | None = None) -> Theme:
 
 
 # The token tints sit behind body text, so each keeps a contrast of at least 7:1 with `text`
-# (tests/ui/test_appearance.py checks it); `rejected` is text itself, at least 4.5:1 on `base`.
+# (tests/ui/window/test_appearance.py checks it); `rejected` is text itself, at least 4.5:1 on `base`.
 _LIGHT = {
     "text": "#1d1d1f",
     "muted": "#6b6b70",

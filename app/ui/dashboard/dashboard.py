@@ -38,11 +38,11 @@ from app.engine.features.telemetry import Summary, Telemetry, export_report
 from app.engine.protocol import WorkerMessage
 from app.engine.store.history import RunHistory
 from app.engine.store.transcript import AnswerStats
-from app.ui.chart import Chart
-from app.ui.error_banner import reason, show_error_dialog
-from app.ui.history_view import HistoryView
-from app.ui.plain_speed import BaselineStatus
-from app.ui.stats_words import NO_DRAFT_MODES, draft_share, figures, slow_rounds_words
+from app.ui.common.error_banner import reason, show_error_dialog
+from app.ui.common.plain_speed import BaselineStatus
+from app.ui.common.stats_words import NO_DRAFT_MODES, draft_share, figures, slow_rounds_words
+from app.ui.dashboard.chart import Chart
+from app.ui.dashboard.history_view import HistoryView
 
 __all__ = ["Chart", "Dashboard"]
 

@@ -35,7 +35,7 @@ from app.engine.store.history import (
     speedup_series,
     temperature_label,
 )
-from app.ui.chart import Chart
+from app.ui.dashboard.chart import Chart
 
 COLUMNS = ("Kind", "Temp.", "Answers", "Speedup", "Acceptance", "Accepted per round", "Speed")
 

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
 
 from app.engine.library.download import DownloadCancelled, DownloadError, DownloadProgress, download
 from app.engine.library.safety import UnsafeModel
-from app.ui.background import BackgroundTasks, Job
-from app.ui.wait_progress import WaitPanel
+from app.ui.common.background import BackgroundTasks, Job
+from app.ui.common.wait_progress import WaitPanel
 
 
 def human_bytes(n: float) -> str:

@@ -3,7 +3,7 @@ that does it, so an empty list is never a dead end.
 
 "Download one" points at the recommended pairs under the lists; "Import a GGUF file" asks for the
 file; "Add a model folder" asks for a folder and keeps it only once a model is found in it
-(app.ui.model_folders), walking it off the GUI thread.
+(app.ui.library.model_folders), walking it off the GUI thread.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QListView, QVBoxLayout
 
 from app.engine.library.discovery import Sources
-from app.ui import model_folders as folders
-from app.ui.background import BackgroundTasks
-from app.ui.error_banner import reason
-from app.ui.theme import current_theme
+from app.ui.common.background import BackgroundTasks
+from app.ui.common.error_banner import reason
+from app.ui.common.theme import current_theme
+from app.ui.library import model_folders as folders
 
 WORDS = "No models yet — Download one, Import a GGUF file, or Add a model folder"
 LINKS = (

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from app.ui.background import BackgroundTasks, Job
-from app.ui.wait_progress import WaitPanel
+from app.ui.common.background import BackgroundTasks, Job
+from app.ui.common.wait_progress import WaitPanel
 
 STAGES = {
     "validate": "checking the file",

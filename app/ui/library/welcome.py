@@ -8,9 +8,9 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 
 from app import PRODUCT_NAME
 from app.engine.library.recommended import RecommendedPair, recommended_pairs
-from app.ui.download_panel import human_bytes
-from app.ui.platform_words import this_machine
-from app.ui.theme import SPACE, Theme, current_theme, scaled
+from app.ui.common.platform_words import this_machine
+from app.ui.common.theme import SPACE, Theme, current_theme, scaled
+from app.ui.library.download_panel import human_bytes
 
 
 class WelcomePanel(QWidget):

@@ -1,7 +1,8 @@
 """Run the main model across several machines: list the machines, test them, see each one's share.
 
-The connection test runs off the GUI thread (app.ui.background) and fills the table as each
-machine answers. The choice is kept in the settings; `chosen_hostfile` is how the load reads it.
+The connection test runs off the GUI thread (app.ui.common.background) and fills the table as each
+machine answers. The choice is kept in the settings, where the chat's load reads it
+(app.ui.common.settings).
 """
 
 from __future__ import annotations
@@ -46,12 +47,12 @@ from app.engine.distributed.probe import (
     ssh_runner,
 )
 from app.engine.library.facts import ModelFacts
-from app.ui.background import BackgroundTasks, Job
-from app.ui.hosts_table import HostsTable, link_words, summary
-from app.ui.platform_words import capital, machine, machines, on_a_mac, this_machine
-from app.ui.theme import current_theme
+from app.ui.common.background import BackgroundTasks, Job
+from app.ui.common.platform_words import capital, machine, machines, on_a_mac, this_machine
+from app.ui.common.settings import HOSTFILE_KEY
+from app.ui.common.theme import current_theme
+from app.ui.machines.hosts_table import HostsTable, link_words, summary
 
-HOSTFILE_KEY = "machines/hostfile"  # empty or absent: the main model runs on this machine alone
 TYPED_KEY = "machines/typed"  # the machines as last typed
 SOURCE_KEY = "machines/source"  # the hostfile last chosen, when one was
 
@@ -72,12 +73,6 @@ def placeholder() -> str:
         f"One {machine()} per line: its name, then its address. {capital(this_machine())} first."
         f"\n{first}.local 169.254.10.1\n{second}.local 169.254.10.2"
     )
-
-
-def chosen_hostfile(settings: QSettings) -> Path | None:
-    """The hostfile the main model should be loaded across, or None for this machine alone."""
-    value = settings.value(HOSTFILE_KEY, "")
-    return Path(str(value)) if value else None
 
 
 class HostsDialog(QDialog):

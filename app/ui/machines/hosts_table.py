@@ -10,8 +10,8 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 from app.engine.distributed.hosts import is_private_link
 from app.engine.distributed.memory_split import HostShare, Verdict, gb
 from app.engine.distributed.probe import ProbeResult
-from app.ui.platform_words import this_machine
-from app.ui.theme import current_theme
+from app.ui.common.platform_words import this_machine
+from app.ui.common.theme import current_theme
 
 COLUMNS = ("Machine", "Connection", "MLX", "SpecChat", "Free memory", "Its part of the main model")
 MACHINE, CONNECTION, MLX, SPECCHAT, FREE, FIT = range(len(COLUMNS))

@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject
 
 from app.engine.library.download import destination
 from app.engine.library.recommended import ALL_RECOMMENDED
-from app.ui.picker import KEY, PickerDialog
+from app.ui.picker.picker import KEY, PickerDialog
 
 
 def same_path(a: object, b: str | None) -> bool:

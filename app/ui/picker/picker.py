@@ -1,6 +1,6 @@
 """The pair picker: choose a main model and a draft, see why drafts are refused, check memory fit.
 
-Scans, compatibility checks and downloads run as background tasks (app.ui.background); their
+Scans, compatibility checks and downloads run as background tasks (app.ui.common.background); their
 results come back on the GUI thread, which never reads tokenizers or walks folders itself.
 """
 
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.features.arena import load_results
+from app.engine.features.arena import arena_note, load_results
 from app.engine.library.compat import Verdict
 from app.engine.library.discovery import Found, Sources, scan_library
 from app.engine.library.facts import ModelFacts
@@ -34,16 +34,21 @@ from app.engine.library.precision import DevicePrecision, this_device
 from app.engine.library.recommended import recommended_pairs
 from app.engine.library.roles import check_drafts, draft_candidates
 from app.engine.library.store import Store
-from app.ui.arena import arena_note
-from app.ui.background import BackgroundTasks, Job
-from app.ui.download_panel import DownloadPanel, human_bytes
-from app.ui.draft_list import DraftSuggestions, checking_row, checking_text, fill_draft_rows, fill_mains
-from app.ui.empty_library import EmptyLibrary
-from app.ui.error_banner import show_error_dialog
-from app.ui.hosts_dialog import HostsDialog
-from app.ui.platform_words import machines, this_machine
-from app.ui.precision_notice import PrecisionNotice, select_path
-from app.ui.window_state import app_settings
+from app.ui.common.background import BackgroundTasks, Job
+from app.ui.common.error_banner import show_error_dialog
+from app.ui.common.platform_words import machines, this_machine
+from app.ui.common.settings import app_settings
+from app.ui.library.download_panel import DownloadPanel, human_bytes
+from app.ui.library.empty_library import EmptyLibrary
+from app.ui.machines.hosts_dialog import HostsDialog
+from app.ui.picker.draft_list import (
+    DraftSuggestions,
+    checking_row,
+    checking_text,
+    fill_draft_rows,
+    fill_mains,
+)
+from app.ui.picker.precision_notice import PrecisionNotice, select_path
 
 PLAIN, LOOKUP = "plain", "lookup"
 KEY = Qt.ItemDataRole.UserRole

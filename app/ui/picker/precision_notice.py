@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QListView, QProgressBar, QPus
 
 from app.engine.library.facts import ModelFacts
 from app.engine.library.precision import UNQUANTIZED, DevicePrecision, slow_model_warning
-from app.ui.background import BackgroundTasks, Job
-from app.ui.download_panel import human_bytes
+from app.ui.common.background import BackgroundTasks, Job
+from app.ui.library.download_panel import human_bytes
 
 KEY = Qt.ItemDataRole.UserRole
 

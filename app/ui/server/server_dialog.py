@@ -1,6 +1,6 @@
 """Where the local server listens: its port, and whether other computers may use it.
 
-Kept in the app's settings (`server/...`); the switch itself lives in app/ui/serving.py. Letting
+Kept in the app's settings (`server/...`); the switch itself lives in app/ui/server/serving.py. Letting
 other computers in needs an API key, generated here once and shown with a copy button, because
 anyone on the network who can reach the port could otherwise use the models.
 """

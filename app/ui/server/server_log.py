@@ -1,6 +1,6 @@
 """The server log pane: one row per request the local server answered, newest last.
 
-Rows come from `ServedRecord`s, which the server reports on its own thread; app/ui/serving.py
+Rows come from `ServedRecord`s, which the server reports on its own thread; app/ui/server/serving.py
 hands them over through a queued signal, so this pane only ever runs on the GUI thread. A
 double-click opens the served answer, read-only, in a chat view of its own.
 """
@@ -27,7 +27,7 @@ from app.engine.features.figures import speed_number, speedup_text
 from app.engine.store.provenance import Answer, Piece
 from app.engine.store.transcript import AnswerTurn, MessageState, Transcript
 from app.server.records import ServedRecord
-from app.ui.chat_view import ChatView
+from app.ui.chat.chat_view import ChatView
 
 COLUMNS = ("Time", "Client", "Endpoint", "Tokens", "tok/s", "Speedup", "Result")
 MAX_ROWS = 1000  # the oldest rows go first: the pane is a recent log, not a history

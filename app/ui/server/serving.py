@@ -26,10 +26,10 @@ from app.server.runner import (
     ServerRunner,
     ServerStartError,
 )
-from app.ui.chat_controller import ChatController
-from app.ui.plain_speed import BaselineStatus
-from app.ui.server_dialog import KEY, ON, ServerDialog, next_free_port, read_place, save_place
-from app.ui.server_log import ServerLog
+from app.ui.chat.chat_controller import ChatController
+from app.ui.common.plain_speed import BaselineStatus
+from app.ui.server.server_dialog import KEY, ON, ServerDialog, next_free_port, read_place, save_place
+from app.ui.server.server_log import ServerLog
 
 SHORTCUT, LOG_SHORTCUT = "Ctrl+Shift+E", "Ctrl+Shift+G"
 

@@ -6,8 +6,8 @@ from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QMenu
 
-from app.ui import theme
-from app.ui.theme import Theme, current_theme
+from app.ui.common import theme
+from app.ui.common.theme import Theme, current_theme
 
 KEY = "view/appearance"
 LABELS = {"system": "Match the system", "light": "Light", "dark": "Dark"}

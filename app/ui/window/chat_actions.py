@@ -7,12 +7,12 @@ from __future__ import annotations
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow
 
-from app.ui.arena import ArenaDialog
-from app.ui.chat_controller import ChatController
-from app.ui.composer import Composer
-from app.ui.composer_drafts import DraftKeeper
-from app.ui.empty_states import NeedModelsBar
-from app.ui.lossless_view import LosslessChecker
+from app.ui.arena.arena import ArenaDialog
+from app.ui.chat.chat_controller import ChatController
+from app.ui.chat.composer import Composer
+from app.ui.chat.composer_drafts import DraftKeeper
+from app.ui.chat.empty_states import NeedModelsBar
+from app.ui.chat.lossless_view import LosslessChecker
 
 
 class ChatActions(QMainWindow):

@@ -6,7 +6,7 @@ from html import escape
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
-from app.ui.stats_words import GLOSSARY
+from app.ui.common.stats_words import GLOSSARY
 
 
 class GlossaryDialog(QDialog):

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from app.ui.theme import Theme, current_theme
+from app.ui.common.theme import Theme, current_theme
 
 if TYPE_CHECKING:
-    from app.ui.chat_controller import ChatController
+    from app.ui.chat.chat_controller import ChatController
 
 Attempt = tuple[str, str | None, str]  # main, draft, mode ("model", "plain" or "lookup")
 LOADED, ATTEMPT = "pair", "pair/attempt"  # pair/main, pair/draft, pair/mode; the same under attempt

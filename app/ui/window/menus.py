@@ -10,13 +10,13 @@ from PySide6.QtWidgets import QMenu, QMenuBar, QWidget
 
 from app import PRODUCT_NAME
 from app.engine.blas import ensure_blas
-from app.ui.about import AboutDialog
-from app.ui.appearance import Appearance
-from app.ui.chat_controller import ChatController
-from app.ui.dashboard import Dashboard
-from app.ui.glossary import GlossaryDialog
-from app.ui.serving import ServerSwitch
-from app.ui.sidebar import Sidebar
+from app.ui.chat.chat_controller import ChatController
+from app.ui.chat.sidebar import Sidebar
+from app.ui.dashboard.dashboard import Dashboard
+from app.ui.server.serving import ServerSwitch
+from app.ui.window.about import AboutDialog
+from app.ui.window.appearance import Appearance
+from app.ui.window.glossary import GlossaryDialog
 
 
 class MainWindow(Protocol):

@@ -1,22 +1,15 @@
 """The window comes back as it was left: size, position, the sidebar's width, the dashboard dock,
-and the conversation that was open.
-
-Settings live in the app's data folder (settings.ini), so SPECCHAT_HOME moves them with the
-conversations and tests stay apart from the user's own. Settings kept where Qt puts them by
-default, from before, are carried over once.
-"""
+and the conversation that was open (in the settings file, app.ui.common.settings)."""
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 from PySide6.QtCore import QByteArray, QSettings
 from PySide6.QtWidgets import QMainWindow, QSplitter
 
-from app.engine.library.paths import app_data_dir
 from app.engine.store.conversations import ConversationStore
-from app.ui.chat_controller import ChatController
+from app.ui.chat.chat_controller import ChatController
 
 
 class Window(Protocol):
@@ -37,17 +30,6 @@ GEOMETRY, STATE, SPLITTER, CONVERSATION = (
     "window/splitter",
     "window/conversation",
 )
-
-
-def app_settings() -> QSettings:
-    path = app_data_dir() / "settings.ini"
-    fresh = not path.exists()
-    settings = QSettings(str(path), QSettings.Format.IniFormat)
-    if fresh and not os.environ.get("SPECCHAT_HOME"):
-        old = QSettings()  # the platform's own store, which earlier versions used
-        for key in old.allKeys():
-            settings.setValue(key, old.value(key))
-    return settings
 
 
 def _bytes(settings: QSettings, key: str) -> QByteArray | None:

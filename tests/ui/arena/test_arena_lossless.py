@@ -15,8 +15,8 @@ from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.arena import LOOKUP, load_results
 from app.engine.features.lossless import _main_logits
 from app.engine.store.transcript import LosslessVerdict, Verdict
-from app.ui.picker import KEY, PickerDialog
-from app.ui.settings_dialog import ChatSettings
+from app.ui.chat.settings_dialog import ChatSettings
+from app.ui.picker.picker import KEY, PickerDialog
 from tests.ui.conftest import open_window
 
 SLOW = 60_000
@@ -149,8 +149,7 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
 
 
 def test_a_candidate_that_proposed_nothing_is_not_shown_as_rejected():
-    from app.engine.features.arena import ArenaResult
-    from app.ui.arena import arena_note
+    from app.engine.features.arena import ArenaResult, arena_note
 
     silent = ArenaResult(LOOKUP, 1.0, None, None, 50.0, 50.0)  # lookup found no match to propose
     assert arena_note(silent) == "arena: 1.00× vs plain (measured), nothing proposed"

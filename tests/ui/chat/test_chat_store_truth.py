@@ -8,8 +8,8 @@ import sqlite3
 from PySide6.QtCore import Qt
 
 from app.engine.protocol import Generate
+from tests.ui.chat.test_unsent_text import shown_failure
 from tests.ui.test_main_window import engine, type_and_send
-from tests.ui.test_unsent_text import shown_failure
 
 LOCKED = "database is locked"
 

@@ -9,10 +9,10 @@ from PySide6.QtWidgets import QMessageBox
 from app.engine.decoding.events import Provenance, TokenEvent
 from app.engine.store.provenance import Answer
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Transcript
-from app.ui.chat_view import ChatView
-from app.ui.markdown import parse
-from app.ui.render import P_PROV, P_REJECTED, Options, block_tokens
-from app.ui.tokens import Assembler
+from app.ui.chat.chat_view import ChatView
+from app.ui.chat.text.markdown import parse
+from app.ui.chat.text.render import P_PROV, P_REJECTED, Options, block_tokens
+from app.ui.chat.tokens import Assembler
 
 D, M, L = Provenance.DRAFT, Provenance.MAIN, Provenance.LOOKUP
 
@@ -128,7 +128,7 @@ def test_untrusted_output_loads_nothing_and_links_need_confirmation(qtbot, monke
     assert view.links.urls == ["file:///etc/passwd", "/dev/zero", "https://example.com", "file:///etc/hosts"]
     opened, asked = [], []
     monkeypatch.setattr(
-        "app.ui.chat_view.QDesktopServices.openUrl", lambda url: opened.append(url.toString())
+        "app.ui.chat.chat_view.QDesktopServices.openUrl", lambda url: opened.append(url.toString())
     )
     monkeypatch.setattr(QMessageBox, "information", lambda *a: asked.append(a[2]))
     view.confirm_link = lambda url: (asked.append(url), False)[1]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent
 from app.engine.protocol import ContextOverflow, Generate
 from app.engine.store.transcript import AnswerStats
-from app.ui.settings_dialog import ChatSettings, SettingsDialog
-from app.ui.stats import LiveStats, StatusStrip, stats_line
+from app.ui.chat.settings_dialog import ChatSettings, SettingsDialog
+from app.ui.chat.stats import LiveStats, StatusStrip, stats_line
 from tests.ui.test_main_window import engine, type_and_send
 
 STOPPED = (

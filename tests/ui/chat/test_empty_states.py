@@ -7,9 +7,9 @@ import sys
 
 from PySide6.QtCore import Qt
 
-from app.ui.empty_states import LOADING, NEW_CHAT, NO_PAIR
-from app.ui.platform_words import this_machine
-from app.ui.welcome import WelcomePanel
+from app.ui.chat.empty_states import LOADING, NEW_CHAT, NO_PAIR
+from app.ui.common.platform_words import this_machine
+from app.ui.library.welcome import WelcomePanel
 from tests.ui.test_main_window import make_window
 
 

@@ -7,7 +7,7 @@ from PySide6.QtCore import QEvent, QPoint
 from PySide6.QtGui import QHelpEvent, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from app.ui.ghosts import SHOWN, ghost_lines
+from app.ui.chat.text.ghosts import SHOWN, ghost_lines
 from tests.ui.test_main_window import engine, type_and_send
 
 WORDS = ["Otters", " hold", " hands", " while", " they", " sleep", " so", " they", " stay", " together."]

@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PySide6.QtGui import QFont, QTextCharFormat
 
-import app.ui.live_markdown as live_markdown
+import app.ui.chat.text.live_markdown as live_markdown
 from app.engine.decoding.events import Provenance, TokenEvent
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState, Transcript
-from app.ui.chat_view import ChatView
-from app.ui.render import P_TOKEN, P_TOKEN_LOW, block_tokens
-from tests.ui.test_chat_view import fragments
-from tests.ui.test_markdown import documents
+from app.ui.chat.chat_view import ChatView
+from app.ui.chat.text.render import P_TOKEN, P_TOKEN_LOW, block_tokens
+from tests.ui.chat.test_chat_view import fragments
+from tests.ui.chat.test_markdown import documents
 
 D, M, L = Provenance.DRAFT, Provenance.MAIN, Provenance.LOOKUP
 

@@ -14,11 +14,11 @@ from PySide6.QtWidgets import QApplication, QPlainTextEdit
 
 from app.engine.protocol import Generate
 from app.engine.store.transcript import Role
-from app.ui.chat_view import SHOWN_CHARS
-from app.ui.long_text import BOX_PREVIEW_CHARS, MAX_CHARS, SHOWN_LINES, pasted_text, preview
+from app.ui.chat.chat_view import SHOWN_CHARS
+from app.ui.chat.sidebar import SEARCH_CHARS
+from app.ui.chat.text.long_text import BOX_PREVIEW_CHARS, MAX_CHARS, SHOWN_LINES, pasted_text, preview
+from app.ui.chat.text.wrapping import LONG_RUN, has_long_run
 from app.ui.main_window import MainWindow
-from app.ui.sidebar import SEARCH_CHARS
-from app.ui.wrapping import LONG_RUN, has_long_run
 from tests.ui.test_main_window import make_window as make_fake_window
 
 ANYWHERE = QTextOption.WrapMode.WrapAnywhere

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import app.ui.markdown as markdown
-from app.ui.markdown import Block, code_text, parse
+import app.ui.chat.text.markdown as markdown
+from app.ui.chat.text.markdown import Block, code_text, parse
 
 WORD = st.from_regex(r"[A-Za-z0-9]{1,8}", fullmatch=True)
 URL = WORD.map(lambda w: f"https://example.com/{w}")

@@ -8,7 +8,7 @@ import pytest
 from app.engine.decoding.acceptance import AcceptanceRule
 from app.engine.features.presets import CUSTOM, PRESETS
 from app.engine.protocol import Generate, SpeculationMode
-from app.ui.settings_dialog import ChatSettings, SettingsDialog
+from app.ui.chat.settings_dialog import ChatSettings, SettingsDialog
 from tests.ui.test_main_window import engine, make_window, type_and_send
 
 

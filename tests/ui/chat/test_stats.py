@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent, SlowRound
 from app.engine.store.transcript import AnswerStats
-from app.ui.stats import LiveStats, StatusStrip, stats_line
+from app.ui.chat.stats import LiveStats, StatusStrip, stats_line
 
 DRAFT = "/models/draft"  # a draft model is loaded: a pause is the draft's, not "no draft"
 
@@ -95,7 +95,7 @@ def test_the_legend_names_the_colours(qtbot, window):
 
 
 def test_the_glossary_opens_from_the_help_menu(qtbot, window):
-    from app.ui.glossary import GlossaryDialog
+    from app.ui.window.glossary import GlossaryDialog
 
     help_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Help")
     next(a for a in help_menu.actions() if a.text() == "Glossary…").trigger()

@@ -8,9 +8,9 @@ import sqlite3
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from app.ui.long_text import MAX_CHARS
+from app.ui.chat.text.long_text import MAX_CHARS
 from tests.engine.store.test_write_failures import DISK_FULL, FailingConnection, count, fill_disk
-from tests.ui.test_long_paste import EVENT_S, timed
+from tests.ui.chat.test_long_paste import EVENT_S, timed
 from tests.ui.test_main_window import make_window, type_and_send
 
 FULL_SENTENCE = "The disk is full — your message was not sent and is still in the box."

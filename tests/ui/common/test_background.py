@@ -7,7 +7,7 @@ import threading
 
 from PySide6.QtCore import QObject
 
-from app.ui.background import BackgroundTasks, Job
+from app.ui.common.background import BackgroundTasks, Job
 
 
 def make_tasks(qtbot, errors: list[Exception] | None = None) -> tuple[QObject, BackgroundTasks]:

@@ -8,8 +8,8 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from app.engine.store.transcript import AnswerStats
-from app.ui.glossary import GlossaryDialog
-from app.ui.stats_words import answer_line, summary
+from app.ui.common.stats_words import answer_line, summary
+from app.ui.window.glossary import GlossaryDialog
 
 RAN = AnswerStats(
     tokens=100, tokens_per_second=112.4, proposed=80, accepted=41, mode="adaptive", draft="/m/d"

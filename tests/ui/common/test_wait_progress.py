@@ -10,8 +10,8 @@ from PySide6.QtCore import QSettings
 from app.devtools.fake_engine import ExactClock, FakeEngine
 from app.engine.gguf.events import ImportFailed, ImportProgress
 from app.engine.store.transcript import MessageState
+from app.ui.common.wait_progress import WaitPanel
 from app.ui.main_window import MainWindow
-from app.ui.wait_progress import WaitPanel
 from tests.ui.test_main_window import make_window
 
 
@@ -162,7 +162,7 @@ def test_an_import_shows_progress_and_cancel_stops_it(qtbot, specchat_home, tmp_
 
 def test_a_download_shows_its_time_and_estimate_and_cancel_stops_it(qtbot, tmp_path, monkeypatch):
     from app.engine.library.download import DownloadCancelled, DownloadProgress
-    from app.ui import download_panel
+    from app.ui.library import download_panel
 
     def slow_download(repo_id, *, progress, cancel, endpoint, root):
         progress(DownloadProgress(repo_id, 10_000_000, 40_000_000, 1e6))
@@ -186,7 +186,7 @@ def test_an_offline_download_says_so_in_words_at_once(qtbot, tmp_path, monkeypat
     import socket
 
     from app.engine.library import download as download_module
-    from app.ui import download_panel
+    from app.ui.library import download_panel
 
     tries: list[object] = []
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.ui.dashboard import Dashboard
+from app.ui.dashboard.dashboard import Dashboard
 
 
 def test_every_dashboard_chart_names_its_axes(qtbot):

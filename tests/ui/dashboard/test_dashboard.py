@@ -9,9 +9,9 @@ import pytest
 from app.engine.decoding.events import Provenance, RoundEvent, SlowRound, TokenEvent
 from app.engine.features.baselines import context_bucket
 from app.engine.protocol import MeasureBaseline, WorkerMessage
-from app.ui.dashboard import Dashboard
-from app.ui.plain_speed import BaselineStatus
-from app.ui.settings_dialog import ChatSettings
+from app.ui.chat.settings_dialog import ChatSettings
+from app.ui.common.plain_speed import BaselineStatus
+from app.ui.dashboard.dashboard import Dashboard
 from tests.ui.test_main_window import engine, make_window
 
 RECORDED = [(4, 4), (4, 2), (0, 0), (4, 0), (4, 3)]

@@ -8,7 +8,7 @@ import pytest
 
 from app.engine.features.baselines import context_bucket
 from app.engine.features.figures import speed_text
-from app.ui.settings_dialog import ChatSettings
+from app.ui.chat.settings_dialog import ChatSettings
 from tests.ui.conftest import open_window
 
 

@@ -12,11 +12,11 @@ from app.engine.decoding.events import TokenEvent
 from app.engine.features.arena import ArenaResult, save_results
 from app.engine.features.figures import per_round_text, percent_text, speed_text, speedup_text
 from app.engine.store.history import Run, RunHistory
-from app.ui.dashboard import Dashboard
-from app.ui.settings_dialog import ChatSettings
-from app.ui.stats import LiveStats, StatusStrip
-from app.ui.stats_words import answer_line, figures, summary
-from tests.ui.test_dashboard import recorded_batch
+from app.ui.chat.settings_dialog import ChatSettings
+from app.ui.chat.stats import LiveStats, StatusStrip
+from app.ui.common.stats_words import answer_line, figures, summary
+from app.ui.dashboard.dashboard import Dashboard
+from tests.ui.dashboard.test_dashboard import recorded_batch
 from tests.ui.test_main_window import engine, make_window
 
 MAIN, DRAFT = "/models/main", "/models/draft"
@@ -152,7 +152,7 @@ def test_the_best_fixed_k_is_an_estimate_beside_the_arenas_measurement(qtbot):
     assert ": estimated " in text and "the draft arena measured 2.67× with this draft" in text
     assert f"<b>{speedup_text(figures(stats).speedup)}</b>" in text  # measured: the answer's own record
 
-    from app.ui.arena import arena_note, best_k_text
+    from app.engine.features.arena import arena_note, best_k_text
 
     assert best_k_text(result) == "2 (estimated 3.56×)"
     assert arena_note(result) == "arena: 2.67× vs plain (measured), 80% accepted, best k 2 (estimated 3.56×)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from app.ui import model_folders
+from app.ui.library import model_folders
 from tests.ui.test_main_window import make_window
 
 

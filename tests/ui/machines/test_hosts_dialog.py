@@ -16,10 +16,11 @@ from app.engine.distributed.hosts import NOT_PRIVATE, LocalAddress, read_hostfil
 from app.engine.distributed.memory_split import ModelShape
 from app.engine.distributed.probe import local_info, probe_script
 from app.engine.library.facts import compute_facts
-from app.ui.hosts_dialog import SOURCE_KEY, HostsDialog, chosen_hostfile
-from app.ui.hosts_table import CONNECTION, FIT, FREE, MLX, SPECCHAT
-from app.ui.platform_words import this_machine
-from app.ui.theme import current_theme
+from app.ui.common.platform_words import this_machine
+from app.ui.common.settings import chosen_hostfile
+from app.ui.common.theme import current_theme
+from app.ui.machines.hosts_dialog import SOURCE_KEY, HostsDialog
+from app.ui.machines.hosts_table import CONNECTION, FIT, FREE, MLX, SPECCHAT
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 2**30
@@ -203,7 +204,7 @@ def test_the_shape_is_read_from_the_main_folder_off_the_gui_thread(qtbot, settin
 
 
 def test_the_picker_opens_it_for_the_selected_main(qtbot, toy_models, tmp_path):
-    from tests.ui.test_picker import BIG, build_library, open_picker
+    from tests.ui.picker.test_picker import BIG, build_library, open_picker
 
     settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
     picker = open_picker(
@@ -236,7 +237,7 @@ def _all_words(widget) -> list[str]:
 def test_away_from_a_mac_the_machines_dialog_says_this_computer(qtbot, settings, monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "platform", "linux")
     from app.engine.library.discovery import Sources
-    from app.ui.picker import PickerDialog
+    from app.ui.picker.picker import PickerDialog
 
     dialog = make(qtbot, settings, "other 10.0.0.4\nthis-pc 10.0.0.1")
     dialog.test()

@@ -7,7 +7,7 @@ from PySide6.QtCore import QSettings
 
 from app.devtools.fake_engine import ExactClock, FakeEngine
 from app.engine.protocol import LoadPair
-from app.ui.hosts_dialog import HOSTFILE_KEY
+from app.ui.common.settings import HOSTFILE_KEY
 from tests.ui.test_main_window import engine, make_window, type_and_send
 
 

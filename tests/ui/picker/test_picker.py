@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QMessageBox
 
 from app.engine.library.discovery import Sources
-from app.ui.picker import KEY, LOOKUP, PLAIN, PickerDialog
+from app.ui.picker.picker import KEY, LOOKUP, PLAIN, PickerDialog
 from tests.engine.library.hubserver import HubState, LocalHub
 
 BIG = 64 * 2**30

@@ -7,8 +7,8 @@ import threading
 
 from app.engine.library import roles
 from app.engine.library.store import Store
-from app.ui.picker import KEY, PickerDialog
-from tests.ui.test_picker import BIG, build_library, sources
+from app.ui.picker.picker import KEY, PickerDialog
+from tests.ui.picker.test_picker import BIG, build_library, sources
 
 
 def test_the_draft_list_counts_the_drafts_being_checked(qtbot, toy_models, tmp_path, monkeypatch):

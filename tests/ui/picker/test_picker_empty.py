@@ -7,10 +7,10 @@ import shutil
 
 from PySide6.QtCore import QSettings
 
-from app.ui import model_folders
-from app.ui.empty_library import WORDS
-from app.ui.picker import PickerDialog
-from tests.ui.test_picker import sources
+from app.ui.library import model_folders
+from app.ui.library.empty_library import WORDS
+from app.ui.picker.picker import PickerDialog
+from tests.ui.picker.test_picker import sources
 
 
 def _words(html: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from app.cli import main as cli_main
 from app.engine.library.discovery import Sources
-from app.ui.picker import KEY, PickerDialog
+from app.ui.picker.picker import KEY, PickerDialog
 
 REAL = Path.home() / ".cache" / "specchat" / "mlx"
 SMOL, CODER = "SmolLM2-135M-Instruct-Q4_1-4bit", "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M-4bit"

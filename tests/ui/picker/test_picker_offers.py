@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from app.engine.library.store import Store
-from app.ui.picker import LOOKUP, PLAIN, PickerDialog
-from tests.ui.test_picker import BIG, rows, sources
+from app.ui.picker.picker import LOOKUP, PLAIN, PickerDialog
+from tests.ui.picker.test_picker import BIG, rows, sources
 
 
 def library(toy_models, root: Path) -> Path:

@@ -11,7 +11,7 @@ import pytest
 from app.engine.library import precision
 from app.engine.library.discovery import Sources
 from app.engine.library.paths import models_dir
-from app.ui.picker import KEY, PickerDialog, describe
+from app.ui.picker.picker import KEY, PickerDialog, describe
 from tests.engine.library.test_unquantized_copy import quantize
 
 BIG = 64 * 2**30

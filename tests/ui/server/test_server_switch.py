@@ -15,10 +15,10 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from app.server.records import ServedRecord
-from app.ui import server_dialog
-from app.ui.chat_view import ChatView
-from app.ui.server_dialog import EVERYWHERE, ServerDialog, ServerPlace, read_place
-from app.ui.server_log import ServerLog
+from app.ui.chat.chat_view import ChatView
+from app.ui.server import server_dialog
+from app.ui.server.server_dialog import EVERYWHERE, ServerDialog, ServerPlace, read_place
+from app.ui.server.server_log import ServerLog
 from tests.ui.test_main_window import make_window
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from app.engine.blas import BUILTIN, BlasStatus, ensure_blas
-from app.ui.about import AboutDialog
+from app.ui.window.about import AboutDialog
 
 
 def test_about_names_the_blas_mlx_runs_on(qtbot, window):

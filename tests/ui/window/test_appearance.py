@@ -7,8 +7,8 @@ import pytest
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
-from app.ui import theme
-from app.ui.theme import current_theme
+from app.ui.common import theme
+from app.ui.common.theme import current_theme
 from tests.ui.test_main_window import make_window
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QBrush, QTextCharFormat, QTextCursor, QTextFrameFormat
 
-from app.ui.theme import SPACE, Theme
+from app.ui.common.theme import SPACE, Theme
 
 
 def open_bubble(cursor: QTextCursor, theme: Theme) -> QTextCursor:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from PySide6.QtGui import QTextCharFormat, QTextCursor, QTextDocument
 
 from app.engine.store.provenance import Answer
-from app.ui.markdown import Block, Span, fence_closes, fence_marker, parse_open
-from app.ui.render import Links, Painter
+from app.ui.chat.text.markdown import Block, Span, fence_closes, fence_marker, parse_open
+from app.ui.chat.text.render import Links, Painter
 
 
 @dataclass(slots=True)

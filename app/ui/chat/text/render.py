@@ -32,8 +32,8 @@ from PySide6.QtGui import (
 
 from app.engine.decoding.events import Provenance
 from app.engine.store.provenance import Answer
-from app.ui.markdown import Block, Span, parse
-from app.ui.theme import Theme
+from app.ui.chat.text.markdown import Block, Span, parse
+from app.ui.common.theme import Theme
 
 P_TOKEN = QTextFormat.Property.UserProperty + 1  # token index in its answer, on a block's first piece
 P_PROV = QTextFormat.Property.UserProperty + 2  # "main", "draft" or "lookup"
@@ -154,7 +154,7 @@ class Painter:
         fmt.setProperty(P_PROV, prov.value)
         fmt.setProperty(P_MESSAGE, self.key)
         if refused:
-            # A dotted underline marks the spot; the refused text is in the tooltip (app.ui.ghosts),
+            # A dotted underline marks the spot; the refused text is in the tooltip (app.ui.chat.text.ghosts),
             # never inline, so the answer reads as it was written.
             fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.DotLine)
             fmt.setUnderlineColor(self.theme.rejected)

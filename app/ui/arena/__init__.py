@@ -1,0 +1,1 @@
+"""The draft arena: every candidate draft raced against the loaded main on a set of prompts."""
