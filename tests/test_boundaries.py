@@ -77,3 +77,36 @@ def test_no_ui_module_imports_mlx_or_a_tokenizer():
         for path in ui.rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_ui_is_grouped_by_feature():
+    """A reader finds a feature by its folder: at the top of app/ui only the window that assembles
+    the features and the start-up remain beside the folders."""
+    ui = ENGINE.parent / "ui"
+    loose = sorted(p.name for p in ui.glob("*.py"))
+    assert loose == ["__init__.py", "launch.py", "main_window.py"], (
+        f"modules outside a feature folder: {loose}"
+    )
+    folders = sorted(p.name for p in ui.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert folders == [
+        "arena",
+        "chat",
+        "common",
+        "dashboard",
+        "library",
+        "machines",
+        "picker",
+        "server",
+        "window",
+    ]
+
+
+def test_ui_features_reach_each_other_only_as_the_contracts_allow():
+    """The contracts in pyproject.toml: features apart, the window above them, common below."""
+    root = ENGINE.parents[1]
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports"))], cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    for contract in ("UI features, outermost first", "The picker builds on", "The server switch builds on"):
+        assert contract in done.stdout, f"contract missing from pyproject.toml: {contract}"
