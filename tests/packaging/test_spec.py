@@ -93,14 +93,17 @@ def test_macos_build_is_an_app_bundle_with_the_package_version_and_plist(monkeyp
     assert plist["NSHighResolutionCapable"] is True
     assert re.fullmatch(r"\d+\.\d+", plist["LSMinimumSystemVersion"])
     exe = calls["EXE"]
-    assert exe["name"] == "SpecChat" and exe["console"] is False and exe["target_arch"] == "arm64"
+    assert exe["name"] == "SpecChat", "the macOS program is called SpecChat"
+    assert exe["console"] is False, "the macOS app opens no terminal window"
+    assert exe["target_arch"] == "arm64", "the macOS app is built for Apple silicon"
     assert exe["exclude_binaries"] is True  # onedir: COLLECT makes the folder BUNDLE wraps
     assert calls["COLLECT"]["name"] == "SpecChat"
 
 
 def test_spec_names_the_modules_loaded_by_name_at_run_time(monkeypatch, tmp_path):
     calls = _run_spec(monkeypatch, tmp_path, "linux")
-    assert "BUNDLE" not in calls and calls["EXE"]["console"] is True
+    assert "BUNDLE" not in calls, "Linux gets no .app bundle"
+    assert calls["EXE"]["console"] is True, "on Linux the program is a console command"
     analysis = calls["Analysis"]
     [script] = analysis["scripts"]
     assert Path(script) == ROOT / "packaging" / "specchat_main.py" and Path(script).is_file()
@@ -135,6 +138,28 @@ def test_spec_names_the_modules_loaded_by_name_at_run_time(monkeypatch, tmp_path
         "mlx/lib",
         "libmlx.so",
     )
+
+
+def test_the_bundle_takes_every_ui_feature_and_none_of_the_lab(monkeypatch, tmp_path):
+    """The window's features load lazily, so the spec must name them; the lab stays out."""
+    analysis = _run_spec(monkeypatch, tmp_path, "linux")["Analysis"]
+    hidden = set(analysis["hiddenimports"])
+    features = {name.split(".")[2] for name in hidden if name.startswith("app.ui.") and name.count(".") >= 3}
+    assert features == {
+        "arena",
+        "chat",
+        "common",
+        "dashboard",
+        "library",
+        "machines",
+        "picker",
+        "server",
+        "window",
+    }
+    for module in ("app.ui.chat.text.markdown", "app.ui.common.settings", "app.engine.measure.bench"):
+        assert module in hidden, f"{module} would be missing from the bundle"
+    assert not [name for name in hidden if name.split(".")[0] == "lab"], "a lab module would ship"
+    assert "lab" in analysis["excludes"], "the lab must stay out even if something imports it"
 
 
 def test_build_fails_when_metallib_would_not_sit_next_to_libmlx(monkeypatch, tmp_path):
