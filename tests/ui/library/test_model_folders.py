@@ -20,7 +20,8 @@ def test_a_folder_with_no_model_is_said_and_not_added(qtbot, specchat_home, tmp_
         f"No model found in {empty}: a model folder holds a config.json and .safetensors" in w.banner.text()
     )
     assert "or a .gguf file" in w.banner.text()
-    assert model_folders.saved_folders(w.settings) == [] and w.sources.extra == ()
+    assert model_folders.saved_folders(w.settings) == [], "a folder with no model is not remembered"
+    assert w.sources.extra == (), "a folder with no model is not scanned"
     w.close()
 
 
@@ -32,7 +33,8 @@ def test_a_folder_with_a_model_is_added_and_scanned(qtbot, specchat_home, tmp_pa
     monkeypatch.setattr(model_folders, "ask_for_folder", lambda parent: str(mine))
     w.add_folder()
     qtbot.waitUntil(lambda: w.has_models, timeout=10_000)
-    assert model_folders.saved_folders(w.settings) == [str(mine)] and w.sources.extra == (mine,)
+    assert model_folders.saved_folders(w.settings) == [str(mine)], "the folder is remembered for next time"
+    assert w.sources.extra == (mine,), "the folder is scanned for models now"
     assert w.banner.text() == ""
     w.add_folder()  # the same folder again is not listed twice
     qtbot.waitUntil(lambda: not w.background.jobs, timeout=10_000)

@@ -63,19 +63,27 @@ def test_enter_tests_every_machine_and_the_table_says_who_answered(qtbot, settin
     dialog = make(qtbot, settings, "this-mac 10.0.0.1\nstudio 10.0.0.2\nmini 10.0.0.3")
     dialog.address.setFocus()
     qtbot.keyClick(dialog.address, Qt.Key.Key_Return)
-    assert dialog.job is not None and dialog.progress.isVisible()  # the GUI never waits on it
+    # the GUI never waits on it
+    assert dialog.job is not None, "pressing Enter starts the test in the background"
+    assert dialog.progress.isVisible(), "the dialog shows its progress while it tests"
     wait_tested(qtbot, dialog)
     t = dialog.table
-    assert t.rowCount() == 3 and t.text(0, 0) == f"this-mac ({this_machine()})"
+    assert t.rowCount() == 3, "the table lists the three typed machines"
+    assert t.text(0, 0) == f"this-mac ({this_machine()})", "the first row names this machine"
     assert t.text(0, CONNECTION).startswith("Reachable")
     assert (t.text(0, MLX), t.text(0, SPECCHAT)) == (local_info().mlx_version, local_info().specchat_version)
-    assert t.text(0, FREE).endswith(" free") is False and " of " in t.text(0, FREE)
+    assert t.text(0, FREE).endswith(" free") is False and " of " in t.text(0, FREE), (
+        "this machine's free memory is shown as 'x of y', not just 'free'"
+    )
     assert t.text(1, CONNECTION) == (
         "Not reachable\nCould not connect with ssh: connect to host studio port 22: Connection refused"
     )
     assert t.text(1, MLX) == "—"
     error_bg = current_theme().error_bg
-    assert t.item(2, MLX).background().color() == error_bg and t.text(2, MLX) == "0.1.0"
+    assert t.item(2, MLX).background().color() == error_bg, (
+        "a machine with another MLX version is marked in red"
+    )
+    assert t.text(2, MLX) == "0.1.0", "the table shows that machine's MLX version"
     assert t.item(2, SPECCHAT).background().color() != error_bg  # the same SpecChat there
     assert t.item(0, MLX).background().color() != error_bg
     words = dialog.verdict.text()
@@ -94,13 +102,17 @@ def test_every_machine_answering_lets_the_choice_be_kept(qtbot, settings, specch
     assert dialog.use_button.isEnabled()
     qtbot.mouseClick(dialog.use_button, Qt.MouseButton.LeftButton)
     path = chosen_hostfile(settings)
-    assert path is not None and path.parent == specchat_home
+    assert path is not None, "keeping the choice writes a hostfile"
+    assert path.parent == specchat_home, "the hostfile is kept in SpecChat's own folder"
     assert [(h.ssh, h.ips) for h in read_hostfile(path).hosts] == [
         ("this-mac", ("169.254.1.1",)),
         ("127.0.0.1", ("127.0.0.1",)),
     ]
     again = make(qtbot, settings)  # reopened: the typed machines come back
-    assert again.typed.toPlainText() == "this-mac 10.0.0.1\n127.0.0.1" and again.typed_choice.isChecked()
+    assert again.typed.toPlainText() == "this-mac 10.0.0.1\n127.0.0.1", (
+        "reopened, the dialog shows the machines as typed"
+    )
+    assert again.typed_choice.isChecked(), "the typed list is the chosen source again"
     qtbot.mouseClick(again.alone_button, Qt.MouseButton.LeftButton)
     assert chosen_hostfile(settings) is None
 
@@ -128,7 +140,8 @@ def test_editing_after_a_test_asks_for_a_new_one(qtbot, settings):
 
 def test_a_connection_that_is_not_private_is_warned_about(qtbot, settings):
     dialog = make(qtbot, settings, "this-mac 203.0.113.5\nstudio 10.0.0.2")
-    assert dialog.warning.isVisibleTo(dialog) and NOT_PRIVATE in dialog.warning.text()
+    assert dialog.warning.isVisibleTo(dialog), "a public address shows a warning"
+    assert NOT_PRIVATE in dialog.warning.text(), "the warning says the connection is not private"
     assert "(this-mac at 203.0.113.5)" in dialog.warning.text()
     dialog.address.setCurrentIndex(1)  # 169.254.1.1 on the bridge
     assert not dialog.warning.isVisibleTo(dialog)
@@ -142,7 +155,10 @@ def test_a_connection_that_is_not_private_is_warned_about(qtbot, settings):
 
 def test_bad_machine_lists_say_what_to_fix_and_cannot_be_tested(qtbot, settings, tmp_path):
     dialog = make(qtbot, settings, "this-mac 10.0.0.1\nstudio")
-    assert "studio has no IP address" in dialog.problem.text() and not dialog.test_button.isEnabled()
+    assert "studio has no IP address" in dialog.problem.text(), (
+        "the problem names the machine without an IP address"
+    )
+    assert not dialog.test_button.isEnabled(), "a list with a problem cannot be tested"
     dialog.typed.setPlainText("a 10.0.0.1\nA 10.0.0.2")
     assert "names A twice" in dialog.problem.text()
     dialog.file_choice.setChecked(True)
@@ -150,10 +166,12 @@ def test_bad_machine_lists_say_what_to_fix_and_cannot_be_tested(qtbot, settings,
     bad = tmp_path / "hosts.json"
     bad.write_text("[{")
     dialog.path.setText(str(bad))
-    assert "is not valid JSON" in dialog.problem.text() and not dialog.test_button.isEnabled()
+    assert "is not valid JSON" in dialog.problem.text(), "a broken hostfile is named as not valid JSON"
+    assert not dialog.test_button.isEnabled(), "a broken hostfile cannot be tested"
     bad.write_text(json.dumps([{"ssh": "this-mac", "ips": ["10.0.0.1"]}]))
     dialog.path.setText(str(bad) + " ")
-    assert dialog.problem.text() == "" and dialog.test_button.isEnabled()
+    assert dialog.problem.text() == "", "a good hostfile shows no problem"
+    assert dialog.test_button.isEnabled(), "a good hostfile can be tested"
 
 
 def test_a_chosen_hostfile_is_remembered(qtbot, settings, tmp_path):
@@ -167,13 +185,15 @@ def test_a_chosen_hostfile_is_remembered(qtbot, settings, tmp_path):
     qtbot.mouseClick(dialog.use_button, Qt.MouseButton.LeftButton)
     assert settings.value(SOURCE_KEY) == str(hosts)
     again = make(qtbot, settings)
-    assert again.file_choice.isChecked() and again.path.text() == str(hosts)
+    assert again.file_choice.isChecked(), "reopened, the hostfile is the chosen source again"
+    assert again.path.text() == str(hosts), "reopened, the dialog shows the chosen hostfile"
 
 
 def test_escape_closes(qtbot, settings):
     dialog = make(qtbot, settings, "this-mac 10.0.0.1")
     qtbot.keyClick(dialog, Qt.Key.Key_Escape)
-    assert not dialog.isVisible() and dialog.result() == 0
+    assert not dialog.isVisible(), "Escape closes the dialog"
+    assert dialog.result() == 0, "Escape counts as cancel"
     assert chosen_hostfile(settings) is None
 
 
@@ -199,7 +219,10 @@ def test_the_shape_is_read_from_the_main_folder_off_the_gui_thread(qtbot, settin
     main = compute_facts(toy_models.main)
     dialog = make(qtbot, settings, "this-mac 10.0.0.1", main=main)
     qtbot.waitUntil(lambda: dialog.shape is not None, timeout=10_000)
-    assert dialog.shape is not None and dialog.shape.weights > dialog.shape.whole > 0
+    assert dialog.shape is not None, "the dialog has read the main's shape"
+    assert dialog.shape.weights > dialog.shape.whole > 0, (
+        "all the weights weigh more than the part every machine holds whole, which is not empty"
+    )
     assert dialog.table.text(0, FIT).startswith("Needs ")
 
 
@@ -213,7 +236,8 @@ def test_the_picker_opens_it_for_the_selected_main(qtbot, toy_models, tmp_path):
     dialog = picker.open_machines()
     qtbot.addWidget(dialog)
     assert dialog.settings is settings  # the window's own settings, which the load reads
-    assert dialog.main is not None and dialog.main.name == "toy-main"
+    assert dialog.main is not None, "the picker hands its main to the dialog"
+    assert dialog.main.name == "toy-main", "the dialog weighs the main selected in the picker"
     assert dialog.context == picker.context.value()
     assert picker.machines_button.text() == "Run the main model across machines…"
 
@@ -244,7 +268,8 @@ def test_away_from_a_mac_the_machines_dialog_says_this_computer(qtbot, settings,
     wait_tested(qtbot, dialog)
     words = _all_words(dialog)
     assert not [w for w in words if "Mac" in w]
-    assert "Run on this computer only" in words and "This computer connects over:" in words
+    assert "Run on this computer only" in words, "the choice to stay on one machine says 'this computer'"
+    assert "This computer connects over:" in words, "the address choice says 'this computer'"
     assert dialog.table.text(0, 0) == "other (this computer)"
     assert "list this computer first" in dialog.verdict.text()
     picker = PickerDialog(Sources(None, None, tmp_path, use_hub=False), settings=settings)
@@ -265,7 +290,8 @@ def test_a_huge_hostfile_is_refused_without_freezing_the_dialog(qtbot, settings,
     dialog.path.setText(str(hosts))
     assert time.perf_counter() - started < 1.0  # each keystroke in the path reads the file again
     assert "a machine list is at most 256 KB and 64 machines" in dialog.problem.text()
-    assert not dialog.test_button.isEnabled() and dialog.table.rowCount() == 0
+    assert not dialog.test_button.isEnabled(), "a list over the limit cannot be tested"
+    assert dialog.table.rowCount() == 0, "a list over the limit fills no rows"
 
 
 def test_a_machine_name_ssh_could_misread_cannot_be_tested(qtbot, settings):
@@ -273,4 +299,5 @@ def test_a_machine_name_ssh_could_misread_cannot_be_tested(qtbot, settings):
     assert "starts with '-', which ssh would read as an option" in dialog.problem.text()
     assert not dialog.test_button.isEnabled()
     dialog.typed.setPlainText("this-mac 10.0.0.1\nme@studio.local 10.0.0.2")
-    assert dialog.problem.text() == "" and dialog.test_button.isEnabled()
+    assert dialog.problem.text() == "", "a fixed list shows no problem"
+    assert dialog.test_button.isEnabled(), "a fixed list can be tested"

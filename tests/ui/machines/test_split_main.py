@@ -47,11 +47,15 @@ def test_a_lost_machine_keeps_the_text_and_reloads_on_this_machine(qtbot, tmp_pa
     qtbot.waitUntil(lambda: window.controller.pair is not None)
     type_and_send(qtbot, window, "hello")
     qtbot.waitUntil(lambda: len(_loads(window)) == 2, timeout=5000)
-    assert _loads(window)[-1].hostfile is None and _loads(window)[-1].main == "main-model"
+    assert _loads(window)[-1].hostfile is None, "after a lost machine the pair reloads on this machine alone"
+    assert _loads(window)[-1].main == "main-model", "the reload keeps the same main model"
     qtbot.waitUntil(lambda: window.controller.pair is not None and window.controller.live is None)
     assert "split" not in window.pair_label.text()
     banner = window.banner.label.text()
-    assert "rank 1 (mac2.local)" in banner and "text so far is kept" in banner
+    assert "rank 1 (mac2.local)" in banner, "the banner names the machine that was lost"
+    assert "text so far is kept" in banner, "the banner says the text so far is kept"
     answer = window.controller.transcript.turns[-1]
-    assert len(answer.text) > 0 and answer.state.value == "error"  # what was written stays
+    # what was written stays
+    assert len(answer.text) > 0, "the words written before the loss stay in the answer"
+    assert answer.state.value == "error", "the cut answer is marked as an error"
     assert answer.text.replace("**", "")[:40] in window.view.toPlainText()
