@@ -96,7 +96,7 @@ class DownloadPanel(QGroupBox):
                 if folder is not None
                 else self._stop(f"Cancelled {repo_id}; nothing was installed")
             ),
-            progress=self._on_progress,
+            progress=self.show_progress,
         )
 
     def cancel(self) -> None:
@@ -104,7 +104,8 @@ class DownloadPanel(QGroupBox):
         if self.task is not None:
             self.task.cancel()
 
-    def _on_progress(self, p: DownloadProgress) -> None:
+    def show_progress(self, p: DownloadProgress) -> None:
+        """A progress report in the bar, waits and status line; public so a test can watch each one."""
         self.bar.setValue(int(1000 * p.done_bytes / p.total_bytes) if p.total_bytes else 0)
         self.waits.progress(p.repo_id, p.done_bytes, p.total_bytes, f"{p.phase.title()} {p.repo_id}")
         sizes = f"{human_bytes(p.done_bytes)} of {human_bytes(p.total_bytes)}"

@@ -57,4 +57,6 @@ def test_an_import_from_the_open_picker_is_selected_there(qtbot, toy_models, tmp
     (tmp_path / "in").mkdir()
     dialog.import_requested.emit(str(tiny_llama(tmp_path / "in" / "tiny.gguf")))
     qtbot.waitUntil(lambda: main_name(dialog) == f"tiny-{default_bits()}bit", timeout=120_000)
-    assert w.controller.load_request is None and w.controller.pair is None  # the user picks the pair
+    # the user picks the pair
+    assert w.controller.load_request is None, "an import does not start loading by itself"
+    assert w.controller.pair is None, "no pair is loaded until the user picks one"

@@ -58,7 +58,9 @@ def test_drafts_ranked_and_incompatible_greyed_with_reason(qtbot, toy_models, tm
     dialog = open_picker(qtbot, root, usable_memory=BIG)
     assert dialog.current_main().name == "toy-main"  # the largest model comes first
     keys = [r[0] for r in rows(dialog)]
-    assert keys[:2] == [PLAIN, LOOKUP] and keys[2].endswith("toy-draft") and len(keys) == 3
+    assert keys[:2] == [PLAIN, LOOKUP], "plain and lookup are offered first"
+    assert keys[2].endswith("toy-draft"), "the compatible draft comes next"
+    assert len(keys) == 3, "the altered draft is hidden at first"
     dialog.show_incompatible.setChecked(True)
     altered = [r for r in rows(dialog) if r[0].endswith("toy-altered")]
     assert len(altered) == 1
@@ -76,14 +78,19 @@ def test_drafts_ranked_and_incompatible_greyed_with_reason(qtbot, toy_models, tm
 def test_pair_that_does_not_fit_needs_confirmation(qtbot, toy_models, tmp_path, monkeypatch):
     root = build_library(toy_models, tmp_path / "lib")
     dialog = open_picker(qtbot, root, usable_memory=1)
-    assert "Won't fit" in dialog.fit_label.text() and "GiB" in dialog.fit_label.text()
+    assert "Won't fit" in dialog.fit_label.text() and "GiB" in dialog.fit_label.text(), (
+        "a pair too big for memory says it won't fit"
+    )
     answers, asked = [QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes], []
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: (asked.append(a[2]), answers.pop(0))[1])
     dialog.use_button.click()
-    assert dialog.picked is None and "Load it anyway?" in asked[0]
+    assert dialog.picked is None, "the first No leaves the pair unpicked"
+    assert "Load it anyway?" in asked[0], "the user is asked whether to load it anyway"
     dialog.use_button.click()
-    assert dialog.picked is not None and dialog.picked.mode == "model"
-    assert dialog.picked.draft.endswith("toy-draft") and dialog.picked.context == 4096
+    assert dialog.picked is not None, "a Yes picks the pair"
+    assert dialog.picked.mode == "model", "the main is picked as a model, not plain or lookup"
+    assert dialog.picked.draft.endswith("toy-draft"), "the compatible draft comes with it"
+    assert dialog.picked.context == 4096, "the chosen context length comes with it"
 
 
 def test_plain_and_lookup_are_always_offered(qtbot, toy_models, tmp_path):
@@ -91,7 +98,8 @@ def test_plain_and_lookup_are_always_offered(qtbot, toy_models, tmp_path):
     dialog = open_picker(qtbot, root, usable_memory=BIG)
     dialog.drafts.setCurrentIndex(dialog.draft_model.index(1, 0))
     dialog.use_button.click()
-    assert dialog.picked.mode == LOOKUP and dialog.picked.draft is None
+    assert dialog.picked.mode == LOOKUP, "the second row picks lookup"
+    assert dialog.picked.draft is None, "lookup needs no draft model"
 
 
 def test_first_run_shows_recommended_pairs_and_downloads_with_progress(qtbot, toy_models, tmp_path):
@@ -127,7 +135,9 @@ def test_failed_download_is_reported(qtbot, tmp_path):
     assert not (root / "org" / "missing").exists()
 
 
-def test_a_damaged_download_is_checked_then_refused_with_the_file_named(qtbot, toy_models, tmp_path):
+def test_a_damaged_download_is_checked_then_refused_with_the_file_named(
+    qtbot, toy_models, tmp_path, monkeypatch
+):
     root = tmp_path / "empty"
     root.mkdir()
     files = {p.name: p.read_bytes() for p in Path(toy_models.draft).iterdir()}
@@ -135,8 +145,12 @@ def test_a_damaged_download_is_checked_then_refused_with_the_file_named(qtbot, t
     with LocalHub(HubState({"org/toy": files}, faults={"model.safetensors": "flip"})) as hub:
         dialog = PickerDialog(sources(root), endpoint=hub.endpoint, download_root=root, usable_memory=BIG)
         qtbot.addWidget(dialog)
-        original = dialog.downloads._on_progress
-        dialog.downloads._on_progress = lambda p: (original(p), seen.append(dialog.downloads.status.text()))
+        shown = dialog.downloads.show_progress
+        monkeypatch.setattr(
+            dialog.downloads,
+            "show_progress",
+            lambda p: (shown(p), seen.append(dialog.downloads.status.text())),
+        )
         dialog.downloads.repo.setText("org/toy")
         dialog.downloads.start_button.click()
         qtbot.waitUntil(lambda: "Failed" in dialog.downloads.status.text(), timeout=30_000)
@@ -153,7 +167,8 @@ def test_gguf_files_found_are_offered_for_import(qtbot, toy_models, tmp_path, mo
     gguf = root / "downloads" / "tiny.gguf"
     gguf.write_bytes(b"GGUF" + bytes(60))
     dialog = open_picker(qtbot, root, usable_memory=BIG)
-    assert dialog.ggufs == [str(gguf)] and not dialog.import_button.isHidden()
+    assert dialog.ggufs == [str(gguf)], "the GGUF file in the library is found"
+    assert not dialog.import_button.isHidden(), "the import button is shown for it"
     assert "1 GGUF file(s) can be imported" in dialog.state_label.text()
     offered: list[list[str]] = []
 
@@ -164,4 +179,5 @@ def test_gguf_files_found_are_offered_for_import(qtbot, toy_models, tmp_path, mo
     monkeypatch.setattr(QInputDialog, "getItem", staticmethod(choose))
     with qtbot.waitSignal(dialog.import_requested, timeout=5000) as signal:
         dialog.import_button.click()
-    assert offered == [[str(gguf)]] and signal.args == [str(gguf)]
+    assert offered == [[str(gguf)]], "the user is offered the GGUF file found"
+    assert signal.args == [str(gguf)], "the chosen file is asked to be imported"

@@ -27,7 +27,11 @@ def test_the_draft_list_counts_the_drafts_being_checked(qtbot, toy_models, tmp_p
     dialog.show()
     qtbot.waitUntil(lambda: dialog.main_model.rowCount() == 8, timeout=30_000)
     row = dialog.draft_model.item(2)
-    assert row.text() == "Checking 7 drafts…" and not row.isEnabled() and row.data(KEY) is None
+    assert row.text() == "Checking 7 drafts…", (
+        "while checking, the draft list says how many drafts are being checked"
+    )
+    assert not row.isEnabled(), "the checking row cannot be chosen"
+    assert row.data(KEY) is None, "the checking row is no draft"
     assert not dialog.drafts_checked()
     gate.release(3)
     qtbot.waitUntil(lambda: dialog.draft_model.item(2).text() == "Checking 7 drafts… 3 done", timeout=30_000)

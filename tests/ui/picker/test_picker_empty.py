@@ -57,5 +57,7 @@ def test_add_a_model_folder_from_the_empty_list(qtbot, tmp_path, toy_models, mon
     dialog.empty_note.linkActivated.emit("folder")
     qtbot.waitUntil(lambda: dialog.main_model.rowCount() == 1, timeout=30_000)
     assert not dialog.empty_note.isVisible()
-    assert moved and moved[0].extra == (mine,) and dialog.sources.extra == (mine,)
+    assert moved, "adding a folder tells the window"
+    assert moved[0].extra == (mine,), "the window is told of the added folder"
+    assert dialog.sources.extra == (mine,), "the picker now lists from the added folder"
     assert model_folders.saved_folders(dialog.settings) == [str(mine)]

@@ -61,14 +61,17 @@ def test_hidden_drafts_are_counted_and_explained_in_plain_words(
     assert not enabled
     assert "other-draft uses a different vocabulary from toy-main" in text
     assert "a draft must share the main model's tokenizer" in text
-    assert "token 300 differs" not in text and "token 300 differs" in tip  # evidence on hover
+    # evidence on hover
+    assert "token 300 differs" not in text, "the greyed row's text skips the token detail"
+    assert "token 300 differs" in tip, "the token detail is in the row's tooltip"
 
 
 def test_mains_come_largest_first_with_suggested_roles(qtbot, toy_models, toy_mismatched_draft, tmp_path):
     root = library(toy_models, toy_mismatched_draft, tmp_path / "lib")
     dialog = open_picker(qtbot, Sources(None, None, root, use_hub=False), 3)
     texts = [dialog.main_model.item(i).text() for i in range(3)]
-    assert texts[0].startswith("toy-main\n") and texts[0].endswith("suggested as main")
+    assert texts[0].startswith("toy-main\n"), "the largest model is listed first"
+    assert texts[0].endswith("suggested as main"), "the first model is suggested as the main"
     roles = {t.split("\n")[0]: t.rsplit("· ", 1)[-1] for t in texts}
     assert roles["toy-draft"] == "suggested as a draft"
     # Nothing larger shares the other draft's vocabulary, so it could only serve as a main.
@@ -86,8 +89,11 @@ def test_models_json_lists_what_the_picker_offers(qtbot, toy_models, toy_mismatc
         dialog.main_model.item(i).data(KEY) for i in range(dialog.main_model.rowCount())
     ]
     first = listing[0]
-    assert first["name"] == "toy-main" and first["suggested_role"] == "main"
-    assert first["family"] == "toy-main" and first["parameters"] > 0 and first["context_length"]
+    assert first["name"] == "toy-main", "the JSON lists toy-main first"
+    assert first["suggested_role"] == "main", "the JSON suggests it as a main, as the picker does"
+    assert first["family"] == "toy-main", "the JSON gives the main's family"
+    assert first["parameters"] > 0, "the JSON gives a parameter count"
+    assert first["context_length"], "the JSON gives a context length"
     offered = [r for r in draft_rows(dialog)[2:]]
     assert first["compatible_drafts"] == [key for key, _, enabled, _ in offered if enabled]
     assert [h["path"] for h in first["hidden_drafts"]] == [
@@ -168,6 +174,7 @@ def test_measure_now_opens_the_arena_for_the_picked_main(
     assert dialog.current_draft_key().endswith("toy-main")
     dialog.suggestions.measure_button.click()
     assert not dialog.isVisible()
-    assert window.arena is not None and window.arena.isVisible()
+    assert window.arena is not None, "measuring drafts opens the arena"
+    assert window.arena.isVisible(), "the arena is shown"
     qtbot.waitUntil(lambda: window.arena.current_main() == str(root / "toy-draft"), timeout=60_000)
     window.close()

@@ -29,7 +29,8 @@ def test_a_copy_of_the_main_and_a_damaged_folder_are_never_offered(qtbot, toy_mo
     qtbot.waitUntil(dialog.drafts_checked, timeout=30_000)
     mains = [dialog.main_model.item(i) for i in range(dialog.main_model.rowCount())]
     broken = [m for m in mains if "broken-draft" in m.text()]
-    assert len(broken) == 1 and not broken[0].isEnabled()
+    assert len(broken) == 1, "the damaged folder is listed once"
+    assert not broken[0].isEnabled(), "the damaged folder cannot be chosen"
     assert (
         "damaged or unreadable: model.safetensors is not a model file SpecChat can read" in broken[0].text()
     )

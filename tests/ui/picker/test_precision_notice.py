@@ -41,14 +41,19 @@ def test_a_4_bit_main_on_the_cpu_is_warned_and_copied_at_16_bits(qtbot, toy_mode
     dialog = open_picker(qtbot, tmp_path / "other-app")
     notice = dialog.main_precision
     qtbot.waitUntil(notice.copy_button.isVisible, timeout=30_000)
-    assert WARNING in notice.text.text() and "expect about a word per second or less" in notice.text.text()
+    assert WARNING in notice.text.text(), "a 4-bit main on the CPU shows the warning"
+    assert "expect about a word per second or less" in notice.text.text(), (
+        "the warning says how slow it will be"
+    )
     assert notice.copy_button.text() == "Make a 16-bit copy"
 
     notice.copy_button.click()
     qtbot.waitUntil(lambda: dialog.current_main().name == "toy-main-16bit", timeout=120_000)
     copy = dialog.current_main()
     assert Path(copy.path).parent == models_dir()  # in SpecChat's own folder, not the other app's
-    assert copy.bits is not None and copy.bits >= 16 and f"{copy.bits}-bit" in describe(copy)
+    assert copy.bits is not None, "the copy's precision is known"
+    assert copy.bits >= 16, "the copy is at least 16-bit"
+    assert f"{copy.bits}-bit" in describe(copy), "the picker describes the copy's bits"
     assert listed(dialog) == ["toy-main-16bit", "toy-main-4bit"]
     qtbot.waitUntil(lambda: not notice.isVisible(), timeout=10_000)  # the copy needs no warning
 
@@ -80,7 +85,8 @@ def test_nothing_is_said_on_a_gpu_or_of_an_unquantized_model(
         shutil.copytree(toy_models.main, tmp_path / "other-app" / "toy-main")
     dialog = open_picker(qtbot, tmp_path / "other-app")
     qtbot.waitUntil(lambda: dialog.main_precision.device is not None, timeout=30_000)
-    assert not dialog.main_precision.isVisible() and not dialog.draft_precision.isVisible()
+    assert not dialog.main_precision.isVisible(), "no warning under the main when it runs well"
+    assert not dialog.draft_precision.isVisible(), "no warning under the draft when it runs well"
 
 
 def test_in_the_window_the_copy_stays_selected_over_the_loaded_main(qtbot, toy_models, tmp_path, monkeypatch):
