@@ -35,9 +35,12 @@ def test_agreement_reports_both_rules_per_prompt_and_class(
     rows = {line.split()[0]: line.split() for line in text.splitlines() if line.split()}
     assert {"code-1", "code-2", "code", "all"} <= rows.keys()
     tokens, exact, residual, ratio = (float(x) for x in rows["all"][1:5])
-    assert tokens == 16 and 0 < exact < residual <= 1 and ratio == pytest.approx(residual / exact, rel=0.05)
+    assert tokens == 16, "16 tokens compared over the two prompts"
+    assert 0 < exact < residual <= 1, "agreement is a fraction, residual above exact"
+    assert ratio == pytest.approx(residual / exact, rel=0.05), "the ratio column is residual over exact"
     saved = json.loads(out.read_text())
-    assert [p["id"] for p in saved] == ["code-1", "code-2"] and len(saved[0]["residual"]) == 8
+    assert [p["id"] for p in saved] == ["code-1", "code-2"], "every prompt's figures are saved, in order"
+    assert len(saved[0]["residual"]) == 8, "each saved prompt has a residual figure per token position"
 
 
 @pytest.mark.parametrize(

@@ -143,4 +143,6 @@ def test_a_hostfile_that_cannot_be_used_is_named_in_our_words(
     result = _run(*argv, *(["hi"] if command == "generate" else ["--max-tokens", "8"]))
     _check(result, f"{command} {problem}")
     last = result.stderr.decode().strip().splitlines()[-1]
-    assert problem in last and "hosts.json" in last and "-c:" not in last, last
+    assert problem in last, f"the last line names the problem: {last}"
+    assert "hosts.json" in last, f"the last line names hosts.json: {last}"
+    assert "-c:" not in last, f"no Python internals shown: {last}"

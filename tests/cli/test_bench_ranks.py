@@ -42,5 +42,6 @@ def test_bench_over_two_ranks_matches_plain(toy_models: ToyModels) -> None:
     )
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith("all ")]
-    assert [row[1] for row in rows] == ["plain", "fixed3"] and all(row[-1] == "yes" for row in rows)
+    assert [row[1] for row in rows] == ["plain", "fixed3"], "bench over ranks reports plain and fixed k = 3"
+    assert all(row[-1] == "yes" for row in rows), "every answer matched the plain one"
     assert "rank 0 shared" in result.stderr

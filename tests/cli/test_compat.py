@@ -51,6 +51,12 @@ def test_json_carries_every_reason(toy_models, toy_mismatched_draft, tmp_path):
 def test_a_model_that_is_not_there_is_an_error(toy_models, tmp_path):
     missing = _compat(tmp_path, str(toy_models.main), "nobody/no-such-model")
     assert missing.returncode == 2
-    assert missing.stdout == "" and "nobody/no-such-model is not downloaded" in missing.stderr
+    assert missing.stdout == "", "nothing printed as a result for a missing model"
+    assert "nobody/no-such-model is not downloaded" in missing.stderr, (
+        "the error says the model is not downloaded"
+    )
     not_a_name = _compat(tmp_path, str(toy_models.main), str(tmp_path / "nowhere"))
-    assert not_a_name.returncode == 2 and "is not a valid hub repo id" in not_a_name.stderr
+    assert not_a_name.returncode == 2, "a bad repo id is a usage error (exit 2)"
+    assert "is not a valid hub repo id" in not_a_name.stderr, (
+        "the error says the name is not a valid hub repo id"
+    )

@@ -18,7 +18,8 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 def test_generate_refuses_a_prompt_past_the_main_context(toy_models, tmp_path):
     main = copy_with_context(toy_models.main, tmp_path / "main", 32)
     result = _run("generate", "--main", str(main), "--draft", str(toy_models.draft), LONG)
-    assert result.returncode == 2 and result.stdout == ""
+    assert result.returncode == 2, "a prompt past the context is a usage error (exit 2)"
+    assert result.stdout == "", "no answer is printed"
     [line] = result.stderr.splitlines()
     assert line.startswith("error: This conversation is ")
     assert line.endswith("tokens; the main model reads at most 32. Shorten the prompt.")

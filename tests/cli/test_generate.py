@@ -33,4 +33,7 @@ def test_generate_streams_an_answer_and_reports_stats(toy_models):
 
 def test_generate_explains_a_missing_model():
     result = _generate("--main", "/no/such/folder", "Hello")
-    assert result.returncode == 2 and "neither an existing folder nor a hub repo id" in result.stderr
+    assert result.returncode == 2, "a model that is neither folder nor repo id is a usage error (exit 2)"
+    assert "neither an existing folder nor a hub repo id" in result.stderr, (
+        "the error says what the name is not"
+    )

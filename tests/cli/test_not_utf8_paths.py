@@ -79,7 +79,9 @@ def test_every_command_refuses_a_name_that_is_not_utf8_in_one_line(
         argv += [name, bad] if name.startswith("-") else [bad]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: {name} ") and "is not a UTF-8 name" in err, err
+    assert err.count("\n") == 1, f"the error is one line: {err!r}"
+    assert err.startswith(f"error: {name} "), f"the error names the argument: {err!r}"
+    assert "is not a UTF-8 name" in err, f"the error says the name is not UTF-8: {err!r}"
     assert "\\xe9-\\xff" in err  # the name as typed, readable in any terminal
     assert list(tmp_path.iterdir()) == []  # the command never ran
 
@@ -109,6 +111,9 @@ def test_a_name_that_is_not_utf8_from_the_terminal_gives_one_line(
         [sys.executable, "-m", "app", *argv], capture_output=True, env=env, cwd=ROOT, timeout=120
     )
     err = result.stderr.decode("utf-8", "replace")
-    assert result.returncode == 2 and "Traceback" not in err, err
-    assert err.count("\n") == 1 and err.startswith("error: ") and "OUT\\xff is not a UTF-8 name" in err, err
+    assert result.returncode == 2, "a name that is not UTF-8 is a usage error (exit 2)"
+    assert "Traceback" not in err, f"no traceback is shown: {err}"
+    assert err.count("\n") == 1, f"the error is one line: {err!r}"
+    assert err.startswith("error: "), f"it is an error line: {err!r}"
+    assert "OUT\\xff is not a UTF-8 name" in err, f"the error says the output name is not UTF-8: {err!r}"
     assert list(tmp_path.iterdir()) == []

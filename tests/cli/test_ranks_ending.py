@@ -144,7 +144,8 @@ def test_ctrl_c_ends_everything_and_prints_one_line(toy_models: ToyModels) -> No
         assert _left(started) == []
         assert started.caller.returncode == 128 + signal.SIGINT
         said = [line for line in errors.splitlines() if line.strip()]
-        assert len(said) == 1 and "stopped" in said[0], errors
+        assert len(said) == 1, f"one line about the ending: {errors}"
+        assert "stopped" in said[0], f"the line says the ranks stopped: {errors}"
     finally:
         _clean_up(started)
 

@@ -22,5 +22,6 @@ def test_a_non_loopback_bind_without_a_key_is_refused(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "without an API key" in lines[0], result.stderr
+    assert len(lines) == 1, f"one warning line: {result.stderr}"
+    assert "without an API key" in lines[0], f"the warning says there is no API key: {result.stderr}"
     assert "loading" not in result.stderr

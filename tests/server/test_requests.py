@@ -27,7 +27,9 @@ def _speculation(value: object):
 )
 def test_speculation_is_read_as_the_apps_mode(value, mode, k):
     settings = _speculation(value)
-    assert settings is not None and settings.mode is mode and settings.k == k
+    assert settings is not None, "a speculation setting is read"
+    assert settings.mode is mode, "the mode is the app's own word for it"
+    assert settings.k == k, "k is kept as given"
 
 
 def test_no_speculation_leaves_the_servers_own():
@@ -38,5 +40,6 @@ def test_no_speculation_leaves_the_servers_own():
 def test_a_wrong_speculation_is_a_400_naming_the_field(value):
     with pytest.raises(ApiError) as refused:
         _speculation(value)
-    assert refused.value.status == 400 and refused.value.param == "speculation"
+    assert refused.value.status == 400, "a wrong speculation setting is a 400"
+    assert refused.value.param == "speculation", "the error names the speculation field"
     assert "speculation" in str(refused.value)

@@ -42,7 +42,8 @@ def test_no_model_loaded_is_503(idle_worker: EngineWorker) -> None:
         assert runner.address is not None
         port = runner.address[1]
         refused = request(port, "POST", "/v1/chat/completions", CHAT, JSON)
-        assert refused.status == 503 and "No model is loaded" in refused.json()["error"]["message"]
+        assert refused.status == 503, "with no pair loaded the server answers 503 (try later)"
+        assert "No model is loaded" in refused.json()["error"]["message"], "the error says no model is loaded"
         assert request(port, "GET", "/health").json()["status"] == "no_model"
     finally:
         runner.stop()
@@ -51,7 +52,10 @@ def test_no_model_loaded_is_503(idle_worker: EngineWorker) -> None:
     try:
         assert runner.address is not None
         refused = request(runner.address[1], "POST", "/v1/chat/completions", CHAT, JSON)
-        assert refused.status == 503 and "no model is loaded" in refused.json()["error"]["message"]
+        assert refused.status == 503, "a worker with no pair makes the server answer 503"
+        assert "no model is loaded" in refused.json()["error"]["message"], (
+            "the error gives the worker's own words"
+        )
     finally:
         runner.stop()
 
@@ -62,9 +66,11 @@ def test_an_api_key_is_required_when_set(idle_worker: EngineWorker) -> None:
         assert runner.address is not None
         port = runner.address[1]
         missing = request(port, "POST", "/v1/chat/completions", CHAT, JSON)
-        assert missing.status == 401 and "API key" in missing.json()["error"]["message"]
+        assert missing.status == 401, "a request without the key is a 401"
+        assert "API key" in missing.json()["error"]["message"], "the error says an API key is needed"
         wrong = request(port, "GET", "/v1/models", headers={"Authorization": "Bearer nope"})
-        assert wrong.status == 401 and wrong.json()["error"]["code"] == "invalid_api_key"
+        assert wrong.status == 401, "a wrong key is a 401"
+        assert wrong.json()["error"]["code"] == "invalid_api_key", "the error code says the key is invalid"
         right = request(
             port, "POST", "/v1/chat/completions", CHAT, {**JSON, "Authorization": "Bearer s3cret"}
         )

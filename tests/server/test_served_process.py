@@ -57,7 +57,8 @@ def test_chat_streamed_and_whole_equal_generate(served: Served) -> None:
     assert whole.choices[0].finish_reason == "length"
     assert whole.usage is not None and whole.usage.completion_tokens == 24
     figures = whole.model_extra["specchat"]
-    assert figures["speculation"] == "fixed" and figures["proposed"] > 0
+    assert figures["speculation"] == "fixed", "the answer's figures name the speculation mode used"
+    assert figures["proposed"] > 0, "fixed speculation proposed drafted tokens"
 
     pieces: list[str] = []
     finish = None
@@ -183,19 +184,28 @@ def _chat_body(**fields: object) -> bytes:
 
 def test_bad_requests_get_their_status_and_words(served: Served) -> None:
     bad_json = _post(served, b'{"model": "main", "messages": [')
-    assert bad_json.status == 400 and "not valid JSON" in bad_json.json()["error"]["message"]
+    assert bad_json.status == 400, "a body that is not JSON is a 400"
+    assert "not valid JSON" in bad_json.json()["error"]["message"], (
+        "the error says the body is not valid JSON"
+    )
 
     wrong_type = _post(served, _chat_body(max_tokens="ten")).json()["error"]
-    assert wrong_type["param"] == "max_tokens" and "integer" in wrong_type["message"]
+    assert wrong_type["param"] == "max_tokens", "the error names the field with the wrong type"
+    assert "integer" in wrong_type["message"], "the error says an integer is needed"
 
     plain_text = _post(served, _chat_body(), **{"Content-Type": "text/plain"})
-    assert plain_text.status == 415 and "application/json" in plain_text.json()["error"]["message"]
+    assert plain_text.status == 415, "a body that is not JSON by its type is a 415"
+    assert "application/json" in plain_text.json()["error"]["message"], (
+        "the error says the body must be application/json"
+    )
 
     other_host = _post(served, _chat_body(), Host=f"attacker.example:{served.port}")
-    assert other_host.status == 403 and "Host" in other_host.json()["error"]["message"]
+    assert other_host.status == 403, "a request for another host is refused with 403"
+    assert "Host" in other_host.json()["error"]["message"], "the error names the Host header"
 
     huge = _post(served, _chat_body(user="x" * (5 * 1024 * 1024)))
-    assert huge.status == 413 and "limit" in huge.json()["error"]["message"]
+    assert huge.status == 413, "a body past the size limit is a 413"
+    assert "limit" in huge.json()["error"]["message"], "the error mentions the limit"
 
     with pytest.raises(openai.NotFoundError) as unknown:
         _client(served).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Hi"}])
