@@ -132,7 +132,7 @@ def render_all(out_dir: str) -> int:
     window.controller.send("Say it again, briefly <img src='file:///etc/passwd'>")
     _wait(app, lambda: _streamed(window) > 45, 30)
     _save(app, window, out / "streaming.png")
-    window.rejected_action.setChecked(True)
+    window.toggles.rejected.setChecked(True)
     _wait(app, lambda: _streamed(window) > 70, 30)
     _save(app, window, out / "streaming-rejected-drafts.png")
     window.dashboard.show()

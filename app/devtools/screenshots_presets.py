@@ -35,7 +35,7 @@ def render_presets(app: QApplication, home: Path, out: Path, wait: Wait, save: S
     window.controller.chat_settings = window.controller.chat_settings.__class__(
         **{**window.controller.chat_settings.to_dict(), "max_tokens": len(WORDS)}
     )
-    window.rejected_action.setChecked(True)
+    window.toggles.rejected.setChecked(True)
     window.controller.send("Tell me about otters")
     wait(app, lambda: not window.controller.busy, 30)
     save(app, window.composer, out / "composer-preset.png")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QSettings, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -56,17 +56,13 @@ from app.ui.window import window_state as state
 from app.ui.window.appearance import Appearance
 from app.ui.window.chat_actions import ChatActions
 from app.ui.window.last_load import LastLoadBar, follow_loads, note_attempt, start_pair
-from app.ui.window.menus import build_menus
+from app.ui.window.menus import Commands, build_menus
 from app.ui.window.recovery_notice import show_recovery
 from app.ui.window.store_notice import StoreNotice
 
 
 class MainWindow(ChatActions):
     scanned = Signal(object)  # each library scan's outcome: (models, ggufs) or the exception
-    highlight_action: QAction  # the View menu's toggles, made by build_menus
-    rejected_action: QAction
-    sidebar_action: QAction
-    dashboard_action: QAction
 
     def __init__(
         self,
@@ -111,11 +107,15 @@ class MainWindow(ChatActions):
             self, self.settings, self.controller, self.bridge.engine, self.report_error
         )
         self.scanned.connect(self.serving.library_scanned)
-        build_menus(self)
+        self.toggles = build_menus(
+            self.menuBar(), self._commands(), self.dashboard, self.serving, self.appearance
+        )
         self._wire()
-        state.restore_window(self, self)
+        state.restore_window(self, self.splitter, self.settings)
         self.refresh_sidebar()
-        state.reopen_conversation(self)
+        if (cid := state.conversation_to_reopen(self.settings, self.store)) is not None:
+            self.controller.open(cid)
+            self.refresh_sidebar()
         self.recovery_notice = show_recovery(self, self.store.recovery)
         refusals = (self.controller.failed, self.drafts.failed)  # a refused save brings back Retry
         self.store_notice = StoreNotice(self, self.store, refusals)
@@ -126,8 +126,8 @@ class MainWindow(ChatActions):
                 bool(self.settings.value("view/rejected", False, type=bool)),
             )
         )
-        self.highlight_action.setChecked(self.view.options.highlight)
-        self.rejected_action.setChecked(self.view.options.show_rejected)
+        self.toggles.highlight.setChecked(self.view.options.highlight)
+        self.toggles.rejected.setChecked(self.view.options.show_rejected)
         self.scan()
         if restore_pair:
             start_pair(self.settings, self.last_load, self.load_pair)
@@ -179,7 +179,7 @@ class MainWindow(ChatActions):
         c.history_changed.connect(self.dashboard.history.refresh)
         c.conversations_changed.connect(self.refresh_sidebar)
         for changed in (c.switched, c.conversations_changed):
-            changed.connect(lambda: state.remember_conversation(self))
+            changed.connect(lambda: state.remember_conversation(self.settings, self.controller.conversation))
         c.pair_changed.connect(self.pair_label.setText)
         c.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         c.failed.connect(self.report_error)
@@ -204,6 +204,25 @@ class MainWindow(ChatActions):
         self.welcome.import_gguf.connect(self.import_gguf)
         self.welcome.add_folder.connect(self.add_folder)
         self.welcome.download.connect(self._download_pair)
+
+    def _commands(self) -> Commands:
+        """What the menus run."""
+        return Commands(
+            new_chat=self.controller.new_conversation,
+            export=self.export,
+            import_gguf=self.import_gguf,
+            add_folder=self.add_folder,
+            quit=self.close,
+            regenerate=lambda: self.regenerate(None),
+            stop=self.controller.stop,
+            edit_settings=self.edit_settings,
+            check_answer=self.check_answer,
+            choose_models=self.choose_models,
+            open_arena=self.open_arena,
+            set_highlight=self.set_highlight,
+            set_rejected=self.set_rejected,
+            show_conversations=self.sidebar.setVisible,
+        )
 
     # -- actions --------------------------------------------------------------------------------
     def report_error(self, text: str, detail: str = "") -> None:
@@ -397,7 +416,7 @@ class MainWindow(ChatActions):
         checks between rounds); background tasks (scans, tokenizer loads, an import) are dropped, so
         none reports to a window being torn down. The window is hidden first: the wait
         (`quit_wait`) is the app's, not the user's."""
-        state.save_window(self, self)
+        state.save_window(self, self.splitter, self.settings)
         self.hide()
         self.drafts.save()
         self.controller.stop()

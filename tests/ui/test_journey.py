@@ -129,11 +129,11 @@ def test_the_dashboard_dock_comes_back(qtbot):
 
     w = window()
     assert not w.dashboard.isVisible()  # hidden on a first start
-    w.dashboard_action.trigger()
+    w.toggles.dashboard.trigger()
     qtbot.waitUntil(w.dashboard.isVisible)
     w.close()
     w = window()
-    assert w.dashboard.isVisible() and w.dashboard_action.isChecked()
-    w.dashboard_action.trigger()
+    assert w.dashboard.isVisible() and w.toggles.dashboard.isChecked()
+    w.toggles.dashboard.trigger()
     w.close()
     assert not window().dashboard.isVisible()

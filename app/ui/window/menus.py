@@ -1,53 +1,56 @@
-"""The main window's menu bar: every command with its shortcut, in one place to read."""
+"""The main window's menu bar: every command with its shortcut, in one place to read.
+
+The menus run the commands they are given and add the actions of the parts that own them (the
+dashboard's dock, the server switch, the appearance choice); the View toggles they make are
+handed back, so the window can set them from the saved settings."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass
 
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMenu, QMenuBar, QWidget
+from PySide6.QtWidgets import QDockWidget, QMenu, QMenuBar, QWidget
 
 from app import PRODUCT_NAME
 from app.engine.blas import ensure_blas
-from app.ui.chat.chat_controller import ChatController
-from app.ui.chat.sidebar import Sidebar
-from app.ui.dashboard.dashboard import Dashboard
 from app.ui.server.serving import ServerSwitch
 from app.ui.window.about import AboutDialog
 from app.ui.window.appearance import Appearance
 from app.ui.window.glossary import GlossaryDialog
 
 
-class MainWindow(Protocol):
-    """What the menus reach in the window (a protocol, so this module needs no import of it)."""
+@dataclass(frozen=True)
+class Commands:
+    """What each menu entry runs, in menu order."""
 
-    controller: ChatController
-    dashboard: Dashboard
-    sidebar: Sidebar
-    appearance: Appearance
-    serving: ServerSwitch
-    highlight_action: QAction
-    rejected_action: QAction
-    sidebar_action: QAction
-    dashboard_action: QAction
+    new_chat: Callable[[], object]
+    export: Callable[[str], object]  # "md" or "json"
+    import_gguf: Callable[[], object]
+    add_folder: Callable[[], object]
+    quit: Callable[[], object]
+    regenerate: Callable[[], object]  # the last answer
+    stop: Callable[[], object]
+    edit_settings: Callable[[], object]
+    check_answer: Callable[[], object]  # the last answer
+    choose_models: Callable[[], object]
+    open_arena: Callable[[], object]
+    set_highlight: Callable[[bool], object]
+    set_rejected: Callable[[bool], object]
+    show_conversations: Callable[[bool], object]
 
-    def menuBar(self) -> QMenuBar: ...
-    def close(self) -> bool: ...
-    def export(self, kind: str) -> None: ...
-    def import_gguf(self) -> None: ...
-    def add_folder(self) -> None: ...
-    def regenerate(self, key: int | None) -> None: ...
-    def edit_settings(self) -> None: ...
-    def check_answer(self, key: int | None = None) -> bool: ...
-    def choose_models(self) -> None: ...
-    def open_arena(self) -> Any: ...
-    def set_highlight(self, on: bool) -> None: ...
-    def set_rejected(self, on: bool) -> None: ...
+
+@dataclass(frozen=True)
+class ViewToggles:
+    """The View menu's ticks, for the window to set from what was saved."""
+
+    highlight: QAction
+    rejected: QAction
+    conversations: QAction
+    dashboard: QAction
 
 
 def add_action(
-    w: MainWindow,
     menu: QMenu,
     text: str,
     slot: Callable[..., object],
@@ -58,47 +61,55 @@ def add_action(
     if shortcut is not None:
         action.setShortcut(QKeySequence(shortcut))
     action.setCheckable(checkable)
-    (action.toggled if checkable else action.triggered).connect(slot)
+    if checkable:
+        action.toggled.connect(slot)  # with the new tick
+    else:
+        action.triggered.connect(lambda: slot())  # a command takes no `checked`
     menu.addAction(action)
     return action
 
 
-def build_menus(w: MainWindow) -> None:
-    bar = w.menuBar()
+def build_menus(
+    bar: QMenuBar, do: Commands, dashboard: QDockWidget, serving: ServerSwitch, appearance: Appearance
+) -> ViewToggles:
+    """Fill `bar`: File, Chat, Models, View, Help, each entry running its command from `do`."""
     file = bar.addMenu("&File")
-    add_action(w, file, "New chat", lambda: w.controller.new_conversation(), QKeySequence.StandardKey.New)
-    add_action(w, file, "Export as Markdown…", lambda: w.export("md"))
-    add_action(w, file, "Export as JSON…", lambda: w.export("json"))
+    add_action(file, "New chat", do.new_chat, QKeySequence.StandardKey.New)
+    add_action(file, "Export as Markdown…", lambda: do.export("md"))
+    add_action(file, "Export as JSON…", lambda: do.export("json"))
     file.addSeparator()
-    add_action(w, file, "Import GGUF…", w.import_gguf)
-    add_action(w, file, "Add a model folder…", w.add_folder)
+    add_action(file, "Import GGUF…", do.import_gguf)
+    add_action(file, "Add a model folder…", do.add_folder)
     file.addSeparator()
-    add_action(w, file, "Quit", w.close, QKeySequence.StandardKey.Quit)
+    add_action(file, "Quit", do.quit, QKeySequence.StandardKey.Quit)
     chat = bar.addMenu("&Chat")
-    add_action(w, chat, "Regenerate", lambda: w.regenerate(None), "Ctrl+R")
-    add_action(w, chat, "Stop", lambda: w.controller.stop(), "Ctrl+.")
-    add_action(w, chat, "System prompt and settings…", w.edit_settings, "Ctrl+,")
-    add_action(w, chat, "Check losslessness of the last answer", lambda: w.check_answer(), "Ctrl+Shift+L")
+    add_action(chat, "Regenerate", do.regenerate, "Ctrl+R")
+    add_action(chat, "Stop", do.stop, "Ctrl+.")
+    add_action(chat, "System prompt and settings…", do.edit_settings, "Ctrl+,")
+    add_action(chat, "Check losslessness of the last answer", do.check_answer, "Ctrl+Shift+L")
     models = bar.addMenu("&Models")
-    add_action(w, models, "Choose models…", w.choose_models, "Ctrl+L")
-    add_action(w, models, "Draft arena…", w.open_arena, "Ctrl+Shift+A")
+    add_action(models, "Choose models…", do.choose_models, "Ctrl+L")
+    add_action(models, "Draft arena…", do.open_arena, "Ctrl+Shift+A")
     models.addSeparator()
-    models.addAction(w.serving.action)  # the status bar's Server button is the same switch
-    models.addAction(w.serving.settings_action)
+    models.addAction(serving.action)  # the status bar's Server button is the same switch
+    models.addAction(serving.settings_action)
     view = bar.addMenu("&View")
-    w.highlight_action = add_action(w, view, "Highlight draft tokens", w.set_highlight, checkable=True)
-    w.rejected_action = add_action(w, view, "Show refused drafts on hover", w.set_rejected, checkable=True)
-    w.sidebar_action = add_action(w, view, "Show conversations", w.sidebar.setVisible, "Ctrl+Shift+S", True)
-    w.sidebar_action.setChecked(True)
-    w.dashboard_action = w.dashboard.toggleViewAction()
-    w.dashboard_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
-    view.addAction(w.dashboard_action)
-    view.addAction(w.serving.log_action)
-    w.appearance.add_menu(view)
+    toggles = ViewToggles(
+        highlight=add_action(view, "Highlight draft tokens", do.set_highlight, checkable=True),
+        rejected=add_action(view, "Show refused drafts on hover", do.set_rejected, checkable=True),
+        conversations=add_action(view, "Show conversations", do.show_conversations, "Ctrl+Shift+S", True),
+        dashboard=dashboard.toggleViewAction(),
+    )
+    toggles.conversations.setChecked(True)
+    toggles.dashboard.setShortcut(QKeySequence("Ctrl+Shift+D"))
+    view.addAction(toggles.dashboard)
+    view.addAction(serving.log_action)
+    appearance.add_menu(view)
     help_menu = bar.addMenu("&Help")
-    add_action(w, help_menu, "Glossary…", lambda: GlossaryDialog(bar.window()).open())
-    about = add_action(w, help_menu, f"About {PRODUCT_NAME}…", lambda: _about(bar.window()))
+    add_action(help_menu, "Glossary…", lambda: GlossaryDialog(bar.window()).open())
+    about = add_action(help_menu, f"About {PRODUCT_NAME}…", lambda: _about(bar.window()))
     about.setMenuRole(QAction.MenuRole.AboutRole)  # macOS moves it to the application menu
+    return toggles
 
 
 def _about(parent: QWidget) -> None:

@@ -3,25 +3,10 @@ and the conversation that was open (in the settings file, app.ui.common.settings
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from PySide6.QtCore import QByteArray, QSettings
 from PySide6.QtWidgets import QMainWindow, QSplitter
 
 from app.engine.store.conversations import ConversationStore
-from app.ui.chat.chat_controller import ChatController
-
-
-class Window(Protocol):
-    """What of the main window this module reads (docks are found by their object names)."""
-
-    settings: QSettings
-    splitter: QSplitter
-    controller: ChatController
-    store: ConversationStore
-
-    def refresh_sidebar(self) -> None: ...
-
 
 DEFAULT_SIZE = (1180, 760)
 GEOMETRY, STATE, SPLITTER, CONVERSATION = (
@@ -37,38 +22,35 @@ def _bytes(settings: QSettings, key: str) -> QByteArray | None:
     return value if isinstance(value, QByteArray) and not value.isEmpty() else None
 
 
-def restore_window(window: QMainWindow, parts: Window) -> None:
-    """Put back what `save_window` kept; a first start gets the default size."""
-    s = parts.settings
-    geometry = _bytes(s, GEOMETRY)
+def restore_window(window: QMainWindow, splitter: QSplitter, settings: QSettings) -> None:
+    """Put back what `save_window` kept (docks are found by their object names); a first start
+    gets the default size."""
+    geometry = _bytes(settings, GEOMETRY)
     if geometry is None or not window.restoreGeometry(geometry):
         window.resize(*DEFAULT_SIZE)
-    if (state := _bytes(s, STATE)) is not None:
+    if (state := _bytes(settings, STATE)) is not None:
         window.restoreState(state)
-    if (splitter := _bytes(s, SPLITTER)) is not None:
-        parts.splitter.restoreState(splitter)
+    if (sizes := _bytes(settings, SPLITTER)) is not None:
+        splitter.restoreState(sizes)
 
 
-def save_window(window: QMainWindow, parts: Window) -> None:
-    s = parts.settings
-    s.setValue(GEOMETRY, window.saveGeometry())
-    s.setValue(STATE, window.saveState())
-    s.setValue(SPLITTER, parts.splitter.saveState())
-    s.sync()
+def save_window(window: QMainWindow, splitter: QSplitter, settings: QSettings) -> None:
+    settings.setValue(GEOMETRY, window.saveGeometry())
+    settings.setValue(STATE, window.saveState())
+    settings.setValue(SPLITTER, splitter.saveState())
+    settings.sync()
 
 
-def remember_conversation(window: Window) -> None:
+def remember_conversation(settings: QSettings, cid: int | None) -> None:
     """Called on every switch, so even a crash reopens the conversation last looked at."""
-    cid = window.controller.conversation
-    window.settings.setValue(CONVERSATION, cid if cid is not None else "")
+    settings.setValue(CONVERSATION, cid if cid is not None else "")
 
 
-def reopen_conversation(window: Window) -> None:
-    value = window.settings.value(CONVERSATION)
+def conversation_to_reopen(settings: QSettings, store: ConversationStore) -> int | None:
+    """The conversation open when the app was left, if it is still in the store."""
+    value = settings.value(CONVERSATION)
     try:
         cid = int(str(value))
     except ValueError:
-        return
-    if any(c.id == cid for c in window.store.list()):
-        window.controller.open(cid)
-        window.refresh_sidebar()
+        return None
+    return cid if any(c.id == cid for c in store.list()) else None

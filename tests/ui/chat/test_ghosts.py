@@ -27,8 +27,8 @@ def hover(monkeypatch, view, position: int) -> str:
 
 
 def test_ghosts_are_off_by_default_then_shown_on_hover_not_inline(qtbot, window, monkeypatch):
-    assert not window.view.options.show_rejected and not window.rejected_action.isChecked()
-    window.rejected_action.trigger()  # View ▸ Show refused drafts
+    assert not window.view.options.show_rejected and not window.toggles.rejected.isChecked()
+    window.toggles.rejected.trigger()  # View ▸ Show refused drafts
     assert window.view.options.show_rejected
     engine(window).script = WORDS
     window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=len(WORDS))
@@ -53,7 +53,7 @@ def test_ghosts_are_off_by_default_then_shown_on_hover_not_inline(qtbot, window,
         start, _end = window.view.token_range(turn.key, plain_round)
         assert "refused" not in hover(monkeypatch, window.view, start)
 
-    window.rejected_action.trigger()  # off again: the hover no longer mentions them
+    window.toggles.rejected.trigger()  # off again: the hover no longer mentions them
     start, _end = window.view.token_range(turn.key, same_round[0])
     assert "refused" not in hover(monkeypatch, window.view, start)
 

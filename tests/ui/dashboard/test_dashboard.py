@@ -137,7 +137,7 @@ def test_window_measures_a_missing_baseline_then_compares_with_it(qtbot, speccha
     engine(w).plain_rate = 100.0
     w.load_pair("/models/main", "/models/draft")
     qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
-    w.dashboard_action.trigger()
+    w.toggles.dashboard.trigger()
     request = sent_and_done(qtbot, w, "Explain speculation")
     assert w.dashboard.request == request and w.dashboard.rate.reference is None
     context = w.dashboard.baseline.context_tokens

@@ -15,7 +15,7 @@ from tests.ui.conftest import open_window
 @pytest.fixture
 def window(qtbot, specchat_home, toy_models):
     w = open_window(qtbot, specchat_home, specchat_home, str(toy_models.main), str(toy_models.draft))
-    w.dashboard_action.trigger()
+    w.toggles.dashboard.trigger()
     yield w
     w.close()
 

@@ -33,7 +33,7 @@ def test_every_view_shows_the_same_numbers_for_one_answer(qtbot, specchat_home):
     engine(w).plain_rate = 100.0  # what the background measurement of plain speed finds
     w.load_pair(MAIN, DRAFT)
     qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
-    w.dashboard_action.trigger()
+    w.toggles.dashboard.trigger()
     answered(qtbot, w, "Explain speculation", max_tokens=150)  # long enough for paused rounds too
     # plain speed at this context is measured in the background after the answer; every view then
     # compares with it, the strip and the line under the answer included
