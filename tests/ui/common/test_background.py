@@ -43,11 +43,15 @@ def test_an_exception_goes_to_the_failure_handler(qtbot):
     results: list[object] = []
     tasks.run(lambda: 1 / 0, results.append)
     qtbot.waitUntil(lambda: errors != [], timeout=5000)
-    assert isinstance(errors[0], ZeroDivisionError) and results == []
+    assert isinstance(errors[0], ZeroDivisionError), (
+        "a failing task reaches the failure handler with its error"
+    )
+    assert results == [], "a failing task delivers no result"
     own: list[Exception] = []
     tasks.start(lambda job: [][1], results.append, failed=own.append)
     qtbot.waitUntil(lambda: own != [], timeout=5000)
-    assert isinstance(own[0], IndexError) and len(errors) == 1
+    assert isinstance(own[0], IndexError), "a task's own failure handler gets its error"
+    assert len(errors) == 1, "the shared failure handler is not called for it"
 
 
 def test_cancel_reaches_the_work_and_its_outcome_still_arrives(qtbot):
@@ -84,4 +88,6 @@ def test_nothing_reaches_an_owner_that_is_gone(qtbot):
     loop = asyncio.get_event_loop()
     threading.Thread(target=lambda: loop.call_soon_threadsafe(marker.append, "after")).start()
     qtbot.waitUntil(lambda: marker == ["after"], timeout=5000)
-    assert job.cancelled.is_set() and seen == [] and not tasks.jobs
+    assert job.cancelled.is_set(), "a task whose owner is gone is cancelled"
+    assert seen == [], "nothing reaches an owner that is gone"
+    assert not tasks.jobs, "a dropped task is forgotten"

@@ -48,7 +48,8 @@ def test_each_case_reads_as_one_plain_line(stats, line):
 
 def test_a_plain_answer_never_claims_a_speedup_even_with_a_stored_ratio():
     old = replace(RAN, mode="plain", proposed=0, accepted=0, plain_tokens_per_second=100.0, speedup=1.12)
-    assert "faster" not in summary(old) and "×" not in answer_line(old)
+    assert "faster" not in summary(old), "a plain answer's summary never says 'faster'"
+    assert "×" not in answer_line(old), "a plain answer's line shows no speedup"
 
 
 def test_the_line_under_an_answer_gives_speed_speedup_and_the_drafts_share():

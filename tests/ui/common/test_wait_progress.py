@@ -49,12 +49,14 @@ def test_a_slow_prompt_read_moves_every_second_with_elapsed_time_and_an_estimate
         seen.append((clock.t, panel.text("p")))
     changes = [t for (t, text), (_, before) in zip(seen[1:], seen, strict=False) if text != before]
     moments = [seen[0][0], *changes, clock.t]
-    assert all(b - a <= 1.0 for a, b in zip(moments, moments[1:], strict=False))  # moves every second
+    gaps = [b - a for a, b in zip(moments, moments[1:], strict=False)]
+    assert max(gaps) <= 1.0, f"the wait's words change at least once a second; gaps {gaps}"
     assert seen[-1][1] == "Reading the prompt · 2,048 of 4,096 tokens · 12 s so far · about 12 s left"
     row = panel.rows["p"]
     assert row.button.text() == "Stop" or row.button.text() == "Cancel"
     row.button.click()
-    assert stopped == [True] and panel.isHidden()
+    assert stopped == [True], "the Stop button stops the work"
+    assert panel.isHidden(), "a stopped wait leaves the panel"
     # the next prompt of this model starts with an estimate from this one's pace
     panel.begin("r", "Reading the prompt", memory="prompt:m", unit="tokens")
     panel.progress("r", 0, 1024)
@@ -90,12 +92,16 @@ def test_reading_the_prompt_shows_progress_and_stop_cancels_it(qtbot, slow_promp
     w.waits.changed.connect(lambda _key, text: texts.append(text))
     assert w.controller.send("Explain speculative decoding")
     qtbot.waitUntil(lambda: any("of 4,096 tokens" in t and "left" in t for t in texts), timeout=10_000)
-    assert all(t.startswith("Reading the prompt") for t in texts)
+    assert [t for t in texts if not t.startswith("Reading the prompt")] == [], (
+        "every wait says it reads the prompt"
+    )
     assert any("so far" in t for t in texts)
     (row,) = w.waits.rows.values()
-    assert row.button.text() == "Stop" and row.isVisible()
+    assert row.button.text() == "Stop", "reading the prompt can be stopped"
+    assert row.isVisible(), "the Stop button is shown"
     row.button.click()
-    assert not w.controller.busy and w.waits.isHidden()
+    assert not w.controller.busy, "Stop ends the answer at once"
+    assert w.waits.isHidden(), "the wait is gone after Stop"
     assert w.controller.transcript.last_answer().state is MessageState.CANCELLED
     engine.prefill_seconds = 0.0  # the next answer comes at once if the slow read really stopped
     assert w.controller.send("Again")
@@ -110,7 +116,8 @@ def test_a_slow_load_shows_its_time_and_can_be_cancelled(qtbot, specchat_home):
     (key,) = w.waits.rows
     assert w.waits.text(key).startswith("Loading main and draft · 0 s so far")
     w.waits.rows[key].button.click()
-    assert w.pair_label.text() == "Loading cancelled" and w.waits.isHidden()
+    assert w.pair_label.text() == "Loading cancelled", "the window says the load was cancelled"
+    assert w.waits.isHidden(), "the wait is gone after Cancel"
     qtbot.waitUntil(lambda: engine.loaded is not None, timeout=10_000)
     qtbot.wait(200)  # the late "loaded" message is drained and ignored
     assert w.controller.pair is None

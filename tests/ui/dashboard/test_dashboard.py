@@ -54,7 +54,8 @@ def test_charts_show_recorded_telemetry(qtbot, tmp_path):
     d.show()
     d.follow(7, plain_tok_s=40.0)
     d.on_batch(recorded_batch(99))  # another request: ignored
-    assert d.rate.points == [] and d.k_chart.points == []
+    assert d.rate.points == [], "another answer's speeds are not drawn"
+    assert d.k_chart.points == [], "another answer's draft lengths are not drawn"
     d.on_batch(recorded_batch(7))
     assert d.k_chart.points == [(float(i), float(k)) for i, (k, _) in enumerate(RECORDED)]
     assert d.histogram.points == [(0, 1), (1, 0), (2, 1), (3, 1), (4, 1)]
@@ -107,16 +108,22 @@ def test_baseline_news_applies_to_the_followed_generation_and_its_bucket(qtbot):
     d.follow(7)
     d.on_batch(recorded_batch(7))
     d.set_baseline(BaselineStatus("m", 300, 80.0, request=6))  # an older generation's: ignored
-    assert d.rate.reference is None and d.baseline_note.text() == ""
+    assert d.rate.reference is None, "an older answer's plain speed is not drawn"
+    assert d.baseline_note.text() == "", "an older answer's plain speed is not noted"
     d.set_baseline(BaselineStatus("m", 300, None, request=7))
-    assert "not known yet" in d.baseline_note.text() and "~300 tokens" in d.baseline_note.text()
+    assert "not known yet" in d.baseline_note.text(), "the note says the plain speed is not known yet"
+    assert "~300 tokens" in d.baseline_note.text(), "the note names the context it is for"
     d.set_baseline(BaselineStatus("m", 300, None, measuring=True))
     assert d.baseline_note.text() == "Measuring plain speed at ~300 tokens of context…"
     d.set_baseline(BaselineStatus("m", 2000, 30.0))  # another bucket: not this answer's baseline
     d.set_baseline(BaselineStatus("other", 300, 30.0))  # another model
-    assert d.rate.reference is None and "Measuring" in d.baseline_note.text()
+    assert d.rate.reference is None, "another context's or model's plain speed is not drawn"
+    assert "Measuring" in d.baseline_note.text(), "the note still says it is measuring"
     d.set_baseline(BaselineStatus("m", 280, 40.0))  # same model, same bucket (256)
-    assert d.rate.reference == 40.0 and d.rate.reference_label == "plain 40.0 tok/s at this context"
+    assert d.rate.reference == 40.0, "the plain speed for this context is drawn"
+    assert d.rate.reference_label == "plain 40.0 tok/s at this context", (
+        "the plain line is labelled with its speed"
+    )
     assert d.baseline_note.text() == (
         "Plain speed at ~300 tokens of context: 40.0 tok/s, measured on this machine "
         "for contexts of 256–511 tokens."
@@ -139,7 +146,8 @@ def test_window_measures_a_missing_baseline_then_compares_with_it(qtbot, speccha
     qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
     w.toggles.dashboard.trigger()
     request = sent_and_done(qtbot, w, "Explain speculation")
-    assert w.dashboard.request == request and w.dashboard.rate.reference is None
+    assert w.dashboard.request == request, "the dashboard follows the answer just sent"
+    assert w.dashboard.rate.reference is None, "no plain speed is drawn before it is measured"
     context = w.dashboard.baseline.context_tokens
     assert context == w.store.load(w.controller.conversation).messages[-1].stats.prompt_tokens
     qtbot.waitUntil(lambda: "Measuring plain speed at" in w.dashboard.baseline_note.text(), timeout=5000)
@@ -156,21 +164,28 @@ def test_window_measures_a_missing_baseline_then_compares_with_it(qtbot, speccha
     )
     assert run.speedup == pytest.approx(run.tok_s / baseline)  # filled in when the measurement came
     [row] = w.dashboard.history.rows
-    assert row.answers == 1 and w.dashboard.history.cell(0, "Speedup") == f"{run.speedup:.2f}×"
+    assert row.answers == 1, "the history counts one answer"
+    assert w.dashboard.history.cell(0, "Speedup") == f"{run.speedup:.2f}×", (
+        "the history shows the answer's speedup"
+    )
     assert w.dashboard.history.chart.points == [(1.0, pytest.approx(run.speedup))]
 
     request = None
     w.controller.chat_settings = ChatSettings(max_tokens=80)
     assert w.controller.send("And again")  # same bucket: compared at once, nothing measured
     qtbot.waitUntil(lambda: w.dashboard.telemetry.token_times != [], timeout=5000)
-    assert w.controller.busy and w.dashboard.rate.reference == baseline
+    assert w.controller.busy, "the second answer is still being written"
+    assert w.dashboard.rate.reference == baseline, "it is compared at once with the known plain speed"
     qtbot.waitUntil(lambda: [r.answers for r in w.dashboard.history.rows] == [2], timeout=10_000)
     assert not w.controller.busy
-    assert w.controller.plain.target is None and not w.controller.plain.measuring  # none scheduled
+    # none scheduled
+    assert w.controller.plain.target is None, "no further plain measurement is scheduled"
+    assert not w.controller.plain.measuring, "no plain measurement is running"
     assert sum(isinstance(c, MeasureBaseline) for c in engine(w).commands) == 1
 
     report = w.dashboard.export(tmp_path / "report").read_text()
-    assert "## History by pair, prompt kind and temperature" in report and "| prose | greedy | 2 |" in report
+    assert "## History by pair, prompt kind and temperature" in report, "the report has the history heading"
+    assert "| prose | greedy | 2 |" in report, "the report lists the two prose answers"
     assert (tmp_path / "report" / "history.csv").read_text().count("\n") == 3
     assert (tmp_path / "report" / "history-speedup.png").read_bytes().startswith(b"\x89PNG")
     w.close()
@@ -186,10 +201,12 @@ def test_a_new_message_preempts_the_measurement(qtbot, specchat_home):
     with qtbot.waitSignal(w.controller.plain.measured, timeout=5000) as outcome:
         w.controller.chat_settings = ChatSettings(max_tokens=20)
         assert w.controller.send("Now in Rust")
-    assert outcome.args[0].cancelled and outcome.args[0].tok_s is None
+    assert outcome.args[0].cancelled, "the measurement ends cancelled"
+    assert outcome.args[0].tok_s is None, "a cancelled measurement gives no speed"
     qtbot.waitUntil(lambda: not w.controller.busy, timeout=10_000)
     answer = w.store.load(w.controller.conversation).messages[-1]
-    assert answer.state == "complete" and answer.stats.tokens == 20
+    assert answer.state == "complete", "the new message is answered in full"
+    assert answer.stats.tokens == 20, "the new answer has all its tokens"
     assert w.controller.baselines.entries("/models/main") == {}
     assert {r.kind for r in w.controller.history.runs()} == {"code"}
     w.close()
@@ -202,11 +219,16 @@ def test_plain_answers_feed_the_baseline_and_are_not_a_pairs_speedup(qtbot, spec
     w.controller.chat_settings = ChatSettings(max_tokens=60, speculation="off")
     assert w.controller.send("Explain speculation")
     qtbot.waitUntil(lambda: not w.controller.busy and w.controller.history.runs() != [], timeout=10_000)
-    assert w.controller.plain.target is None and not w.controller.plain.measuring  # none scheduled
+    # none scheduled
+    assert w.controller.plain.target is None, "a plain answer schedules no measurement"
+    assert not w.controller.plain.measuring, "no plain measurement is running"
     [run] = w.controller.history.runs()
-    assert run.mode == "off" and run.draft == "" and run.speedup is None
+    assert run.mode == "off", "the run is recorded as plain"
+    assert run.draft == "", "a plain run has no draft"
+    assert run.speedup is None, "a plain run has no speedup"
     assert w.controller.baselines.get("/models/main", run.context_tokens) == pytest.approx(run.tok_s)
     assert run.tok_s == pytest.approx(300.0)  # the synthetic engine's rate, on its exact clock
     assert not any(isinstance(c, MeasureBaseline) for c in engine(w).commands)
-    assert w.controller.history.pairs() == [] and w.dashboard.history.rows == []
+    assert w.controller.history.pairs() == [], "a plain answer is no pair in the history"
+    assert w.dashboard.history.rows == [], "the dashboard lists no pair for it"
     w.close()

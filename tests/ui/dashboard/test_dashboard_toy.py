@@ -31,12 +31,16 @@ def test_toy_pair_baseline_reference_history_and_cancel(qtbot, window, toy_model
     qtbot.waitUntil(lambda: "Measuring plain speed" in w.dashboard.baseline_note.text(), timeout=10_000)
     qtbot.waitUntil(lambda: "measured on this machine" in w.dashboard.baseline_note.text(), timeout=60_000)
     baseline = w.controller.baselines.get(main, context)
-    assert baseline and baseline > 0
+    assert baseline, "the plain speed is measured"
+    assert baseline > 0, "the plain speed is a real speed"
     assert w.dashboard.rate.reference == baseline
     assert f"plain {speed_text(baseline)}" in w.dashboard.summary.text()
     [run] = w.controller.history.runs()
     assert (run.main, run.draft, run.kind, run.mode) == (main, str(toy_models.draft), "creative", "fixed")
-    assert run.bucket == context_bucket(context) and run.speedup == pytest.approx(run.tok_s / baseline)
+    assert run.bucket == context_bucket(context), "the run is filed under its context's bucket"
+    assert run.speedup == pytest.approx(run.tok_s / baseline), (
+        "its speedup is against the measured plain speed"
+    )
     assert [(r.kind, r.answers) for r in w.dashboard.history.rows] == [("creative", 1)]
 
     w.controller.chat_settings = ChatSettings(
@@ -49,7 +53,8 @@ def test_toy_pair_baseline_reference_history_and_cancel(qtbot, window, toy_model
     )
     assert w.dashboard.rate.reference == baseline
     qtbot.waitUntil(lambda: not w.controller.busy, timeout=60_000)
-    assert not w.controller.plain.measuring and w.controller.plain.target is None
+    assert not w.controller.plain.measuring, "no plain measurement is running"
+    assert w.controller.plain.target is None, "no plain measurement is scheduled"
     rows = {(r.kind, r.temperature): r.answers for r in w.dashboard.history.rows}
     assert rows == {("creative", 0.0): 1, ("prose", 0.7): 1}
 
@@ -62,7 +67,8 @@ def test_toy_pair_baseline_reference_history_and_cancel(qtbot, window, toy_model
     with qtbot.waitSignal(w.controller.plain.measured, timeout=30_000) as outcome:
         w.controller.chat_settings = ChatSettings(max_tokens=12, speculation="fixed", k=3)
         assert w.controller.send("Thanks")
-    assert outcome.args[0].cancelled and outcome.args[0].tok_s is None
+    assert outcome.args[0].cancelled, "the measurement ends cancelled"
+    assert outcome.args[0].tok_s is None, "a cancelled measurement gives no speed"
     qtbot.waitUntil(lambda: not w.controller.busy, timeout=60_000)
     assert w.store.load(w.controller.conversation).messages[-1].stats.tokens == 12
     assert list(w.controller.baselines.entries(main)) == [context_bucket(context)]

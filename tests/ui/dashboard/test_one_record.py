@@ -62,15 +62,21 @@ def test_every_view_shows_the_same_numbers_for_one_answer(qtbot, specchat_home):
         c: w.dashboard.history.cell(0, c) for c in ("Speedup", "Acceptance", "Accepted per round", "Speed")
     }
 
-    assert f"{speedup} faster than without the draft" in strip and speedup in line
-    assert f"<b>{speedup}</b>" in dashboard and history["Speedup"] == speedup
-    assert f"{speedup} vs plain" in strip_tip and f"{speedup} vs plain" in answer_tip
+    assert f"{speedup} faster than without the draft" in strip, "the strip says how much faster"
+    assert speedup in line, "the line under the answer gives the speedup"
+    assert f"<b>{speedup}</b>" in dashboard, "the dashboard gives the speedup in bold"
+    assert history["Speedup"] == speedup, "the history gives the same speedup"
+    assert f"{speedup} vs plain" in strip_tip, "the strip's tooltip gives the speedup vs plain"
+    assert f"{speedup} vs plain" in answer_tip, "the answer's tooltip gives the same speedup"
     for where in (strip_tip, answer_tip, dashboard):
         assert f"acceptance {acceptance} of guesses kept" in where
         assert f"{per_round} accepted per drafting round" in where
-    assert history["Acceptance"] == acceptance and history["Accepted per round"] == per_round
-    assert strip.startswith(speed) and line.startswith(speed)
-    assert f"<b>{speed}</b>" in dashboard and history["Speed"] == speed
+    assert history["Acceptance"] == acceptance, "the history gives the same acceptance"
+    assert history["Accepted per round"] == per_round, "the history gives the same accepted per round"
+    assert strip.startswith(speed), "the strip starts with the speed"
+    assert line.startswith(speed), "the line under the answer starts with the speed"
+    assert f"<b>{speed}</b>" in dashboard, "the dashboard gives the speed in bold"
+    assert history["Speed"] == speed, "the history gives the same speed"
     # the answer's stored stats carry the plain speed too, so reopening it reads the same
     w.controller.open(w.controller.conversation)
     assert figures(w.controller.transcript.last_answer().stats) == figures(s)
@@ -85,7 +91,8 @@ def test_switching_conversations_shows_that_conversations_numbers(qtbot, speccha
     answered(qtbot, w, "A short one", max_tokens=20)
     short = w.controller.conversation
     w.controller.new_conversation()
-    assert w.strip.labels["summary"].text() == "" and w.strip.labels["summary"].toolTip() == ""
+    assert w.strip.labels["summary"].text() == "", "a new conversation shows no numbers in the strip"
+    assert w.strip.labels["summary"].toolTip() == "", "a new conversation has no numbers on hover"
     answered(qtbot, w, "A longer one", max_tokens=90)
     long = w.controller.conversation
     assert w.strip.labels["summary"].toolTip().startswith("90 tokens")
@@ -102,12 +109,11 @@ def test_switching_conversations_shows_that_conversations_numbers(qtbot, speccha
 
 
 def test_a_speed_under_one_token_a_second_keeps_its_decimal(qtbot, specchat_home, tmp_path):
-    assert speed_text(0.7) == "0.7 tok/s" and speed_text(0.04) == "0.04 tok/s"
-    assert (
-        speed_text(112.4) == "112 tok/s"
-        and speed_text(40.0) == "40.0 tok/s"
-        and speed_text(None) == "— tok/s"
-    )
+    assert speed_text(0.7) == "0.7 tok/s", "a speed under one keeps one decimal"
+    assert speed_text(0.04) == "0.04 tok/s", "a speed under 0.1 keeps two decimals"
+    assert speed_text(112.4) == "112 tok/s", "a speed over 100 drops its decimals"
+    assert speed_text(40.0) == "40.0 tok/s", "a speed under 100 keeps one decimal"
+    assert speed_text(None) == "— tok/s", "an unknown speed shows a dash"
     live = LiveStats(mode="adaptive")
     for i in range(8):  # 8 tokens over 10 s of engine time: 0.7 tok/s
         live.tokens += 1
@@ -145,11 +151,16 @@ def test_the_best_fixed_k_is_an_estimate_beside_the_arenas_measurement(qtbot):
     d.follow(7, plain_tok_s=40.0)  # no chat stats: the record comes from the rounds seen here
     d.on_batch(recorded_batch(7))
     text = d.summary.text()
-    assert "best fixed draft length k = " in text and ": estimated " in text and "arena" not in text
+    assert "best fixed draft length k = " in text, "the dashboard gives the best fixed k"
+    assert ": estimated " in text, "it says the best k is an estimate"
+    assert "arena" not in text, "with no arena result it names no arena"
     d.follow(8, plain_tok_s=40.0, source=lambda: stats)
     d.on_batch(recorded_batch(8))
     text = d.summary.text()
-    assert ": estimated " in text and "the draft arena measured 2.67× with this draft" in text
+    assert ": estimated " in text, "the best fixed k is still an estimate"
+    assert "the draft arena measured 2.67× with this draft" in text, (
+        "the arena's measured speedup sits beside it"
+    )
     assert f"<b>{speedup_text(figures(stats).speedup)}</b>" in text  # measured: the answer's own record
 
     from app.engine.features.arena import arena_note, best_k_text

@@ -40,11 +40,13 @@ def test_dark_choice_switches_the_palette_and_persists(qtbot, specchat_home):
     dark = _background(w.empty)
     assert dark.lightness() < 80 < light.lightness()
     qtbot.waitUntil(lambda: _window(w) == current_theme(True).window)
-    assert w.view.theme.dark and w.view.theme.base == current_theme(True).base
+    assert w.view.theme.dark, "the chat view turns dark"
+    assert w.view.theme.base == current_theme(True).base, "the chat view takes the dark background"
     w.close()
 
     again = make_window(qtbot, specchat_home)  # same settings file: a restart
-    assert again.appearance.actions["dark"].isChecked() and again.view.theme.dark
+    assert again.appearance.actions["dark"].isChecked(), "after a restart Dark is still chosen"
+    assert again.view.theme.dark, "after a restart the chat view is still dark"
     assert _background(again.empty).lightness() < 80
     again.appearance.actions["system"].trigger()
     assert again.settings.value("view/appearance") == "system"
@@ -64,6 +66,8 @@ def _contrast(a: QColor, b: QColor) -> float:
 @pytest.mark.parametrize("dark", [False, True])
 def test_token_highlights_are_readable_in_both_palettes(dark):
     t = current_theme(dark)
-    assert _contrast(t.text, t.draft_bg) >= 7 and _contrast(t.text, t.lookup_bg) >= 7
+    assert _contrast(t.text, t.draft_bg) >= 7, "draft tokens stay readable on their highlight"
+    assert _contrast(t.text, t.lookup_bg) >= 7, "lookup tokens stay readable on their highlight"
     assert _contrast(t.rejected, t.base) >= 4.5
-    assert _contrast(t.text, t.user_bg) >= 7 and _contrast(t.muted, t.base) >= 4.5
+    assert _contrast(t.text, t.user_bg) >= 7, "the user's messages stay readable"
+    assert _contrast(t.muted, t.base) >= 4.5, "muted words stay readable"
