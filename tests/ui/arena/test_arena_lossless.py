@@ -13,10 +13,10 @@ from PySide6.QtGui import QAction, QKeySequence
 from app.engine.decoding.loading import ModelPair, load_model
 from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.arena import LOOKUP, load_results
-from app.engine.features.lossless import _main_logits
 from app.engine.store.transcript import LosslessVerdict, Verdict
 from app.ui.chat.settings_dialog import ChatSettings
 from app.ui.picker.picker import KEY, PickerDialog
+from tests.engine.helpers import next_token_logits
 from tests.ui.conftest import open_window
 
 SLOW = 60_000
@@ -55,7 +55,8 @@ def check(qtbot, window, key: int, start=None) -> LosslessVerdict:
         assert window.check_answer(key)
     else:
         start()
-    assert window.checker.busy and "Checking losslessness" in window.view.toPlainText()
+    assert window.checker.busy, "the check starts"
+    assert "Checking losslessness" in window.view.toPlainText(), "the chat says the check is running"
     qtbot.waitUntil(lambda: not window.checker.busy, timeout=SLOW)
     return window.controller.transcript.answer(key).stats.lossless
 
@@ -64,32 +65,42 @@ def test_lossless_identical_then_tampered_then_sampled(qtbot, window, library):
     ask(qtbot, window, "Write a haiku")
     answer = window.controller.transcript.last_answer()
     ids = answer.stats.token_ids
-    assert len(ids) == answer.stats.tokens and answer.stats.temperature == 0.0
+    assert len(ids) == answer.stats.tokens, "the answer keeps a token id per token"
+    assert answer.stats.temperature == 0.0, "the answer was written greedily"
     link = lambda: window.view.anchorClicked.emit(QUrl(f"specchat:check/{answer.key}"))
     verdict = check(qtbot, window, answer.key, link)  # the link under the answer
-    assert verdict.verdict is Verdict.IDENTICAL and verdict.compared == len(ids)
+    assert verdict.verdict is Verdict.IDENTICAL, "the untouched answer is identical to plain decoding"
+    assert verdict.compared == len(ids), "every token was compared"
     assert "✓ Losslessness: Identical" in window.view.toPlainText()
     stored = window.store.load(window.controller.conversation).messages[1]
     assert stored.stats.lossless == verdict  # kept with the message
 
     main = ModelPair(load_model(library / "toy-main"))  # idle worker: the check is done
     prompt = format_chat(main.tokenizer, [{"role": "user", "content": "Write a haiku"}])
-    worst = int(mx.argmin(_main_logits(main, prompt + list(ids[:4]))).item())
+    worst = int(mx.argmin(next_token_logits(main, prompt + list(ids[:4]))).item())
     tampered = replace(answer.stats, token_ids=ids[:4] + (worst,) + ids[5:])  # as if the answer differed
     window.controller.transcript.checkpoint(answer, answer.state, tampered)
     [shortcut] = [a for a in window.findChildren(QAction) if a.shortcut() == QKeySequence("Ctrl+Shift+L")]
     verdict = check(qtbot, window, answer.key, shortcut.trigger)  # the last answer
     assert (verdict.verdict, verdict.position) == (Verdict.WIDE_MARGIN, 4)
-    assert "bug in speculative decoding" in verdict.message and "where plain decoding has" in verdict.message
+    assert "bug in speculative decoding" in verdict.message, (
+        "the verdict says it is a bug in speculative decoding"
+    )
+    assert "where plain decoding has" in verdict.message, "the verdict says what plain decoding has instead"
     [mark] = window.view.extraSelections()  # the divergent token is underlined
     span = window.view.token_range(answer.key, 4)
-    assert span is not None and (mark.cursor.selectionStart(), mark.cursor.selectionEnd()) == span
+    assert span is not None, "the divergent token is found in the chat"
+    assert (mark.cursor.selectionStart(), mark.cursor.selectionEnd()) == span, (
+        "the divergent token is the one underlined"
+    )
 
     ask(qtbot, window, "Another one", temperature=0.8)
     sampled = window.controller.transcript.last_answer()
-    assert not window.check_answer(sampled.key) and not window.checker.busy
+    assert not window.check_answer(sampled.key), "a sampled answer cannot be checked"
+    assert not window.checker.busy, "no check starts for it"
     refused = sampled.stats.lossless
-    assert refused.verdict is Verdict.NOT_CHECKED and "temperature 0.8" in refused.message
+    assert refused.verdict is Verdict.NOT_CHECKED, "a sampled answer is not checked"
+    assert "temperature 0.8" in refused.message, "the message gives its temperature as the reason"
     assert "Losslessness not checked" in window.view.toPlainText()
 
 
@@ -98,17 +109,22 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
     [menu] = [a for a in window.findChildren(QAction) if a.shortcut() == QKeySequence("Ctrl+Shift+A")]
     menu.trigger()
     dialog = window.arena
-    assert dialog is not None and dialog.isVisible()
+    assert dialog is not None, "the shortcut opens the arena"
+    assert dialog.isVisible(), "the arena is shown"
     qtbot.waitUntil(lambda: dialog.candidates.count() == 3, timeout=SLOW)
-    assert dialog.current_main() == main and set(dialog.checked_candidates()) == {good, bad, LOOKUP}
+    assert dialog.current_main() == main, "the arena opens on the loaded main"
+    assert set(dialog.checked_candidates()) == {good, bad, LOOKUP}, "every candidate is ticked"
     assert dialog.table.rowCount() == 0  # no arena yet for this main
 
     dialog.prompts.add_prompt("def add(a, b):")  # user prompts join the built-ins and persist
     assert dialog.prompts.prompt_list()[-1][0].prompt_class == "user"
-    assert dialog.run() and window.engine_taken() is not None
+    assert dialog.run(), "the arena starts"
+    assert window.engine_taken() is not None, "it takes the engine from the chat"
     dialog.cancel()  # before the worker even starts: the request starts cancelled
     qtbot.waitUntil(lambda: not dialog.running, timeout=SLOW)
-    assert "Cancelled" in dialog.state.text() and dialog.run_button.isEnabled() and load_results(main) == []
+    assert "Cancelled" in dialog.state.text(), "the arena says it was cancelled"
+    assert dialog.run_button.isEnabled(), "it can be run again"
+    assert load_results(main) == [], "a cancelled run keeps no results"
     ask(qtbot, window, "Still usable?", max_tokens=4)
     assert window.controller.transcript.last_answer().state == "complete"
 
@@ -119,12 +135,11 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
     assert dialog.run()
     qtbot.waitUntil(lambda: not dialog.running, timeout=SLOW)
     ranked = [dialog.table.item(r, 0).data(KEY) for r in range(dialog.table.rowCount())]
-    assert set(ranked) == {good, bad, LOOKUP} and ranked.index(good) < ranked.index(bad)
+    assert set(ranked) == {good, bad, LOOKUP}, "every candidate is ranked"
+    assert ranked.index(good) < ranked.index(bad), "the trained draft ranks above the random one"
     assert [dialog.table.item(r, 0).text() for r in range(3)] == ["1", "2", "3"]
-    assert (
-        dialog.table.item(ranked.index(good), 2).text().endswith("×")
-        and "user" in dialog.table.item(0, 5).text()
-    )
+    assert dialog.table.item(ranked.index(good), 2).text().endswith("×"), "the speedup column gives a ratio"
+    assert "user" in dialog.table.item(0, 5).text(), "the per-prompt-class column has the user's own prompts"
     assert load_results(main) == dialog.results
 
     picker = PickerDialog(window.sources, usable_memory=64 * 2**30)
@@ -138,10 +153,14 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
         for i in range(picker.draft_model.rowCount())
     }
     speedup = {r.candidate: r.speedup for r in dialog.results}
-    assert f"arena: {speedup[good]:.2f}× vs plain" in texts[good] and "arena:" in texts[LOOKUP]
+    assert f"arena: {speedup[good]:.2f}× vs plain" in texts[good], (
+        "the picker gives the arena's speedup beside the draft"
+    )
+    assert "arena:" in texts[LOOKUP], "the picker gives the arena's note beside lookup"
 
     winner = dialog.results[0]
-    assert dialog.selected_result() == winner and dialog.use_button.isEnabled()
+    assert dialog.selected_result() == winner, "the winner is selected"
+    assert dialog.use_button.isEnabled(), "the winner can be used at once"
     dialog.use_button.click()
     expected = (main, None if winner.candidate == LOOKUP else winner.candidate)
     qtbot.waitUntil(lambda: window.controller.pair == expected, timeout=SLOW)

@@ -87,12 +87,15 @@ def empty_clipboard() -> Iterator[None]:
 def test_switch_serves_the_windows_pair_without_touching_the_chat(qtbot, window, port, empty_clipboard):
     serving = window.serving
     models = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Models")
-    assert serving.action in models.actions() and serving.action.shortcut().toString() == "Ctrl+Shift+E"
+    assert serving.action in models.actions(), "the Models menu has the server switch"
+    assert serving.action.shortcut().toString() == "Ctrl+Shift+E", "the switch's shortcut is Ctrl+Shift+E"
     assert serving.log.isHidden()  # hidden until the server is first turned on
     qtbot.mouseClick(serving.bar.toggle, _left())
     url = f"http://127.0.0.1:{port}/v1"
-    assert serving.action.isChecked() and serving.bar.toggle.isChecked()
-    assert serving.bar.address.text() == f"Serving at {url}" and serving.bar.toggle.text() == "● Server on"
+    assert serving.action.isChecked(), "the menu's switch shows the server is on"
+    assert serving.bar.toggle.isChecked(), "the bar's switch shows the server is on"
+    assert serving.bar.address.text() == f"Serving at {url}", "the bar gives the address to use"
+    assert serving.bar.toggle.text() == "● Server on", "the bar's switch says the server is on"
     assert serving.log.isVisible()
     ticks: list[int] = []
     timer = QTimer(interval=10)
@@ -108,14 +111,18 @@ def test_switch_serves_the_windows_pair_without_touching_the_chat(qtbot, window,
     qtbot.waitUntil(lambda: serving.log.table.rowCount() == 1, timeout=5000)
     when, client, endpoint, tokens, _speed, speedup, result = serving.log.row(0)
     assert (client, endpoint, tokens) == ("127.0.0.1", "/v1/chat/completions", "60")
-    assert result.startswith("finished") and speedup == "—"  # no plain speed measured here
-    assert len(window.controller.transcript) == 0 and window.controller.conversation is None
+    # no plain speed measured here
+    assert result.startswith("finished"), "the log says the request finished"
+    assert speedup == "—", "the log shows no speedup without a plain speed"
+    assert len(window.controller.transcript) == 0, "a served request adds nothing to the chat"
+    assert window.controller.conversation is None, "a served request opens no conversation"
     assert "Hello from another program" not in window.view.toPlainText()
     assert not window.controller.busy
     qtbot.mouseClick(serving.bar.copy, _left())
     assert QApplication.clipboard().text() == url
     serving.action.trigger()  # the menu's switch: off
-    assert not serving.bar.toggle.isChecked() and serving.bar.address.isHidden()
+    assert not serving.bar.toggle.isChecked(), "the bar's switch shows the server is off"
+    assert serving.bar.address.isHidden(), "the address is hidden once off"
     assert refused(port)  # stopping frees the port
     with socket.socket() as again:
         again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -128,9 +135,11 @@ def test_a_taken_port_is_said_in_words(qtbot, window, port):
         other.bind(("127.0.0.1", port))
         other.listen()
         window.serving.action.trigger()
-        assert not window.serving.action.isChecked() and window.serving.runner is None
+        assert not window.serving.action.isChecked(), "a taken port leaves the switch off"
+        assert window.serving.runner is None, "a taken port starts no server"
         words = window.banner.text()
-        assert f"port {port}" in words and "in use by another program" in words
+        assert f"port {port}" in words, "the banner names the taken port"
+        assert "in use by another program" in words, "the banner says another program uses it"
 
 
 def test_the_default_port_moves_to_the_next_free_one_and_says_so(qtbot, window, monkeypatch):
@@ -177,7 +186,9 @@ def test_serving_again_after_a_restart_waits_for_the_pair(qtbot, specchat_home):
     settings.sync()
     w = make_window(qtbot, specchat_home)
     try:
-        assert w.serving.runner is None and refused(port)  # no models yet: nothing to serve
+        # no models yet: nothing to serve
+        assert w.serving.runner is None, "with no pair yet no server runs"
+        assert refused(port), "with no pair yet the port is closed"
         w.load_pair("/models/main", "/models/draft")
         qtbot.waitUntil(lambda: w.serving.runner is not None, timeout=5000)
         assert w.serving.bar.address.text() == f"Serving at http://127.0.0.1:{port}/v1"
@@ -215,24 +226,33 @@ def test_log_rows_say_what_was_served_and_open_the_answer(qtbot):
     assert log.row(2)[6] == "turned away: too many waiting (429)"
     log.table.cellDoubleClicked.emit(0, 2)
     dialog = log.answer_view
-    assert dialog is not None and dialog.isVisible()
+    assert dialog is not None, "double-clicking a row opens its answer"
+    assert dialog.isVisible(), "the answer's window is shown"
     qtbot.addWidget(dialog)
     view = dialog.findChild(ChatView)
-    assert view is not None and "The answer, in bold." in view.toPlainText()
+    assert view is not None, "the answer's window shows it as chat text"
+    assert "The answer, in bold." in view.toPlainText(), (
+        "the answer reads as rendered, without markdown marks"
+    )
 
 
 def test_the_network_needs_a_key_shown_with_a_warning(qtbot, tmp_path, empty_clipboard):
     dialog = ServerDialog(ServerPlace(), None)
     qtbot.addWidget(dialog)
     dialog.show()
-    assert dialog.key.isHidden() and dialog.warning.isHidden()
+    assert dialog.key.isHidden(), "serving on this computer only needs no key"
+    assert dialog.warning.isHidden(), "serving on this computer only shows no warning"
     dialog.network.setChecked(True)
-    assert dialog.key.isVisible() and "Other computers on your network" in dialog.warning.text()
+    assert dialog.key.isVisible(), "serving on the network shows the key"
+    assert "Other computers on your network" in dialog.warning.text(), (
+        "the warning says other computers can reach it"
+    )
     assert len(dialog.key.text()) >= 24
     qtbot.mouseClick(dialog.copy, _left())
     assert QApplication.clipboard().text() == dialog.key.text()
     place = dialog.value()
-    assert place.host == EVERYWHERE and place.api_key == dialog.key.text()
+    assert place.host == EVERYWHERE, "the network choice listens everywhere"
+    assert place.api_key == dialog.key.text(), "the server asks for the key shown"
     settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     settings.setValue(server_dialog.NETWORK, True)  # a network wanted with no key kept
     settings.remove(server_dialog.KEY)
