@@ -28,32 +28,41 @@ def test_tiny_run_prints_every_mode_for_every_prompt(capsys) -> None:
     assert len({r[0] for r in rows}) == 2
     for prompt, mode, rate, ratio, accepted, rounds, worst, slow, stall, same in rows:
         taken, offered = map(int, accepted.split("/"))
-        assert float(rate) > 0 and 0 < float(ratio) < 20 and math.isfinite(float(worst))
+        assert float(rate) > 0, "every mode decodes at a positive rate"
+        assert 0 < float(ratio) < 20, "a mode's time against plain is within reason"
+        assert math.isfinite(float(worst)), "the worst round is a real time"
         assert same == "yes"  # greedy: every mode gives plain's answer
-        assert taken <= offered and int(slow) <= int(rounds)
+        assert taken <= offered, "no more drafts accepted than offered"
+        assert int(slow) <= int(rounds), "no more slow rounds than rounds"
         assert 0 <= float(stall) <= float(worst)  # beyond its kind's median: never more than the round
         if mode.startswith("plain") or mode == "mlx_plain":
             assert (offered, int(rounds)) == (0, 40)
         elif mode != "adaptive":  # adaptive may rightly bypass a draft that does not pay on a CPU
-            assert offered > 0 and int(rounds) < 40
+            assert offered > 0, "fixed k offers drafted tokens"
+            assert int(rounds) < 40, "drafting needs fewer rounds than tokens"
     assert rows[0][3] == "1.00"
     summary = lines[3 + 2 * len(modes) :]
     assert summary[0].split() == ["mode", "mean", "ratio", "worst", "paired", "median", "first/later"]
     assert [s.split()[0] for s in summary[1 : 1 + len(modes)]] == modes
     agreement = summary[-1].split()
-    assert agreement[:2] == ["agreement", "measured:"] and abs(float(agreement[2]) - 0.9) <= 0.15
+    assert agreement[:2] == ["agreement", "measured:"], "the summary ends with the measured agreement"
+    assert abs(float(agreement[2]) - 0.9) <= 0.15, "the tiny pair's agreement is about 0.9"
     # each fixed k's round against the floors measured in the same run, and against its passes
     at = next(i for i, line in enumerate(summary) if line.startswith("floors, measured after warm-up"))
     floors = summary[at : at + 4]
     assert floors[1].startswith("  draft: compiled 1-token forward ") and floors[2].startswith("  main: ")
-    assert "weights" in floors[1] and "bandwidth" in floors[2] and "x compiled" in floors[3]
+    assert "weights" in floors[1], "the draft's floor is read against its weights"
+    assert "bandwidth" in floors[2], "the main's floor is read against bandwidth"
+    assert "x compiled" in floors[3], "the third floor line compares with compiled passes"
     assert summary[at + 4].split() == list(COST_COLUMNS)
     costs = [line.split() for line in summary[at + 5 : at + 7]]
     assert [c[0] for c in costs] == ["fixed2", "fixed4"]
     for row in costs:
         assert all(math.isfinite(float(x)) and float(x) > 0 for x in row[1:]), row
         wall_in, wall_alone, predicted, measured = (float(x) for x in row[9:13])
-        assert 0.5 < wall_in < 2 and 0.2 < wall_alone < 5 and 0.2 < measured / predicted < 5
+        assert 0.5 < wall_in < 2, "a round's wall time is about its passes as timed in the loop"
+        assert 0.2 < wall_alone < 5, "a round's wall time is within reach of its passes timed alone"
+        assert 0.2 < measured / predicted < 5, "the speed model's prediction is within 5x of the measurement"
 
 
 def test_repeat_plays_every_mode_that_many_times_in_turn(capsys) -> None:
@@ -64,7 +73,8 @@ def test_repeat_plays_every_mode_that_many_times_in_turn(capsys) -> None:
     assert progress == ["plain", "fixed2"] * 3  # in turn: a slow minute falls on every mode alike
     table = [line for line in out.splitlines() if not line.startswith("compiled passes, ")]
     rows = [line.split() for line in table[3:5]]
-    assert [r[1] for r in rows] == ["plain", "fixed2"] and rows[1][-1] == "yes"
+    assert [r[1] for r in rows] == ["plain", "fixed2"], "plain and fixed k = 2 are both reported"
+    assert rows[1][-1] == "yes", "fixed k = 2 gives plain's answer"
     assert rows[0][5] == "24"  # the first answer's rounds, not the three answers' sum
 
 
@@ -86,7 +96,8 @@ def test_rounds_file_holds_every_answer_in_the_order_it_was_timed(tmp_path, caps
     out = capsys.readouterr().out
     # the app's first answer after loading a pair it has used: a controller restored from this one
     restored = [line for line in out.splitlines() if line.startswith("adaptive restored")]
-    assert len(restored) == 1 and float(restored[0].split()[-2]) > 0
+    assert len(restored) == 1, "one restored adaptive answer is reported"
+    assert float(restored[0].split()[-2]) > 0, "its rate is positive"
     answers = json.loads(path.read_text())
     assert [a["mode"] for a in answers] == ["plain", "fixed2", "adaptive"] * 2 + [
         "learnt",
@@ -95,9 +106,12 @@ def test_rounds_file_holds_every_answer_in_the_order_it_was_timed(tmp_path, caps
         "learnt",
     ] * 4  # eight turns, alternating which goes first
     fixed = answers[1]["rounds"]
-    assert all(r["k"] == 2 for r in fixed[:-1]) and sum(r["accepted"] for r in fixed) <= 2 * len(fixed)
-    assert all(r["k"] == 0 for r in answers[0]["rounds"]) and len(answers[0]["rounds"]) == 24
-    assert all(isinstance(r["why"], str) and r["why"] for r in answers[2]["rounds"])  # adaptive says why
+    assert all(r["k"] == 2 for r in fixed[:-1]), "fixed k = 2 drafts 2 tokens every round but the last"
+    assert sum(r["accepted"] for r in fixed) <= 2 * len(fixed), "at most 2 drafted tokens accepted a round"
+    assert all(r["k"] == 0 for r in answers[0]["rounds"]), "plain answers draft nothing"
+    assert len(answers[0]["rounds"]) == 24, "a plain answer of 24 tokens takes 24 rounds"
+    silent = [r for r in answers[2]["rounds"] if not isinstance(r["why"], str) or not r["why"]]
+    assert silent == [], "every adaptive round says why it chose its k"
     assert all(0.0 <= a <= 1.0 for r in answers[2]["rounds"] for a in r["draft_acceptance"])
     assert any(len(r["draft_acceptance"]) == 8 for r in answers[2]["rounds"])
 
@@ -122,4 +136,5 @@ def test_a_bad_mode_or_length_is_refused_before_any_model_is_built(
     monkeypatch.setattr(gpu_bench, "build_pair", no_build)
     with pytest.raises(SystemExit) as refused:
         main(["--pair", "tiny", *args])
-    assert refused.value.code == 2 and message in capsys.readouterr().err
+    assert refused.value.code == 2, "a refused command line exits 2"
+    assert message in capsys.readouterr().err, "the refusal says why"

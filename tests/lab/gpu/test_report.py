@@ -50,7 +50,8 @@ def test_the_first_answer_is_judged_against_plain_in_its_own_turn() -> None:
     ]
     verdicts = _first_later([rows])
     assert verdicts["fixed2"] == "1.00 ok"
-    assert verdicts["adaptive"].endswith("SLOW") and 1.1 < float(verdicts["adaptive"].split()[0]) < 1.2
+    assert verdicts["adaptive"].endswith("SLOW"), "an adaptive first answer that is slower is flagged SLOW"
+    assert 1.1 < float(verdicts["adaptive"].split()[0]) < 1.2, "the first answer's ratio is reported"
     assert verdicts["plain"].endswith("SLOW")  # plain against its own later answers: the drift shows
     single = [
         reduce_answers("p", m, [r[0]], [plains[0]], 0.010) for m, r in (("plain", plains), ("fixed2", steady))
@@ -80,7 +81,10 @@ def test_the_leviathan_prediction_is_the_hand_computed_one() -> None:
     assert costs.acceptance == (0.8, 0.75)
     draft, verify = 0.025, 0.030  # medians of the four timed rounds
     assert math.isclose(costs.predicted_rate, 2.4 / (draft + verify))
-    assert math.isclose(costs.draft_per_token, draft / 2) and math.isclose(costs.verify, verify)
+    assert math.isclose(costs.draft_per_token, draft / 2), (
+        "the draft's cost per token is its median pass over k"
+    )
+    assert math.isclose(costs.verify, verify), "the verify cost is its median pass"
     assert math.isclose(costs.measured_rate, 9 / 0.9)
     walls, passes_in = 0.27, 0.25
     passes_alone = (0.030 + 0.030) + (0.020 + 0.030) * 2 + (0.030 + 0.030)  # by each round's catch-up

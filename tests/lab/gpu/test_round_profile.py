@@ -51,7 +51,10 @@ def test_every_row_is_a_positive_time_and_the_summary_says_what_the_loop_adds(ca
     summary = tables[3].splitlines()
     assert summary[0].startswith("round wall / sum of passes: ")
     assert 0.3 < _number(summary[0].split()[6]) < 3  # a round is about its passes, on any host
-    assert summary[1].startswith("loop's own cost per round (ms): ") and _number(summary[1].split()[-1]) > 0
+    assert summary[1].startswith("loop's own cost per round (ms): "), (
+        "the second summary line gives the loop's own cost"
+    )
+    assert _number(summary[1].split()[-1]) > 0, "the loop's own cost is positive"
 
 
 def test_timing_the_loop_parts_leaves_the_loop_as_it_was(toy_pair, toy_prompt) -> None:

@@ -38,7 +38,8 @@ def test_replay_records_saves_and_replays_the_same_answers(
     data = json.loads(saved.read_text())
     assert [t["label"] for t in data["traces"]] == ["code-1", "code-2"]
     assert all(len(t["answer"]) == len(t["draft_hits"]) == 24 for t in data["traces"])
-    assert len(data["costs"]["verify"]) == 17 and data["costs"]["draft_step"] > 0
+    assert len(data["costs"]["verify"]) == 17, "one verify cost for each pass size"
+    assert data["costs"]["draft_step"] > 0, "the draft step costs time"
     for header in ("measured:", "bandwidth:"):
         assert header in first and "fixed4" in first
     # the saved answers replay without the models, to the same numbers (no noise: deterministic)
@@ -60,7 +61,8 @@ def test_replay_records_saves_and_replays_the_same_answers(
         cell.strip().rsplit(" ", 1)
         for cell in next(line for line in again if line.startswith(timing))[len(timing) :].split(",")
     )
-    assert set(times) == {"plain", "fixed2", "adaptive", "lookup"} and float(times["adaptive"]) > 0
+    assert set(times) == {"plain", "fixed2", "adaptive", "lookup"}, "every policy is timed"
+    assert float(times["adaptive"]) > 0, "the adaptive policy's time is positive"
 
 
 def test_replay_without_models_or_traces_says_what_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,7 +148,8 @@ def test_replay_takes_answers_recorded_in_several_files_as_one_set(
     assert main(["--traces", str(tmp_path / "both.json"), *args]) == 0
     whole = capsys.readouterr().out
     table = lambda out: [line for line in out.splitlines() if not line.startswith("policy time")]
-    assert table(split) == table(whole) and "2 answers" in split
+    assert table(split) == table(whole), "two trace files replay as their union does"
+    assert "2 answers" in split, "the report counts both answers"
     assert main(["--traces", f"{tmp_path / 'a.json'},{tmp_path / 'none.json'}", *args]) == 2
 
 

@@ -69,7 +69,8 @@ def test_replay_matches_the_real_loop_on_the_toy_pair(toy_pair):
             replayed.append(event.accepted)
 
     replay(trace, Recording(3), COMPUTE)
-    assert replayed == real and 0 < sum(real) < 3 * len(real)
+    assert replayed == real, "a replay accepts what the real answer accepted, round by round"
+    assert 0 < sum(real) < 3 * len(real), "the real answer accepted some drafts but not all"
 
 
 @pytest.mark.parametrize(
@@ -166,7 +167,8 @@ def test_saved_answers_load_back_as_they_were(tmp_path):
     traces = [Trace((1, 2), (5, 6), (True, False), "code-1"), _trace("101", seed=1)]
     save_traces(tmp_path / "t.json", traces, COMPUTE)
     loaded, costs = load_traces(tmp_path / "t.json")
-    assert loaded == traces and costs == COMPUTE
+    assert loaded == traces, "the answers load back unchanged"
+    assert costs == COMPUTE, "the costs load back unchanged"
 
 
 def _recorded(name: str) -> list[Trace]:

@@ -165,4 +165,5 @@ def test_rank_envs_match_mlx_launch(tmp_path: Path) -> None:
     assert len(hosts) == 2 and len({h[0] for h in hosts}) == 2
     nccl = local_launch.rank_envs(2, "nccl", tmp_path)
     assert [e["CUDA_VISIBLE_DEVICES"] for e in nccl] == ["0", "1"]
-    assert {e["MLX_WORLD_SIZE"] for e in nccl} == {"2"} and len({e["NCCL_PORT"] for e in nccl}) == 1
+    assert {e["MLX_WORLD_SIZE"] for e in nccl} == {"2"}, "every NCCL rank knows the world has two ranks"
+    assert len({e["NCCL_PORT"] for e in nccl}) == 1, "both NCCL ranks meet on one port"
