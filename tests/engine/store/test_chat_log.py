@@ -53,5 +53,8 @@ def test_regenerate_cuts_by_stored_position_not_by_place(store: ConversationStor
     assert new is not None and new.live
     shown, stored = pairs(log, cid)
     assert [key for key, _ in shown] == [key for key, _ in stored]
-    assert [text for _, text in stored] == ["one", "", "two", ""] and stored[0][0] == first.key
+    assert [text for _, text in stored] == ["one", "", "two", ""], (
+        "the regenerated answer replaces the old one in place"
+    )
+    assert stored[0][0] == first.key, "the first question keeps its key"
     assert stored[2][0] == second.key

@@ -37,9 +37,9 @@ def test_migrates_a_version_one_database(tmp_path):
     s = ConversationStore(path)
     c = s.load(1)
     assert s.schema_version == SCHEMA_VERSION
-    assert (
-        c.messages[0].content == "hi" and c.messages[0].stats == AnswerStats() and c.messages[0].tokens == ""
-    )
+    assert c.messages[0].content == "hi", "the old message's text is read"
+    assert c.messages[0].stats == AnswerStats(), "a message saved before stats existed has empty stats"
+    assert c.messages[0].tokens == "", "a message saved before tokens were kept has none"
 
 
 def test_append_checkpoint_truncate_list_and_search(store):
@@ -57,8 +57,10 @@ def test_append_checkpoint_truncate_list_and_search(store):
     )
     c = store.load(a)
     assert [m.role for m in c.messages] == ["user", "assistant"]
-    assert c.messages[1].content == "Otters are" and c.messages[1].state == "partial"
-    assert c.messages[1].rejected == ((1, "cats"),) and c.messages[1].stats == AnswerStats(tokens=2)
+    assert c.messages[1].content == "Otters are", "the partial answer's text is kept"
+    assert c.messages[1].state == "partial", "it is marked partial"
+    assert c.messages[1].rejected == ((1, "cats"),), "the refused drafts are kept"
+    assert c.messages[1].stats == AnswerStats(tokens=2), "the answer's stats are kept"
     assert [s.id for s in store.list()][0] == a  # most recently updated first
     assert [s.id for s in store.list("OTTER")] == [a]
     assert [s.id for s in store.list("Second")] == [b]
@@ -78,11 +80,9 @@ def test_damaged_conversation_never_hides_the_others(store):
     store.db.execute("UPDATE messages SET content=CAST(X'66ff6f' AS TEXT) WHERE conversation_id=?", (good,))
     assert {s.title for s in store.list()} == {"good", "bad"}
     broken = store.load(bad)
-    assert (
-        broken.damaged
-        and broken.messages[0].content == "text survives"
-        and broken.messages[0].stats == AnswerStats()
-    )
+    assert broken.damaged, "bad settings mark the chat as damaged"
+    assert broken.messages[0].content == "text survives", "the messages' text survives"
+    assert broken.messages[0].stats == AnswerStats(), "stats that cannot be read are left empty"
     assert store.load(good).messages[0].content == "f\ufffdo"
     with pytest.raises(ConversationError):
         store.load(999)
@@ -111,7 +111,8 @@ def test_refused_drafts_are_saved_clean_whether_or_not_one_needs_it(store):
         mid, "text", state=MessageState.PARTIAL, rejected=[*fine, (50, "x\ud83d"), (51, "\ude00y")]
     )
     saved = json.loads(store.db.execute("SELECT rejected FROM messages WHERE id=?", (mid,)).fetchone()[0])
-    assert saved[-2:] == [[50, "x\ufffd"], [51, "\ufffdy"]] and saved[:50] == [[i, t] for i, t in fine]
+    assert saved[-2:] == [[50, "x\ufffd"], [51, "\ufffdy"]], "broken surrogates are replaced, not dropped"
+    assert saved[:50] == [[i, t] for i, t in fine], "the readable refusals are kept as they were"
 
 
 WRITER = """
@@ -151,4 +152,7 @@ def test_sigkill_mid_checkpoint_leaves_a_readable_database(tmp_path):
     for summary in convs:
         m = s.load(summary.id).messages[-1]
         n = m.stats.tokens
-        assert n >= 50 and m.content.split() == [f"word{i}" for i in range(1, n + 1)]
+        assert n >= 50, "each answer streamed at least 50 tokens before the stop"
+        assert m.content.split() == [f"word{i}" for i in range(1, n + 1)], (
+            "the saved text is every streamed word, in order"
+        )

@@ -89,7 +89,10 @@ def test_records_fills_late_baselines_and_forgets_deleted_conversations(store):
     assert None not in (waiting, other_bucket, plain)
     assert h.fill_baseline("m/7b", 512, 40.0) == 1  # the plain run is evidence, not a speedup
     by_id = {r.created: r for r in h.runs()}
-    assert by_id[2.0].speedup == pytest.approx(60.0 / 40.0) and by_id[2.0].plain_tok_s == 40.0
+    assert by_id[2.0].speedup == pytest.approx(60.0 / 40.0), (
+        "the waiting run's speedup comes from the plain rate"
+    )
+    assert by_id[2.0].plain_tok_s == 40.0, "the plain rate it was measured against is kept"
     assert by_id[3.0].speedup is None and by_id[4.0].speedup is None
     assert h.pairs() == [("m/7b", "d/0.5b")]
     store.delete(cid)
@@ -117,7 +120,8 @@ def test_aggregates_by_pair_kind_and_temperature(store):
         (LOOKUP, "code", 0.0),
     }
     greedy = keyed[("d/0.5b", "code", 0.0)]
-    assert greedy.answers == 3 and greedy.measured == 2
+    assert greedy.answers == 3, "all three greedy code answers are counted"
+    assert greedy.measured == 2, "only the two with a plain rate are measured"
     assert greedy.speedup == pytest.approx(math.sqrt(2.0 * 1.5))  # geometric mean of the known ones
     assert greedy.acceptance == pytest.approx(70 / 110)  # pooled over all three
     assert greedy.tok_s == pytest.approx((60 + 45 + 50) / 3)
@@ -143,6 +147,8 @@ def test_export_writes_every_run_and_the_section(store, tmp_path):
     h.record(run(mode="off", draft="", created=2))
     section = export_history(tmp_path / "out", h.runs(), b"\x89PNG fake")
     csv = (tmp_path / "out" / "history.csv").read_text().splitlines()
-    assert csv[0].startswith("main,draft,mode,kind,temperature") and len(csv) == 3
-    assert "history-speedup.png" in section and (tmp_path / "out" / "history-speedup.png").exists()
+    assert csv[0].startswith("main,draft,mode,kind,temperature"), "the CSV starts with its header"
+    assert len(csv) == 3, "the CSV has a row per run"
+    assert "history-speedup.png" in section, "the report links the chart"
+    assert (tmp_path / "out" / "history-speedup.png").exists(), "the chart file is written"
     assert "| 7b + 0.5b | code | greedy | 1 | 2.00× |" in section

@@ -16,7 +16,8 @@ def test_a_schema_v3_database_loads_with_typed_stats_and_provenance(tmp_path):
     store = ConversationStore(path)
     assert store.schema_version == SCHEMA_VERSION
     c = store.load(1)
-    assert not c.damaged and c.system_prompt == "Be brief."
+    assert not c.damaged, "an old database is read without damage"
+    assert c.system_prompt == "Be brief.", "its system prompt is kept"
     user, answer = c.messages
     assert (user.role, answer.role, answer.state) == (Role.USER, Role.ASSISTANT, MessageState.COMPLETE)
     s = answer.stats
@@ -36,7 +37,9 @@ def test_a_schema_v3_database_loads_with_typed_stats_and_provenance(tmp_path):
 
     question, turn = c.turns()
     assert isinstance(question, UserTurn) and question.text == "What do otters do?"
-    assert isinstance(turn, AnswerTurn) and turn.text == ANSWER and turn.stats == s
+    assert isinstance(turn, AnswerTurn), "the second turn is an answer"
+    assert turn.text == ANSWER, "the answer's text is kept"
+    assert turn.stats == s, "the answer's stats are kept"
     assert turn.answer.parts == ["Otters", " ", "hold ", "hands."]
     assert turn.answer.provenance == [Provenance.MAIN, Provenance.DRAFT, Provenance.DRAFT, Provenance.MAIN]
     assert turn.answer.rejected == [(2, " swim")]
@@ -53,7 +56,8 @@ def test_saving_a_loaded_answer_keeps_the_stored_format(tmp_path):
     (raw,) = store.db.execute("SELECT stats FROM messages WHERE position=1").fetchone()
     assert json.loads(raw) == {k: v for k, v in STATS.items() if v is not None}
     again = store.load(1).messages[1]
-    assert again.stats == turn.stats and again.tokens == turn.answer.encoded()
+    assert again.stats == turn.stats, "the stats read back as saved"
+    assert again.tokens == turn.answer.encoded(), "the tokens read back as saved"
 
 
 def test_unreadable_stat_values_keep_their_defaults_and_mark_the_conversation(tmp_path):
@@ -64,5 +68,8 @@ def test_unreadable_stat_values_keep_their_defaults_and_mark_the_conversation(tm
     store.db.execute("UPDATE messages SET stats=? WHERE position=1", (json.dumps(bad),))
     c = store.load(1)
     s = c.messages[1].stats
-    assert c.damaged and s.tokens_per_second == 0.0 and s.token_ids == () and s.lossless is None
+    assert c.damaged, "unreadable stats mark the chat as damaged"
+    assert s.tokens_per_second == 0.0, "an unreadable rate reads as 0"
+    assert s.token_ids == (), "unreadable token ids read as none"
+    assert s.lossless is None, "an unreadable verdict reads as none"
     assert s.tokens == 4 and s.speedup == 2.013  # the readable values survive

@@ -46,15 +46,19 @@ def test_a_write_lock_held_elsewhere_shows_the_conversations_and_retry_opens_it(
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another SpecChat, or a backup tool, writing
     s = ConversationStore(path, lock_wait=WAIT)
-    assert s.problem is not None and s.problem.trouble is Trouble.LOCKED and s.problem.can_retry
+    assert s.problem is not None, "a locked database is a problem, not a crash"
+    assert s.problem.trouble is Trouble.LOCKED, "the problem says the file is locked"
+    assert s.problem.can_retry, "a lock can be retried"
     assert "SpecChat is open elsewhere, or another program holds your conversations" in s.problem.text
     assert "3 conversations it could read are shown" in s.problem.text
     assert [c.title for c in s.list()] == ["chat 2", "chat 1", "chat 0"]
     assert s.load(1).messages[0].content == "hello 0"
     assert_refuses_writes(s)
-    assert not s.retry() and s.problem.trouble is Trouble.LOCKED  # still held: still read-only
+    assert not s.retry(), "retry fails while another program holds the lock"
+    assert s.problem.trouble is Trouble.LOCKED, "the problem still says locked"  # still held: still read-only
     other.execute("ROLLBACK")
-    assert s.retry() and s.problem is None
+    assert s.retry(), "retry succeeds once the lock is released"
+    assert s.problem is None, "the problem is cleared"
     s.create("written once free")
     s.close()
     assert titles(path) == ["chat 0", "chat 1", "chat 2", "written once free"]
@@ -73,7 +77,8 @@ def test_an_exclusive_lock_that_blocks_reading_opens_empty_and_read_only(tmp_pat
     assert s.list() == []
     assert_refuses_writes(s)
     other.close()
-    assert s.retry() and [c.title for c in s.list()] == ["chat 2", "chat 1", "held"]
+    assert s.retry(), "retry succeeds once the other program closes"
+    assert [c.title for c in s.list()] == ["chat 2", "chat 1", "held"], "the chats read back after the retry"
 
 
 def make_read_only(path):
@@ -99,13 +104,15 @@ def test_a_read_only_file_is_read_and_new_messages_are_refused(tmp_path):
         s = ConversationStore(path, lock_wait=WAIT)
         assert s.problem is not None and s.problem.trouble is Trouble.READ_ONLY
         assert "new messages cannot be saved" in s.problem.text
-        assert len(s.list()) == 3 and s.load(2).messages[0].content == "hello 1"
+        assert len(s.list()) == 3, "a read-only file's chats are still listed"
+        assert s.load(2).messages[0].content == "hello 1", "and still readable"
         assert_refuses_writes(s)
         assert not s.retry()
     finally:
         make_writable(path)
     assert path.read_bytes() == before
-    assert s.retry() and s.create("writable again")
+    assert s.retry(), "retry succeeds once the file is writable"
+    assert s.create("writable again"), "new chats can be created again"
 
 
 def test_sqlite_refusing_a_write_is_told_as_read_only(tmp_path):
@@ -126,11 +133,14 @@ def test_a_folder_in_the_files_place_is_left_alone(tmp_path):
     s = ConversationStore(path, lock_wait=WAIT)
     assert s.problem is not None and s.problem.trouble is Trouble.FOLDER
     assert "folder" in s.problem.text and "Retry" in s.problem.text
-    assert s.list() == [] and (path / "keep.txt").read_text() == "mine"
+    assert s.list() == [], "a folder in the database's place shows no chats"
+    assert (path / "keep.txt").read_text() == "mine", "the user's folder is left untouched"
     assert_refuses_writes(s)
     (path / "keep.txt").unlink()
     path.rmdir()
-    assert s.retry() and s.create("fresh") and s.list()[0].title == "fresh"
+    assert s.retry(), "retry succeeds once the folder is gone"
+    assert s.create("fresh"), "a new chat can be created"
+    assert s.list()[0].title == "fresh", "the new chat is listed"
 
 
 def test_a_symlink_loop_in_the_files_place_is_left_alone(tmp_path):
@@ -152,9 +162,12 @@ def test_a_newer_schema_is_read_and_never_changed(tmp_path):
     db.close()
     before = path.read_bytes()
     s = ConversationStore(path, lock_wait=WAIT)
-    assert s.problem is not None and s.problem.trouble is Trouble.NEWER and not s.problem.can_retry
+    assert s.problem is not None, "a database from a newer SpecChat is a problem, not a crash"
+    assert s.problem.trouble is Trouble.NEWER, "the problem says the file is newer"
+    assert not s.problem.can_retry, "retrying cannot help a newer file"
     assert "made by a newer SpecChat; nothing was changed" in s.problem.text
-    assert len(s.list()) == 3 and s.load(3).messages[0].content == "hello 2"
+    assert len(s.list()) == 3, "the newer file's chats are still listed"
+    assert s.load(3).messages[0].content == "hello 2", "and still readable"
     assert_refuses_writes(s)
     s.close()
     assert path.read_bytes() == before

@@ -61,7 +61,9 @@ def test_thirty_conversations_come_back_with_page_one_zeroed(tmp_path, page_size
     s = ConversationStore(path)
     r = s.recovery
     assert r is not None and r.moved_to.read_bytes() == damaged  # the damaged file is kept as it was
-    assert r.conversations == 30 and r.messages == 60 and not r.complete
+    assert r.conversations == 30, "all 30 conversations are recovered"
+    assert r.messages == 60, "all 60 messages are recovered"
+    assert not r.complete, "a damaged file's recovery is never called complete"
     assert_came_back(s, expected, at_least=25)
     assert s.schema_version == SCHEMA_VERSION
     new = s.create("after the salvage")  # the fresh file takes new conversations past the old ids

@@ -30,14 +30,17 @@ def test_a_file_of_zeros_is_moved_aside_and_a_fresh_one_opened(tmp_path):
     (tmp_path / "c.sqlite3-wal").write_bytes(b"\0" * 100)
     s = ConversationStore(path)
     r = s.recovery
-    assert r is not None and r.conversations == 0 and not r.complete
+    assert r is not None, "a damaged database is recovered, not a crash"
+    assert r.conversations == 0, "nothing readable means no conversations"
+    assert not r.complete, "the recovery is not called complete"
     assert "not a database" in r.reason
     assert r.moved_to.read_bytes() == b"\0" * (PAGE * 8)  # kept as it was, never deleted
     assert (tmp_path / f"{r.moved_to.name}-wal").exists()  # its companion went with it
     cid = s.create("after")
     s.close()
     again = ConversationStore(path)
-    assert again.recovery is None and [c.id for c in again.list()] == [cid]
+    assert again.recovery is None, "a recovered store opens cleanly next time"
+    assert [c.id for c in again.list()] == [cid], "the chat made after the recovery is kept"
 
 
 def test_a_file_truncated_mid_page_gives_back_the_conversations_on_surviving_pages(tmp_path):
@@ -50,8 +53,11 @@ def test_a_file_truncated_mid_page_gives_back_the_conversations_on_surviving_pag
     s = ConversationStore(path)
     r = s.recovery
     assert r is not None and r.moved_to.read_bytes() == data[:cut]
-    assert r.moved_to.parent == path.parent and path.exists()
-    assert r.conversations > 0 and r.messages < len(expected) * 3 and not r.complete
+    assert r.moved_to.parent == path.parent, "the damaged file is kept next to the database"
+    assert path.exists(), "a new database takes its place"
+    assert r.conversations > 0, "some conversations are recovered"
+    assert r.messages < len(expected) * 3, "not every message survives the cut"
+    assert not r.complete, "the recovery is not called complete"
     titles = {c.id: c.title for c in s.list()}
     for cid in list(expected)[:5]:  # the first conversations live on the first pages
         assert titles[cid] == f"chat {cid - 1}"
@@ -75,7 +81,8 @@ def test_a_corrupted_header_page_is_moved_aside_and_its_rows_read_from_the_pages
     assert s.recovery is not None and s.recovery.moved_to.read_bytes() == bytes(data)
     assert sorted(c.id for c in s.list()) == sorted(expected)
     fresh = s.create("fresh")
-    assert s.list()[0].title == "fresh" and fresh not in expected
+    assert s.list()[0].title == "fresh", "a new chat goes to the top of the list"
+    assert fresh not in expected, "a new chat gets a new id"
 
 
 def test_a_damaged_schema_page_is_moved_aside(tmp_path):

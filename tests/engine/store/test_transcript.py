@@ -44,7 +44,9 @@ def test_a_streamed_turn_tells_its_observers_each_step():
         (Change.STATS, 2),
         (Change.FINISHED, 2),
     ]
-    assert not answer.live and answer.state == "complete" and answer.stats.tokens_per_second == 9.0
+    assert not answer.live, "a finished answer is no longer live"
+    assert answer.state == "complete", "a finished answer is complete"
+    assert answer.stats.tokens_per_second == 9.0, "its final stats are kept"
     assert t.chat("Be brief.") == (
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Why?"},
@@ -71,10 +73,12 @@ def _regenerate(t: Transcript, key: int | None) -> int | None:
 def test_regenerate_drops_the_answer_and_everything_after_its_question():
     t = conversation()
     log = heard(t)
-    assert _regenerate(t, 2) == 0 and [x.key for x in t] == [1]
+    assert _regenerate(t, 2) == 0, "regenerating the first answer keeps only the first question"
+    assert [x.key for x in t] == [1], "everything after the question is dropped"
     assert log == [(Change.RESET, None)]
     t = conversation()
-    assert _regenerate(t, None) == 2 and [x.key for x in t] == [1, 2, 3]
+    assert _regenerate(t, None) == 2, "regenerating the last answer keeps everything before it"
+    assert [x.key for x in t] == [1, 2, 3], "the earlier turns stay"
     assert _regenerate(Transcript([AnswerTurn(9)]), None) is None
 
 
@@ -89,15 +93,20 @@ def test_editing_a_question_replaces_it_and_drops_what_followed():
 def test_a_check_clears_the_old_verdict_and_records_the_new_one():
     t = conversation()
     answer = t.answer(4)
-    assert answer is not None and t.last_answer() is answer and t.last_question() == "two"
+    assert answer is not None, "the answer is found by key"
+    assert t.last_answer() is answer, "it is the last answer"
+    assert t.last_question() == "two", "the last question is the one it answers"
     old = LosslessVerdict(Verdict.IDENTICAL, "Identical.", compared=3)
     t.record_verdict(answer, old)
     log = heard(t)
     t.start_check(answer)
-    assert answer.checking and answer.stats.lossless is None
+    assert answer.checking, "a check in progress is shown"
+    assert answer.stats.lossless is None, "the old verdict is cleared"
     found = LosslessVerdict(Verdict.WIDE_MARGIN, "Differs at 1.", position=1, compared=1)
     t.record_verdict(answer, found)
-    assert not answer.checking and answer.stats.lossless == found and found.measured
+    assert not answer.checking, "the check is over"
+    assert answer.stats.lossless == found, "the new verdict is recorded"
+    assert found.measured, "the verdict counts as measured"
     assert not LosslessVerdict(Verdict.NOT_CHECKED, "sampled").measured
     assert log == [(Change.UPDATED, 4), (Change.UPDATED, 4)]
 
@@ -111,7 +120,8 @@ def test_stats_round_trip_through_json_and_tolerate_what_they_cannot_read():
         lossless=LosslessVerdict(Verdict.NEAR_TIE, "Near tie.", 2, 2, 0.01, 0.01),
     )
     assert AnswerStats.from_json(stats.to_json()) == (stats, False)
-    assert stats.to_json()["tok_s"] == 12.5 and "speedup" not in stats.to_json()
+    assert stats.to_json()["tok_s"] == 12.5, "the rate is saved"
+    assert "speedup" not in stats.to_json(), "a missing speedup is left out"
     assert AnswerStats.from_json({"tokens": 2, "from_a_later_version": 1}) == (AnswerStats(tokens=2), False)
     assert AnswerStats.from_json({"tokens": True, "k": 2.5}) == (AnswerStats(), True)
     assert AnswerStats.from_json([1, 2]) == (AnswerStats(), True)

@@ -57,10 +57,12 @@ def test_a_full_disk_raises_its_own_error_and_writes_nothing(store):
     fill_disk(store)
     with pytest.raises(sqlite3.OperationalError) as caught:
         store.append(cid, Role.USER, "otters " * 5000)
-    assert str(caught.value) == DISK_FULL and is_disk_full(caught.value)
+    assert str(caught.value) == DISK_FULL, "the disk-full error comes through as it is"
+    assert is_disk_full(caught.value), "it is recognised as a full disk"
     assert count(store.path, "messages") == 0
     store.db.execute("PRAGMA max_page_count=1000000")  # space again: the store goes on
-    assert store.append(cid, Role.USER, "otters") and count(store.path, "messages") == 1
+    assert store.append(cid, Role.USER, "otters"), "the store writes again once there is space"
+    assert count(store.path, "messages") == 1, "exactly the one message is saved"
 
 
 def test_a_failing_rollback_never_hides_the_failed_insert(store, caplog):
@@ -71,7 +73,8 @@ def test_a_failing_rollback_never_hides_the_failed_insert(store, caplog):
     assert str(caught.value) == DISK_FULL
     assert any("Rolling back also failed" in note for note in caught.value.__notes__)
     assert "cannot rollback" in caplog.text
-    assert count(store.path, "messages") == 0 and not store.db.in_transaction
+    assert count(store.path, "messages") == 0, "nothing half-written is left"
+    assert not store.db.in_transaction, "no transaction is left open"
 
 
 def test_a_grouped_write_commits_all_or_nothing(store):
@@ -88,7 +91,9 @@ def test_the_reason_names_a_full_disk_or_says_the_real_one_with_the_path(tmp_pat
     assert full.startswith("The disk is full — your message was not sent and is still in the box.")
     assert is_disk_full(OSError(28, "No space left on device"))
     other = message_not_sent(sqlite3.OperationalError("disk I/O error"), path)
-    assert "disk I/O error" in other and str(path) in other and "still in the box" in other
+    assert "disk I/O error" in other, "the reason is given"
+    assert str(path) in other, "the database's path is named"
+    assert "still in the box" in other, "the user is told the text is still in the box"
 
 
 def test_drafts_are_kept_per_conversation_and_outlast_the_store(tmp_path):
@@ -105,7 +110,8 @@ def test_drafts_are_kept_per_conversation_and_outlast_the_store(tmp_path):
     again.put(a, "a whole thought")
     assert again.get(a) == "a whole thought"
     again.store.delete(a)
-    assert again.get(a) == "" and count(path, "drafts") == 1  # the new chat's draft stays
+    assert again.get(a) == "", "the deleted chat's draft is gone"
+    assert count(path, "drafts") == 1, "the new chat's draft stays"  # the new chat's draft stays
     again.clear(None)
     assert again.get(None) == ""
 
@@ -115,4 +121,5 @@ def test_a_version_three_database_opens_and_keeps_drafts(tmp_path):
     write_v3_database(path)
     store = ConversationStore(path)
     Drafts(store).put(1, "more about otters")
-    assert Drafts(store).get(1) == "more about otters" and len(store.load(1).messages) == 2
+    assert Drafts(store).get(1) == "more about otters", "drafts work on an old database"
+    assert len(store.load(1).messages) == 2, "its messages are untouched"
