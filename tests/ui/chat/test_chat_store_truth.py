@@ -45,7 +45,8 @@ def said(window, failures: list[str]) -> str:
     """The failure just reported, which the window keeps on screen."""
     assert failures, "a failed save was not reported"
     text = failures.pop()
-    assert not failures and text in shown_failure(window)
+    assert not failures, "the failure was the only one reported"
+    assert text in shown_failure(window), "the window shows the failure"
     return text
 
 
@@ -85,7 +86,8 @@ def test_the_chat_shows_what_the_database_holds_through_failed_writes(qtbot, win
 
     failing = fail_once(window, "INSERT INTO messages")  # send: the question cannot be saved
     type_and_send(qtbot, window, "Why is the sky blue?")
-    assert failing.failed and LOCKED in said(window, failures)
+    assert failing.failed, "the failed save was tried"
+    assert LOCKED in said(window, failures), "the user is told the file is locked"
     assert composer.toPlainText() == "Why is the sky blue?", "the question typed was lost"
     settle(qtbot, window)
     assert shown(window) == [], "a question that was not saved is shown"
@@ -93,28 +95,32 @@ def test_the_chat_shows_what_the_database_holds_through_failed_writes(qtbot, win
     assert composer.toPlainText() == ""
     settle(qtbot, window)
     question, answer = shown(window)
-    assert question[1:3] == ("user", "Why is the sky blue?") and answer[3] == "complete"
+    assert question[1:3] == ("user", "Why is the sky blue?"), "the question sent again is shown"
+    assert answer[3] == "complete", "its answer is complete"
 
     window.view.action.emit("edit", question[0])
     assert composer.toPlainText() == "Why is the sky blue?"
     composer.setPlainText("Why is the sea blue?")
     failing = fail_once(window, "DELETE FROM messages")  # edit: the text is written, the cut fails
     qtbot.keyClick(composer, Qt.Key.Key_Return)
-    assert failing.failed and LOCKED in said(window, failures)
+    assert failing.failed, "the failed cut was tried"
+    assert LOCKED in said(window, failures), "the user is told the file is locked"
     assert composer.toPlainText() == "Why is the sea blue?", "the edited text was lost"
     settle(qtbot, window)
     assert shown(window) == [question, answer], "a failed edit changed what is shown"
     qtbot.keyClick(composer, Qt.Key.Key_Return)
     settle(qtbot, window)
     question, answer = shown(window)
-    assert question[2] == "Why is the sea blue?" and answer[3] == "complete"
+    assert question[2] == "Why is the sea blue?", "the edited question is shown"
+    assert answer[3] == "complete", "its new answer is complete"
     assert [m["content"] for m in generates(window)[-1].messages] == ["Why is the sea blue?"]
 
     for fails_on in ("DELETE FROM messages", "INSERT INTO messages"):  # regenerate: either write fails
         asked = len(generates(window))
         failing = fail_once(window, fails_on)
         window.view.action.emit("regenerate", answer[0])
-        assert failing.failed and LOCKED in said(window, failures)
+        assert failing.failed, "the failed write was tried"
+        assert LOCKED in said(window, failures), "the user is told the file is locked"
         assert len(generates(window)) == asked, "an answer started that is not saved"
         settle(qtbot, window)
         assert shown(window) == [question, answer], f"a failed regenerate ({fails_on}) changed what is shown"
@@ -122,5 +128,8 @@ def test_the_chat_shows_what_the_database_holds_through_failed_writes(qtbot, win
     window.view.action.emit("regenerate", answer[0])
     settle(qtbot, window)
     again = shown(window)
-    assert again[0] == question and len(again) == 2 and again[1][3] == "complete"
-    assert len(generates(window)) == 3 and not failures
+    assert again[0] == question, "the question stays"
+    assert len(again) == 2, "one answer follows it"
+    assert again[1][3] == "complete", "the regenerated answer is complete"
+    assert len(generates(window)) == 3, "three answers were asked of the engine in all"
+    assert not failures, "no failure is left unreported"

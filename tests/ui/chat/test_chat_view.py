@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import QUrl
 from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QMessageBox
 
@@ -80,13 +81,16 @@ def test_markdown_render_keeps_token_boundaries_and_code_copy(qtbot):
     view.transcript.reset([AnswerTurn(1, answer_of(pieces))])
     frags = [f for f in fragments(view) if f[1] is not None]
     text = "".join(t for t, *_ in frags)
-    assert "**" not in text and "```" not in text and "bold" in text
-    assert ("bo", 1, "draft", True) in frags and ("ld", 2, "draft", True) in frags
+    assert "**" not in text, "bold marks are not shown"
+    assert "```" not in text, "code fences are not shown"
+    assert "bold" in text, "the bold word is shown"
+    assert ("bo", 1, "draft", True) in frags, "the first half of the bold word keeps its draft token"
+    assert ("ld", 2, "draft", True) in frags, "the second half keeps its own draft token"
     assert ("x = ", 5, "draft", True) in frags or any(t.startswith("x") and i == 5 for t, i, *_ in frags)
     assert "<img src=/dev/zero>" in view.toPlainText()
     assert view.resource_requests == []
     assert view.links.code == ["x = 1"]
-    view._on_anchor(__import__("PySide6.QtCore", fromlist=["QUrl"]).QUrl("specchat:copy/0"))
+    view.anchorClicked.emit(QUrl("specchat:copy/0"))
     assert QGuiApplication.clipboard().text() == "x = 1"
 
 
@@ -100,9 +104,14 @@ def test_hover_maps_position_to_token_and_stats(qtbot):
     )
     at = view.toPlainText().index("beta")
     info = view.info_at(at + 1)
-    assert info["token"] == 1 and info["provenance"] == "draft" and info["round"] == 0
+    assert info["token"] == 1, "hover finds the token under the pointer"
+    assert info["provenance"] == "draft", "hover says the token came from the draft"
+    assert info["round"] == 0, "hover gives the token's round"
     tip = view.tooltip_for(info)
-    assert "draft (accepted)" in tip and "round 0" in tip and "12.5 tok/s" in tip and "acceptance 50%" in tip
+    assert "draft (accepted)" in tip, "the tooltip says the draft token was accepted"
+    assert "round 0" in tip, "the tooltip gives its round"
+    assert "12.5 tok/s" in tip, "the tooltip gives the speed"
+    assert "acceptance 50%" in tip, "the tooltip gives the acceptance"
 
 
 def test_untrusted_output_loads_nothing_and_links_need_confirmation(qtbot, monkeypatch):
@@ -116,7 +125,8 @@ def test_untrusted_output_loads_nothing_and_links_need_confirmation(qtbot, monke
     qtbot.waitExposed(view)
     assert view.resource_requests == []
     doc_text = view.toPlainText()
-    assert '<img src="http://example.com/a.png">' in doc_text and "<b>bold?</b>" in doc_text
+    assert '<img src="http://example.com/a.png">' in doc_text, "an image tag is shown as text, not loaded"
+    assert "<b>bold?</b>" in doc_text, "HTML tags are shown as text"
     assert "<script>" in doc_text
     block = view.document().begin()
     while block.isValid():
@@ -132,14 +142,13 @@ def test_untrusted_output_loads_nothing_and_links_need_confirmation(qtbot, monke
     )
     monkeypatch.setattr(QMessageBox, "information", lambda *a: asked.append(a[2]))
     view.confirm_link = lambda url: (asked.append(url), False)[1]
-    from PySide6.QtCore import QUrl
-
-    view._on_anchor(QUrl("specchat:link/2"))
-    assert opened == [] and asked == ["https://example.com"]
+    view.anchorClicked.emit(QUrl("specchat:link/2"))
+    assert opened == [], "a refused link is not opened"
+    assert asked == ["https://example.com"], "the user is asked before a link opens"
     view.confirm_link = lambda url: True
-    view._on_anchor(QUrl("specchat:link/2"))
-    view._on_anchor(QUrl("specchat:link/0"))  # file: is never opened, even when confirmed
-    view._on_anchor(QUrl("https://example.com"))  # only our own anchors do anything
+    view.anchorClicked.emit(QUrl("specchat:link/2"))
+    view.anchorClicked.emit(QUrl("specchat:link/0"))  # file: is never opened, even when confirmed
+    view.anchorClicked.emit(QUrl("https://example.com"))  # only our own anchors do anything
     assert opened == ["https://example.com"]
 
 
@@ -155,14 +164,18 @@ def test_refused_drafts_are_marked_and_told_on_hover_never_inline(qtbot):
     asm.round(1, "<[7, 8]>")  # the round's refused drafts, as the engine decoded them
     assert a.rejected == [(1, "<[7, 8]>")]
     view.transcript.extend_answer(m, asm.ready)
-    assert "The cat" in view.toPlainText() and "<[7" not in view.toPlainText()  # the line reads as written
+    # the line reads as written
+    assert "The cat" in view.toPlainText(), "the answer reads as written"
+    assert "<[7" not in view.toPlainText(), "refused drafts are not shown inside the answer"
     view.transcript.finish_answer(m, MessageState.COMPLETE, AnswerStats(tokens=2))
-    assert "The cat" in view.toPlainText() and "<[7" not in view.toPlainText()
+    assert "The cat" in view.toPlainText(), "the finished answer reads as written"
+    assert "<[7" not in view.toPlainText(), "refused drafts stay out of the finished answer"
     cursor = QTextCursor(view.document())
     cursor.setPosition(view.toPlainText().index(" cat") + 1)
     assert cursor.charFormat().property(P_REJECTED)  # the token written instead is underlined
     tip = view.tooltip_for(view.info_at(view.toPlainText().index("The")))
-    assert tip.startswith("Token 0") and "The draft proposed “<[7, 8]>”" in tip  # same round, same note
+    assert tip.startswith("Token 0"), "the tooltip names the token"
+    assert "The draft proposed “<[7, 8]>”" in tip, "the tooltip gives what the draft proposed in that round"
     view.set_options(Options(show_rejected=False))
     tip = view.tooltip_for(view.info_at(view.toPlainText().index("The")))
     assert "<[7" not in tip
@@ -172,7 +185,8 @@ def test_surrogates_and_codec_round_trip():
     a = answer_of([("ok \ud800", M), ("é", D)])
     assert a.text == "ok \ufffdé"
     b = Answer.decode(a.text, a.encoded())
-    assert b.provenance == a.provenance and b.parts == a.parts
+    assert b.provenance == a.provenance, "provenance survives the round trip"
+    assert b.parts == a.parts, "the token pieces survive the round trip"
     assert Answer.decode("abc", "99m0").parts == ["abc"]  # inconsistent codes fall back safely
 
 
@@ -219,9 +233,11 @@ def test_a_long_answer_shares_its_formats_and_every_character_keeps_its_token(qt
     shown = [
         (text.replace("\u2028", "\n"), token) for text, token, *_ in fragments(view) if token is not None
     ]
-    assert all(text in m.answer.parts[token] for text, token in shown)  # one piece per token here
+    strays = [(text, token) for text, token in shown if text not in m.answer.parts[token]]
+    assert strays == [], "every piece of text shown is part of the token hover names for it"
     order = [token for _, token in shown]
-    assert order == sorted(order) and set(order) == set(range(len(pieces))) - {len(words) + 1}
+    assert order == sorted(order), "tokens are shown in order"
+    assert set(order) == set(range(len(pieces))) - {len(words) + 1}, "every token is shown but the fence's"
     at = view.toPlainText().index(" w1234") + 2
     assert view.info_at(at) == {"message": 1, "token": 1235, "provenance": "draft", "round": 1235 // 3}
     at = view.toPlainText().index("x = 321") + 5

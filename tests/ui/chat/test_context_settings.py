@@ -18,7 +18,8 @@ STOPPED = (
 def test_the_dialog_offers_refuse_by_default_and_drop_oldest(qtbot):
     dialog = SettingsDialog(ChatSettings())
     qtbot.addWidget(dialog)
-    assert dialog.value().overflow == "refuse" and dialog.overflow.currentText() == "refuse"
+    assert dialog.value().overflow == "refuse", "refuse is the default overflow setting"
+    assert dialog.overflow.currentText() == "refuse", "the dialog shows refuse chosen"
     dialog.overflow.setCurrentIndex(dialog.overflow.findData("drop_oldest"))
     chosen = dialog.value()
     assert chosen.overflow == "drop_oldest"
@@ -49,5 +50,6 @@ def test_the_strip_and_the_answer_stats_say_that_drafting_stopped(qtbot):
     )
     snapshot = stats.snapshot()
     strip.show_stats(snapshot)
-    assert STOPPED in strip.text() and STOPPED in stats_line(snapshot)
+    assert STOPPED in strip.text(), "the strip says why the draft stopped"
+    assert STOPPED in stats_line(snapshot), "the line under the answer says why too"
     assert AnswerStats.from_json(snapshot.to_json())[0].draft_stopped == STOPPED  # kept with the answer

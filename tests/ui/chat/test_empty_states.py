@@ -18,7 +18,8 @@ def test_platform_words_name_a_mac_only_on_macos(qtbot, monkeypatch):
     assert this_machine() == "this computer"
     panel = WelcomePanel()
     qtbot.addWidget(panel)
-    assert "this computer" in panel.intro.text() and "Mac" not in panel.intro.text()
+    assert "this computer" in panel.intro.text(), "away from a Mac the welcome says 'this computer'"
+    assert "Mac" not in panel.intro.text(), "away from a Mac the welcome never says 'Mac'"
     monkeypatch.setattr(sys, "platform", "darwin")
     panel = WelcomePanel()
     qtbot.addWidget(panel)
@@ -54,8 +55,10 @@ def test_models_but_none_loaded_shows_a_choose_models_button_that_opens_the_pick
     qtbot, specchat_home, toy_models, monkeypatch
 ):
     w = _window_with_models(qtbot, specchat_home, toy_models)
-    assert w.stack.currentWidget() is w.empty and w.empty.state == NO_PAIR
-    assert w.empty.button.isVisible() and "Choose models" in w.empty.button.text()
+    assert w.stack.currentWidget() is w.empty, "with models but no pair the window shows the empty card"
+    assert w.empty.state == NO_PAIR, "the card asks for a pair"
+    assert w.empty.button.isVisible(), "the card shows its button"
+    assert "Choose models" in w.empty.button.text(), "the button says Choose models"
     opened = []
     monkeypatch.setattr(type(w), "picker", lambda self: opened.append(1) or _Closed())
     qtbot.mouseClick(w.empty.button, Qt.MouseButton.LeftButton)
@@ -71,7 +74,8 @@ def test_sending_with_no_model_keeps_the_text_and_shows_a_choose_models_prompt(
     w.composer.editor.setPlainText("What is a draft model?")
     qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)
     assert w.composer.editor.toPlainText() == "What is a draft model?"
-    assert w.need_models.isVisible() and w.need_models.button.isVisible()
+    assert w.need_models.isVisible(), "sending with no pair says models are needed"
+    assert w.need_models.button.isVisible(), "it offers a button to choose them"
     opened = []
     monkeypatch.setattr(type(w), "picker", lambda self: opened.append(1) or _Closed())
     qtbot.mouseClick(w.need_models.button, Qt.MouseButton.LeftButton)
@@ -86,8 +90,10 @@ def test_a_loaded_pair_with_no_conversation_shows_a_hint_until_the_first_message
     w = make_window(qtbot, specchat_home)
     w.load_pair("/models/main", "/models/draft")
     qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
-    assert w.stack.currentWidget() is w.empty and w.empty.state == NEW_CHAT
-    assert "Type a message" in w.empty.body.text() and not w.empty.button.isVisible()
+    assert w.stack.currentWidget() is w.empty, "a loaded pair with no chat shows the empty card"
+    assert w.empty.state == NEW_CHAT, "the card is the new-chat hint"
+    assert "Type a message" in w.empty.body.text(), "the hint says to type a message"
+    assert not w.empty.button.isVisible(), "the hint has no button"
     qtbot.waitUntil(lambda: w.empty.body.width() > 100)
     body = w.empty.body  # the whole hint is shown, none of it cut by the card
     assert body.height() >= body.heightForWidth(body.width())
@@ -113,10 +119,12 @@ def test_sending_while_the_models_load_says_so_and_keeps_the_text(qtbot, speccha
     w = make_window(qtbot, specchat_home)
     w.controller.load_request = 999  # a load under way that has not answered yet
     w.show_pane()
-    assert w.stack.currentWidget() is w.empty and w.empty.state == LOADING
+    assert w.stack.currentWidget() is w.empty, "while loading the window shows the empty card"
+    assert w.empty.state == LOADING, "the card says the models are loading"
     w.composer.editor.setPlainText("Hi")
     qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)
-    assert w.composer.editor.toPlainText() == "Hi" and w.need_models.isHidden()
+    assert w.composer.editor.toPlainText() == "Hi", "the text typed stays in the composer"
+    assert w.need_models.isHidden(), "no 'choose models' prompt while loading"
     assert "still loading" in w.statusBar().currentMessage()
     w.close()
 
@@ -129,9 +137,14 @@ def test_the_welcome_suggests_pairs_at_the_precision_this_device_runs_fast(qtbot
     panel = WelcomePanel()
     qtbot.addWidget(panel)
     cpu = [pair for _label, pair in panel.cards]
-    assert cpu and all(p.main_repo.endswith("-bf16") and p.draft_repo.endswith("-bf16") for p in cpu)
+    assert cpu, "the CPU welcome suggests pairs"
+    not_16_bit = [r for p in cpu for r in (p.main_repo, p.draft_repo) if not r.endswith("-bf16")]
+    assert not_16_bit == [], "on a CPU every suggested model is 16-bit"
     monkeypatch.setattr(precision, "mlx_on_gpu", lambda: True)
     panel = WelcomePanel()
     qtbot.addWidget(panel)
     gpu = [pair for _label, pair in panel.cards]
-    assert gpu and all(p.main_repo.endswith("-4bit") for p in gpu)
+    assert gpu, "the GPU welcome suggests pairs"
+    assert [p.main_repo for p in gpu if not p.main_repo.endswith("-4bit")] == [], (
+        "on a GPU every suggested main is 4-bit"
+    )

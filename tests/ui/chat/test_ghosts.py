@@ -27,7 +27,8 @@ def hover(monkeypatch, view, position: int) -> str:
 
 
 def test_ghosts_are_off_by_default_then_shown_on_hover_not_inline(qtbot, window, monkeypatch):
-    assert not window.view.options.show_rejected and not window.toggles.rejected.isChecked()
+    assert not window.view.options.show_rejected, "refused drafts are hidden by default"
+    assert not window.toggles.rejected.isChecked(), "the View menu's switch is off by default"
     window.toggles.rejected.trigger()  # View ▸ Show refused drafts
     assert window.view.options.show_rejected
     engine(window).script = WORDS
@@ -36,7 +37,9 @@ def test_ghosts_are_off_by_default_then_shown_on_hover_not_inline(qtbot, window,
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     turn = window.controller.transcript.last_answer()
     answer = turn.answer
-    assert answer.text == "".join(WORDS) and answer.rejected  # the draft was refused in some rounds
+    # the draft was refused in some rounds
+    assert answer.text == "".join(WORDS), "the answer reads as the engine wrote it"
+    assert answer.rejected, "some drafts were refused"
     assert answer.text in window.view.toPlainText()  # no refused text inside the sentence
 
     at, refused = answer.rejected[0]
@@ -44,7 +47,8 @@ def test_ghosts_are_off_by_default_then_shown_on_hover_not_inline(qtbot, window,
     same_round = [i for i, r in enumerate(answer.rounds) if r == answer.rounds[token]]
     start, _end = window.view.token_range(turn.key, same_round[0])
     tip = hover(monkeypatch, window.view, start)
-    assert f"The draft proposed “{refused}”" in tip and "the main model refused it" in tip
+    assert f"The draft proposed “{refused}”" in tip, "the tooltip gives what the draft proposed"
+    assert "the main model refused it" in tip, "the tooltip says the main refused it"
 
     plain_round = next(
         (i for i, r in enumerate(answer.rounds) if not ghost_lines(answer, r)), None
@@ -66,4 +70,6 @@ def test_a_long_refused_draft_is_shortened_in_the_tooltip():
     a.add(TokenEvent(1, "Hi", Provenance.MAIN, 0.0, 0, 0))
     a.rejected.append((1, "x\n" * SHOWN))  # after the last token: it belongs to that token's round
     [line] = ghost_lines(a, 0)
-    assert "⏎" in line and "…" in line and len(line) < SHOWN + 100
+    assert "⏎" in line, "line breaks are shown as ⏎"
+    assert "…" in line, "a long draft is cut with …"
+    assert len(line) < SHOWN + 100, "the tooltip line stays short"

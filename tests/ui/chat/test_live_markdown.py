@@ -60,15 +60,20 @@ def test_markdown_is_drawn_while_the_answer_streams(qtbot):
     ]
     stream(view, pieces, [2, 4, 6, 8])  # not finished: the fence is still open
     shown = view.toPlainText()
-    assert "**bo" not in shown and "ld**" not in shown and "- one" not in shown and "```" not in shown
-    assert "• one" in shown and "• two" in shown
+    assert "**bo" not in shown and "ld**" not in shown, "bold marks are hidden while streaming"
+    assert "- one" not in shown, "list dashes become bullets while streaming"
+    assert "```" not in shown, "code fences are hidden while streaming"
+    assert "• one" in shown, "the first item shows with a bullet"
+    assert "• two" in shown, "the second item shows with a bullet"
     assert "def f():\n    return **1**\n    # still open" in shown  # code shows as typed
     frags = [f for f in fragments(view) if f[1] is not None]
-    assert ("bo", 1, "draft", True) in frags and ("words", 3, "lookup", True) in frags
+    assert ("bo", 1, "draft", True) in frags, "the bold word keeps its draft token"
+    assert ("words", 3, "lookup", True) in frags, "looked-up words keep their lookup token"
     bold = next(f for f in view_fragments(view) if f[0] == "bo")
     assert bold[1].fontWeight() == QFont.Weight.Bold
     code = next(f for f in view_fragments(view) if f[0].startswith("def f"))
-    assert code[1].fontFixedPitch() and code[1].property(P_TOKEN) == 6
+    assert code[1].fontFixedPitch(), "code is set in a fixed-width font"
+    assert code[1].property(P_TOKEN) == 6, "code keeps its token"
 
 
 def token_pieces(view: ChatView) -> list[tuple[str, int]]:
@@ -158,10 +163,14 @@ def test_a_markdown_answer_drawn_live_ends_as_its_one_shot_render(qtbot):
     once.rebuild()
     assert rendered(live) == rendered(once)
     assert token_chars(live) == token_chars(once)
-    assert all(within(text, m.answer.parts[token]) for text, token in token_pieces(live))
-    assert not needless_splits(live) and not needless_splits(once)
+    strays = [(text, token) for text, token in token_pieces(live) if not within(text, m.answer.parts[token])]
+    assert strays == [], "every piece of text shown comes from the token hover names for it"
+    assert not needless_splits(live), "streaming splits no text needlessly"
+    assert not needless_splits(once), "drawing once splits no text needlessly"
     shown = live.toPlainText()
-    assert "• a nested point" in shown and "| speed | 2.5x |" in shown and "```" not in shown
+    assert "• a nested point" in shown, "a nested point shows with its bullet"
+    assert "| speed | 2.5x |" in shown, "a table row shows as typed"
+    assert "```" not in shown, "code fences are hidden"
     assert live.links.code == [ANSWER.split("```python\n")[1].split("\n```")[0], "plain code"]
 
 
@@ -200,7 +209,8 @@ def test_streamed_pieces_once_finished_render_as_the_whole_answer(qapp, doc, dat
     once.rebuild()
     assert rendered(live) == rendered(once)
     assert token_chars(live) == token_chars(once)
-    assert all(within(text, m.answer.parts[token]) for text, token in token_pieces(once))
+    strays = [(text, token) for text, token in token_pieces(once) if not within(text, m.answer.parts[token])]
+    assert strays == [], "every piece of text shown comes from the token hover names for it"
     prose = max((len(c) for c in text.split("\n\n") if not c.startswith("```")), default=0)
     ends = [0, *batches, len(pieces)]
     batch = max(sum(map(len, pieces[a:b])) for a, b in zip(ends, ends[1:]))  # the most new text at once
@@ -219,7 +229,9 @@ def test_a_long_open_code_block_costs_each_batch_only_its_new_lines(qtbot, monke
     lines = [(f"    total += {n}", M if n % 2 else D) for n in range(3000)]
     pieces = [("Sum:\n\n```python\ndef f():\n", M)] + [(t + "\n", p) for t, p in lines]
     m = stream(view, pieces, list(range(1, len(pieces))))
-    assert len(parsed) < 5 and max(parsed) < 100  # after the fence opened, lines were only appended
+    # after the fence opened, lines were only appended
+    assert len(parsed) < 5, "an open code block is parsed only a few times"
+    assert max(parsed) < 100, "each parse is only of the new lines"
     assert view.toPlainText().endswith("    total += 2998\n    total += 2999\n")
     m.answer.add(TokenEvent(len(pieces), "```\nDone.", M, 0.0, 0, len(pieces)))
     view.transcript.extend_answer(m, len(pieces) + 1)
@@ -236,6 +248,8 @@ def test_an_answer_stopped_inside_a_code_block_keeps_its_code(qtbot):
     m = stream(view, pieces, [1, 2, 3])
     view.transcript.finish_answer(m, MessageState.CANCELLED, AnswerStats())
     shown = view.toPlainText()
-    assert "Assistant  · stopped" in shown and "python   Copy code" in shown
-    assert "def f(x):\n    return x" in shown and "```" not in shown
+    assert "Assistant  · stopped" in shown, "a stopped answer says it was stopped"
+    assert "python   Copy code" in shown, "its open code block shows its language and copy link"
+    assert "def f(x):\n    return x" in shown, "the code written so far is shown"
+    assert "```" not in shown, "code fences are hidden"
     assert view.links.code == ["def f(x):\n    return x"]

@@ -47,7 +47,8 @@ def test_a_megabyte_line_without_spaces_is_pasted_and_sent(qtbot, specchat_home)
         "content"
     ] == paste
     shown = w.view.toPlainText()
-    assert "x" * SHOWN_CHARS in shown and "x" * (SHOWN_CHARS + 1) not in shown
+    assert "x" * SHOWN_CHARS in shown, "the chat shows the start of a huge message"
+    assert "x" * (SHOWN_CHARS + 1) not in shown, "the chat shows no more than that start"
     assert f"{len(paste) - SHOWN_CHARS:,} more characters" in shown
     assert w.view.wordWrapMode() == ANYWHERE
     w.close()
@@ -56,7 +57,8 @@ def test_a_megabyte_line_without_spaces_is_pasted_and_sent(qtbot, specchat_home)
 def test_wrapping_follows_what_is_shown(qtbot, specchat_home):
     w = make_window(qtbot, specchat_home)
     editor = w.composer.editor
-    assert editor.wordWrapMode() == AT_WORDS and w.view.wordWrapMode() == AT_WORDS
+    assert editor.wordWrapMode() == AT_WORDS, "the message box wraps at words"
+    assert w.view.wordWrapMode() == AT_WORDS, "the chat wraps at words"
     mime = QMimeData()
     mime.setText("y" * (LONG_RUN + 1))
     editor.insertFromMimeData(mime)  # a paste
@@ -145,14 +147,25 @@ def test_a_100_megabyte_paste_keeps_a_million_characters_says_so_and_sends_them(
     assert timed(w.composer.editor.paste) < EVENT_S
     kept = text[:MAX_CHARS]
     notice = w.composer.long_note.text()
-    assert not w.composer.long_bar.isHidden() and f"Only the first {MAX_CHARS:,} characters" in notice
+    assert not w.composer.long_bar.isHidden(), "a long paste shows the notice bar"
+    assert f"Only the first {MAX_CHARS:,} characters" in notice, (
+        "the notice says only the first characters are kept"
+    )
     assert w.composer.editor.toPlainText() == kept  # what is kept, to the character
-    assert len(shown_in_box(w)) <= BOX_PREVIEW_CHARS + 2 and kept.startswith(shown_in_box(w)[:-2])
+    assert len(shown_in_box(w)) <= BOX_PREVIEW_CHARS + 2, "the box shows only a short preview"
+    assert kept.startswith(shown_in_box(w)[:-2]), "the preview is the start of what is kept"
     assert timed(lambda: qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)) < EVENT_S
-    assert w.store.load(w.controller.conversation).messages[0].content == kept and sent_text(w) == kept
+    assert w.store.load(w.controller.conversation).messages[0].content == kept, (
+        "what is saved is what was kept"
+    )
+    assert sent_text(w) == kept, "what is sent is what was kept"
     shown = w.view.toPlainText()
-    assert preview(kept) in shown and f"… and {MAX_CHARS - len(preview(kept)):,} more characters" in shown
-    assert w.composer.editor.toPlainText() == "" and w.composer.long_bar.isHidden()
+    assert preview(kept) in shown, "the chat shows the start of the message"
+    assert f"… and {MAX_CHARS - len(preview(kept)):,} more characters" in shown, (
+        "the chat says how many more characters there are"
+    )
+    assert w.composer.editor.toPlainText() == "", "the box is empty after sending"
+    assert w.composer.long_bar.isHidden(), "the notice bar goes away after sending"
     qtbot.waitUntil(lambda: not w.controller.busy, timeout=10_000)
     w.close()
 
@@ -166,9 +179,11 @@ def test_a_hundred_thousand_blank_lines_paste_and_send_at_once(qtbot, specchat_h
     assert timed(w.composer.editor.paste) < EVENT_S
     assert f"A long text ({len(text):,} characters)" in w.composer.long_note.text()
     assert "all of it is sent" in w.composer.long_note.text()
-    assert w.composer.editor.toPlainText() == text and shown_in_box(w).count("\n") < 50
+    assert w.composer.editor.toPlainText() == text, "the box holds the whole paste"
+    assert shown_in_box(w).count("\n") < 50, "the box shows only a few of its lines"
     assert timed(lambda: qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)) < EVENT_S
-    assert w.store.load(w.controller.conversation).messages[0].content == text and sent_text(w) == text
+    assert w.store.load(w.controller.conversation).messages[0].content == text, "the whole paste is saved"
+    assert sent_text(w) == text, "the whole paste is sent"
     shown = w.view.toPlainText()
     assert shown.count("\n") < SHOWN_LINES + 20  # the preview's lines and the turn around them
     assert f"{len(text) - len(preview(text)):,} more characters, sent in full" in shown
@@ -184,12 +199,16 @@ def test_a_long_text_is_removed_whole_and_the_box_edits_again(qtbot, specchat_ho
     QApplication.clipboard().setText(" and a long paste" * 2000)
     editor.paste()
     assert editor.toPlainText() == "a few words" + " and a long paste" * 2000  # joined where pasted
-    assert editor.isReadOnly() and not w.composer.long_bar.isHidden()
+    assert editor.isReadOnly(), "a long paste cannot be edited in the box"
+    assert not w.composer.long_bar.isHidden(), "the notice bar is shown"
     w.composer.remove.click()
-    assert editor.toPlainText() == "" and not editor.isReadOnly() and w.composer.long_bar.isHidden()
+    assert editor.toPlainText() == "", "Remove empties the box"
+    assert not editor.isReadOnly(), "the box can be edited again"
+    assert w.composer.long_bar.isHidden(), "the notice bar goes away"
     editor.setPlainText("z" * 30_000)
     qtbot.keyClick(editor, Qt.Key.Key_Escape)  # Esc takes it out too
-    assert editor.toPlainText() == "" and w.composer.long_bar.isHidden()
+    assert editor.toPlainText() == "", "Esc empties the box"
+    assert w.composer.long_bar.isHidden(), "the notice bar goes away"
     w.close()
 
 
@@ -197,9 +216,12 @@ def test_a_paste_is_read_to_the_cap_whatever_its_characters():
     mime = QMimeData()
     mime.setData("text/plain", QByteArray(("é🦦a" * (MAX_CHARS // 2)).encode()))
     kept = pasted_text(mime)
-    assert kept.cut and kept.text == ("é🦦a" * (MAX_CHARS // 2))[:MAX_CHARS] and "\ufffd" not in kept.text
+    assert kept.cut, "a paste over the cap is marked as cut"
+    assert kept.text == ("é🦦a" * (MAX_CHARS // 2))[:MAX_CHARS], "it is cut to the cap in characters"
+    assert "\ufffd" not in kept.text, "no character is broken by the cut"
     mime.setData("text/plain", QByteArray(b"just this"))
-    assert pasted_text(mime).text == "just this" and not pasted_text(mime).cut
+    assert pasted_text(mime).text == "just this", "a short paste is kept whole"
+    assert not pasted_text(mime).cut, "a short paste is not marked as cut"
 
 
 def test_a_preview_is_the_start_to_a_number_of_characters_and_lines():

@@ -167,13 +167,13 @@ def test_adversarial_runs_take_at_most_quadratic_work(piece: str, monkeypatch) -
     """Thousands of unmatched markers (a model stuck repeating `*`) must not stall the window:
     the parser's searches, counted in characters scanned, stay within the text's length squared."""
     scanned = [0]
-    find = markdown._find
+    find = markdown.find_between
 
     def counting(text: str, needle: str, start: int, end: int) -> int:
         scanned[0] += max(0, end - start)
         return find(text, needle, start, end)
 
-    monkeypatch.setattr(markdown, "_find", counting)
+    monkeypatch.setattr(markdown, "find_between", counting)
     for text in (piece * 2000, ("x " + piece) * 1000, piece * 1000 + "x" + piece[::-1] * 1000):
         scanned[0] = 0
         blocks = parse(text)
@@ -218,14 +218,14 @@ def test_unmatched_markers_on_one_line_take_linear_work(text: str, monkeypatch) 
     """A long line of openers that never close (a model stuck repeating them, a paste) is searched
     once, not once per opener: characters actually scanned stay within a few times its length."""
     scanned = [0]
-    find = markdown._find
+    find = markdown.find_between
 
     def counting(text: str, needle: str, start: int, end: int) -> int:
         at = find(text, needle, start, end)
         scanned[0] += (at + len(needle) if at >= 0 else end) - start
         return at
 
-    monkeypatch.setattr(markdown, "_find", counting)
+    monkeypatch.setattr(markdown, "find_between", counting)
     parse(text)
     assert scanned[0] <= 4 * len(text)
 
@@ -235,7 +235,10 @@ def test_a_heading_line_of_hashes_and_blanks_is_linear() -> None:
     """The heading's trailing `#`s are cut without backtracking: this line took minutes before."""
     text = "# a" + " #" * 200_000 + "x"
     [block] = parse(text)
-    assert block.kind == "h" and (block.spans[0].start, block.spans[-1].end) == (2, len(text))
+    assert block.kind == "h", "a line of hashes is a heading"
+    assert (block.spans[0].start, block.spans[-1].end) == (2, len(text)), (
+        "the heading spans the line after '# '"
+    )
     assert [(b.kind, visible(t, b)) for t in ["## Title ##  "] for b in parse(t)] == [("h", "Title")]
 
 
@@ -254,7 +257,8 @@ def test_nested_list_keeps_its_levels_and_markers() -> None:
 def test_an_unclosed_fence_runs_to_the_end_verbatim() -> None:
     text = "Here:\n\n```python\ndef f(x):\n    return x * 2  # *not* emphasis"
     blocks = parse(text)
-    assert [b.kind for b in blocks] == ["p", "code"] and blocks[1].lang == "python"
+    assert [b.kind for b in blocks] == ["p", "code"], "an unclosed fence is a code block after the paragraph"
+    assert blocks[1].lang == "python", "the code block keeps its language"
     assert code_text(text, blocks[1]) == "def f(x):\n    return x * 2  # *not* emphasis"
 
 

@@ -26,12 +26,16 @@ def test_the_dialog_offers_named_presets_and_fills_the_fields(qtbot):
     assert names == ["Precise", "Balanced", "Creative", "Conservative", CUSTOM]
     assert dialog.preset.currentText() == "Precise"  # a new conversation decodes greedily
     choose(dialog.preset, "Creative")
-    assert dialog.temperature.value() == 1.0 and dialog.top_p.value() == 0.95
-    assert dialog.rule.currentText() == "residual" and dialog.preset.currentText() == "Creative"
+    assert dialog.temperature.value() == 1.0, "Creative sets temperature 1.0"
+    assert dialog.top_p.value() == 0.95, "Creative sets top-p 0.95"
+    assert dialog.rule.currentText() == "residual", "Creative uses the residual rule"
+    assert dialog.preset.currentText() == "Creative", "the preset stays Creative"
     choose(dialog.preset, "Conservative")
-    assert dialog.mode.currentText() == "fixed" and dialog.k.value() == 2
+    assert dialog.mode.currentText() == "fixed", "Conservative drafts a fixed length"
+    assert dialog.k.value() == 2, "Conservative drafts 2 tokens"
     dialog.k.setValue(3)  # an edited value is no longer the preset
-    assert dialog.preset.currentText() == CUSTOM and dialog.value().preset == CUSTOM
+    assert dialog.preset.currentText() == CUSTOM, "an edited value shows Custom"
+    assert dialog.value().preset == CUSTOM, "an edited value is saved as Custom"
     dialog.k.setValue(2)
     assert dialog.preset.currentText() == "Conservative"
     assert "two tokens" in dialog.preset.itemData(3, 3)  # the tooltip explains it in words

@@ -49,9 +49,10 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
     )
     strip.show_stats(replace(stats.snapshot(), draft=DRAFT))
     assert "right on 0 of 300 guesses — drafting paused (try another draft)" in strip.text()
-    assert (
-        "0 of the 300 proposals" in strip.labels["summary"].toolTip() and "isn't helping" not in strip.text()
+    assert "0 of the 300 proposals" in strip.labels["summary"].toolTip(), (
+        "the tooltip says none of the proposals were right"
     )
+    assert "isn't helping" not in strip.text(), "the strip does not repeat it"
 
     stats.round(
         _round(
@@ -61,7 +62,10 @@ def test_the_strip_says_why_speculation_is_paused_and_when_the_draft_is_the_caus
         )
     )
     strip.show_stats(replace(stats.snapshot(), draft=DRAFT))
-    assert "paused" not in strip.text() and "Draft length now: 3" in strip.labels["summary"].toolTip()
+    assert "paused" not in strip.text(), "a draft that helps again is not shown as paused"
+    assert "Draft length now: 3" in strip.labels["summary"].toolTip(), (
+        "the tooltip gives the new draft length"
+    )
     assert "proposals" not in strip.labels["summary"].toolTip()
 
 
@@ -84,13 +88,15 @@ def test_plain_rounds_inside_an_answer_are_no_baseline_for_a_speedup(qtbot):
     snapshot = stats.snapshot()
     assert snapshot.speedup is None
     strip.show_stats(snapshot)
-    assert "faster" not in strip.text() and "vs plain" not in strip.text()
+    assert "faster" not in strip.text(), "plain rounds alone show no 'faster'"
+    assert "vs plain" not in strip.text(), "plain rounds alone show no 'vs plain'"
 
 
 def test_the_legend_names_the_colours(qtbot, window):
     legend = window.strip.legend
     assert legend.isVisible()
-    assert "from the draft" in legend.text() and "from your prompt" in legend.text()
+    assert "from the draft" in legend.text(), "the legend names the draft's colour"
+    assert "from your prompt" in legend.text(), "the legend names the prompt's colour"
     assert "refused" in legend.text()
 
 

@@ -18,7 +18,9 @@ FULL_SENTENCE = "The disk is full — your message was not sent and is still in 
 
 def shown_failure(w) -> str:
     banner = w.banner
-    assert not banner.isHidden() and banner.messages  # stays until the user dismisses it
+    # stays until the user dismisses it
+    assert not banner.isHidden(), "the failure is shown in a banner"
+    assert banner.messages, "the banner holds the failure's words"
     return banner.messages[-1]
 
 
@@ -28,8 +30,10 @@ def test_a_full_disk_keeps_the_message_in_the_box_and_says_so(qtbot, window):
     type_and_send(qtbot, window, text)
     assert window.composer.editor.toPlainText() == text
     assert shown_failure(window).startswith(FULL_SENTENCE)
-    assert count(window.store.path, "conversations") == 0 and count(window.store.path, "messages") == 0
-    assert window.controller.conversation is None and len(window.controller.transcript) == 0
+    assert count(window.store.path, "conversations") == 0, "no conversation is saved"
+    assert count(window.store.path, "messages") == 0, "no message is saved"
+    assert window.controller.conversation is None, "no conversation is opened"
+    assert len(window.controller.transcript) == 0, "the chat shows no message"
     assert not window.controller.busy
 
 
@@ -43,8 +47,10 @@ def test_a_failed_save_whose_rollback_fails_too_keeps_the_earlier_turns(qtbot, w
     assert window.composer.editor.toPlainText() == "Second question"
     assert shown_failure(window).startswith(FULL_SENTENCE)
     stored = store.load(window.controller.conversation)
-    assert [m.content for m in stored.messages][0] == "First question" and len(stored.messages) == 2
-    assert len(window.controller.transcript) == 2 and not window.controller.busy
+    assert [m.content for m in stored.messages][0] == "First question", "the earlier question stays saved"
+    assert len(stored.messages) == 2, "the earlier answer stays saved"
+    assert len(window.controller.transcript) == 2, "the chat still shows the earlier turns"
+    assert not window.controller.busy, "the window is ready for another send"
     store.db = store.db.real  # space again: the same text sends, and only then leaves the box
     qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
     assert window.composer.editor.toPlainText() == ""
@@ -56,7 +62,9 @@ def test_other_failures_give_the_reason_and_the_database(qtbot, window):
     store.db = FailingConnection(store.db, "INSERT INTO messages", sqlite3.OperationalError("disk I/O error"))
     type_and_send(qtbot, window, "Hello")
     text = shown_failure(window)
-    assert "disk I/O error" in text and str(store.path) in text and "still in the box" in text
+    assert "disk I/O error" in text, "the reason is given"
+    assert str(store.path) in text, "the database's file is named"
+    assert "still in the box" in text, "the text is said to be still in the box"
     assert window.composer.editor.toPlainText() == "Hello"
 
 
@@ -73,8 +81,10 @@ def test_a_draft_outlasts_the_window_and_stays_with_its_conversation(qtbot, spec
     again = make_window(qtbot, specchat_home)  # reopens the conversation left open, with its draft
     assert again.controller.conversation == a
     assert again.composer.editor.toPlainText() == "otters hold hands while"
-    assert again.controller.open(b) and again.composer.editor.toPlainText() == ""
-    assert again.controller.open(a) and again.composer.editor.toPlainText() == "otters hold hands while"
+    assert again.controller.open(b), "the other conversation opens"
+    assert again.composer.editor.toPlainText() == "", "it has no draft of its own"
+    assert again.controller.open(a), "the first conversation opens again"
+    assert again.composer.editor.toPlainText() == "otters hold hands while", "its draft comes back with it"
     again.controller.new_conversation()
     assert again.composer.editor.toPlainText() == "a new chat, half written"
     again.close()
@@ -101,7 +111,8 @@ def test_sending_clears_the_draft(qtbot, window):
     window.drafts.save()
     assert count(window.store.path, "drafts") == 1
     type_and_send(qtbot, window, "send me")
-    assert window.composer.editor.toPlainText() == "" and count(window.store.path, "drafts") == 0
+    assert window.composer.editor.toPlainText() == "", "sending empties the box"
+    assert count(window.store.path, "drafts") == 0, "sending clears the saved draft"
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     window.drafts.save()
     assert count(window.store.path, "drafts") == 0
@@ -114,7 +125,10 @@ def test_a_draft_that_cannot_be_saved_is_said_once(qtbot, window):
     for n in range(3):
         window.composer.editor.setPlainText(f"{n} " + "long words " * 2000)
         window.drafts.save()
-    assert len(told) == 1 and "could not be kept as a draft: the disk is full" in told[0]
+    assert len(told) == 1, "the failure is said once"
+    assert "could not be kept as a draft: the disk is full" in told[0], (
+        "it says the draft could not be kept for a full disk"
+    )
     assert shown_failure(window) == told[0]
     assert window.composer.editor.toPlainText().startswith("2 ")
 
@@ -132,7 +146,8 @@ def test_a_ten_megabyte_draft_is_cut_to_the_cap_and_switches_at_once(qtbot, spec
     w.drafts.save()
     for _ in range(2):
         assert timed(lambda: w.controller.open(b)) < EVENT_S
-        assert w.composer.editor.toPlainText() == "" and w.composer.long_bar.isHidden()
+        assert w.composer.editor.toPlainText() == "", "the other conversation's box is empty"
+        assert w.composer.long_bar.isHidden(), "no notice bar there"
         assert timed(lambda: w.controller.open(a)) < EVENT_S
         assert w.composer.editor.toPlainText() == kept  # nothing of what was kept is lost
         assert f"A long text ({MAX_CHARS:,} characters)" in w.composer.long_note.text()

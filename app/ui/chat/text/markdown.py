@@ -144,7 +144,8 @@ def parse_open(text: str) -> tuple[list[Block], int, int]:
     return blocks, settled[0], settled[1]
 
 
-def _find(text: str, needle: str, start: int, end: int) -> int:
+def find_between(text: str, needle: str, start: int, end: int) -> int:
+    """Every search the parser makes; public so a test can count the characters each one scans."""
     at = text.find(needle, start, end)
     return at
 
@@ -184,9 +185,9 @@ class _Finder:
             since, at = self.last[key]
             if since <= start and (at < 0 or start <= at):  # nothing in [since, at) matched
                 return at
-        at = _find(self.text, needle, start, self.end)
+        at = find_between(self.text, needle, start, self.end)
         while unescaped and at > 0 and self.text[at - 1] == "\\":
-            at = _find(self.text, needle, at + 1, self.end)
+            at = find_between(self.text, needle, at + 1, self.end)
         self.last[key] = (start, at)
         return at
 
