@@ -98,7 +98,8 @@ def _check_folder(folder: Path, key: str, bits: int) -> None:
     source = json.loads((folder / "specchat_source.json").read_text())
     from app.engine.gguf.fixtures import FIXTURES
 
-    assert source["sha256"] == FIXTURES[key].sha256 and source["bits"] == bits
+    assert source["sha256"] == FIXTURES[key].sha256, "the import records the GGUF file's hash"
+    assert source["bits"] == bits, "the import records the bits it kept"
     config = json.loads((folder / "config.json").read_text())
     assert (config.get("quantization") or {}).get("bits", 16) == bits
 

@@ -62,7 +62,8 @@ def test_converted_tensors_are_written_as_shards_fill(
     assert held.peak <= convert.working_set(header, 16)
     index = json.loads((out / "model.safetensors.index.json").read_text())["weight_map"]
     files = sorted(p.name for p in out.glob("*.safetensors"))
-    assert len(files) == held.saves > 2 and sorted(set(index.values())) == files
+    assert len(files) == held.saves > 2, "the import saved in several files, one per save"
+    assert sorted(set(index.values())) == files, "the index names every file it wrote"
     assert files[0] == f"model-00001-of-{len(files):05d}.safetensors"
     assert len(index) == len(header.tensors)
 

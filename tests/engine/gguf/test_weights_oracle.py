@@ -208,7 +208,8 @@ def test_conversion_is_exact_before_rounding(key: str) -> None:
     assert {n for n, _ in converted} == set(stored)
     for name, w in converted:
         want = mx.array(w).astype(dtype)
-        assert stored[name].dtype == dtype and mx.array_equal(stored[name], want).item(), name
+        assert stored[name].dtype == dtype, f"{name} is stored in the asked type"
+        assert mx.array_equal(stored[name], want).item(), f"{name} holds the converted values"
     model.set_dtype(mx.float32)
     model.load_weights([(n, mx.array(w)) for n, w in converted], strict=True)
     del converted, stored

@@ -72,5 +72,6 @@ def test_verdicts_are_cached(real_model, tmp_path: Path, monkeypatch):
     first = check_pair(real_model("qwen1.5b"), real_model("smollm2"), store)
     assert len(reads) == 2
     again = check_pair(real_model("qwen1.5b"), real_model("smollm2"), store)
-    assert len(reads) == 2 and again == first
+    assert len(reads) == 2, "a second check reads no model again"
+    assert again == first, "a second check gives the same verdict"
     assert not again.compatible

@@ -74,7 +74,8 @@ def test_interrupted_download_resumes_where_it_stopped_on_the_next_run(repo_file
     (kept,) = partial_folder(REPO, tmp_path).rglob("model.safetensors*")
     body = repo_files["model.safetensors"]
     held = kept.stat().st_size
-    assert 0 < held <= len(body) // 2 and kept.read_bytes() == body[:held]
+    assert 0 < held <= len(body) // 2, "a stopped download keeps what it fetched, up to half"
+    assert kept.read_bytes() == body[:held], "the kept part is the file's start, byte for byte"
 
     state.faults.clear()
     state.log.clear()
@@ -197,7 +198,8 @@ def test_a_download_held_by_another_process_is_refused_in_words(repo_files, tmp_
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(DownloadError, match="already downloading"):
             run(hub, tmp_path)
-    assert state.log == [] and not destination(REPO, tmp_path).exists()
+    assert state.log == [], "a second download of the same model fetches nothing"
+    assert not destination(REPO, tmp_path).exists(), "and leaves no folder behind"
 
 
 def _everything_but_this_download(root: Path) -> dict[str, tuple[int, int]]:
@@ -239,7 +241,10 @@ def test_a_server_sending_more_than_listed_is_refused_and_its_partial_file_remov
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     reason = str(refused.value)
     assert "\n" not in reason and reason.startswith("big.safetensors is larger than the hub lists (2.0 MB)")
-    assert took < 10 and state.sent.get("big.safetensors", 0) < state.cap  # it stopped reading
+    assert took < 10, "a file past its listed size stops the download quickly"
+    assert state.sent.get("big.safetensors", 0) < state.cap, (
+        "the download stopped reading the oversized file"
+    )  # it stopped reading
     assert not destination(REPO, tmp_path).exists()
     assert not any(p.name.startswith("big.safetensors") for p in tmp_path.rglob("*"))
     assert _everything_but_this_download(tmp_path) == before

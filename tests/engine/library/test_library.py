@@ -26,19 +26,29 @@ def clone(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> Path:
 
 def test_facts_of_the_toy_model(toy_models):
     main, draft = compute_facts(Path(toy_models.main)), compute_facts(Path(toy_models.draft))
-    assert main.usable and main.architecture == "qwen2" and main.bits == 32 and not main.vision
-    assert main.vocab_size == 1024 and main.trim == "full" and main.context_length
-    assert main.params and draft.params and main.params > draft.params
+    assert main.usable, "the toy main is usable"
+    assert main.architecture == "qwen2", "the toy main is read as qwen2"
+    assert main.bits == 32, "the toy main is stored in float32"
+    assert not main.vision, "the toy main reads no images"
+    assert main.vocab_size == 1024, "the toy main's vocabulary is read"
+    assert main.trim == "full", "its cache can be rewound fully"
+    assert main.context_length, "its context length is read"
+    assert main.params and draft.params, "both models' parameter counts are read"
+    assert main.params > draft.params, "the main is larger than the draft"
     assert main.vocab_fingerprint == draft.vocab_fingerprint
     assert main.size_bytes > (Path(toy_models.main) / "model.safetensors").stat().st_size - 1
 
 
 def test_facts_of_a_real_model(real_model):
     facts = compute_facts(real_model("qwen0.5b"))
-    assert facts.architecture == "qwen2" and facts.vocab_size == 151936 and facts.context_length == 32768
+    assert facts.architecture == "qwen2", "Qwen2.5 0.5B is read as qwen2"
+    assert facts.vocab_size == 151936, "its vocabulary is read"
+    assert facts.context_length == 32768, "its context length is read"
     assert 0.4e9 < facts.params < 0.7e9
     gemma = compute_facts(real_model("gemma3"))
-    assert gemma.trim == "window" and gemma.sliding_window == 512 and not gemma.vision
+    assert gemma.trim == "window", "Gemma 3's sliding window is trimmed as a window"
+    assert gemma.sliding_window == 512, "its window length is read"
+    assert not gemma.vision, "the text-only Gemma reads no images"
 
 
 def test_app_data_dir_follows_specchat_home(specchat_home):
@@ -93,9 +103,15 @@ def test_discovery_across_sources(toy_models, tmp_path):
     assert by_name["org/toy-hub"].source == "hub" and by_name["publisher/toy-lms"].source == "lmstudio"
     assert [g.label for g in ggufs] == ["publisher/gguf-model/m.Q4_K_M.gguf"]
     pickled = by_name["pickled"]
-    assert not pickled.usable and "only pickle weights (pytorch_model.bin)" in pickled.problems[0]
+    assert not pickled.usable, "a model with only pickle weights is not usable"
+    assert "only pickle weights (pytorch_model.bin)" in pickled.problems[0], (
+        "the problem says why, naming the file"
+    )
     verdict = check_pair(Path(by_name["org/toy-own"].path), Path(pickled.path))
-    assert not verdict.compatible and any("only pickle weights" in r.message for r in verdict.refusals)
+    assert not verdict.compatible, "a pickle-only draft is refused"
+    assert any("only pickle weights" in r.message for r in verdict.refusals), (
+        "the refusal says it has only pickle weights"
+    )
     assert [f.label for f in hub_models(hub)] == ["org/toy-hub"]
     assert resolve_model("org/toy-hub", Sources(hub, lms, own)) == Path(by_name["org/toy-hub"].path)
 
@@ -118,7 +134,10 @@ def test_fifty_models_are_read_once_then_listed_from_the_cache(toy_models, tmp_p
     first, _ = scan_library(sources)
     assert len(first) == 50 and len(read) == 50
     again, _ = scan_library(sources)
-    assert again == first and len(read) == 50  # nothing read again: every folder came from the cache
+    assert again == first, "a second scan finds the same models"
+    assert len(read) == 50, (
+        "a second scan reads no folder again"
+    )  # nothing read again: every folder came from the cache
 
 
 def test_memory_fit_counts_both_weights_and_both_caches(toy_models):
@@ -128,7 +147,9 @@ def test_memory_fit_counts_both_weights_and_both_caches(toy_models):
     assert fit.total == main.size_bytes + draft.size_bytes + fit.main_kv + fit.draft_kv + fit.overhead
     assert fit.fits
     tight = memory_fit(main, draft, context=4096, usable=fit.total - 1)
-    assert not tight.fits and "exceeds" in tight.explain() and "GiB" in tight.explain()
+    assert not tight.fits, "a budget one byte short does not fit"
+    assert "exceeds" in tight.explain(), "the explanation says it exceeds the memory"
+    assert "GiB" in tight.explain(), "the explanation gives sizes in GiB"
 
 
 def test_remote_code_is_never_run(toy_models, tmp_path):

@@ -28,7 +28,8 @@ def test_a_folder_named_in_bytes_that_are_not_utf8_is_skipped_and_named(
     with caplog.at_level(logging.WARNING, logger="app.engine.library.discovery"):
         facts, ggufs = scan_library(sources)
 
-    assert [f.name for f in facts] == ["fine"] and facts[0].usable
+    assert [f.name for f in facts] == ["fine"], "only the folder with a UTF-8 name is listed"
+    assert facts[0].usable, "it is usable"
     assert ggufs == []
     logged = caplog.text
     assert "caf\\xe9: its name is not UTF-8" in logged and "model-\\xff.gguf" in logged

@@ -23,7 +23,8 @@ def test_a_second_copy_of_a_model_is_refused_as_its_draft(toy_models, tmp_path):
     twin = copy(Path(toy_models.main), tmp_path / "downloads" / "SmolLM2-135M-Instruct")
     for draft in (twin, main):  # a copy elsewhere, and the very same folder
         verdict = check_pair(main, draft, store)
-        assert not verdict.compatible and [r.code for r in verdict.refusals] == ["same_model"]
+        assert not verdict.compatible, "a model cannot be its own draft"
+        assert [r.code for r in verdict.refusals] == ["same_model"], "the refusal says it is the same model"
     verdict = check_pair(main, twin, store)
     words = plain_reason(compute_facts(main), compute_facts(twin), verdict)
     assert words == "This is another copy of SmolLM2-135M-Instruct: a model can't draft for itself"
@@ -60,7 +61,10 @@ def test_a_damaged_weights_file_makes_the_folder_unusable_with_the_reason(toy_mo
     cut = copy(Path(toy_models.draft), tmp_path / "cut")
     whole = (cut / "model.safetensors").read_bytes()
     (cut / "model.safetensors").write_bytes(whole[: len(whole) // 2])  # a download cut short
-    assert not compute_facts(cut).usable and "damaged: model.safetensors" in compute_facts(cut).problems[0]
+    assert not compute_facts(cut).usable, "a weights file cut short makes the model unusable"
+    assert "damaged: model.safetensors" in compute_facts(cut).problems[0], (
+        "the problem names the damaged file"
+    )
 
 
 def test_facts_cached_before_the_damage_check_are_read_again(toy_models, tmp_path):
@@ -87,5 +91,9 @@ def test_checking_drafts_reads_the_mains_vocabulary_once_and_counts(toy_models, 
     library = facts_for([main, *drafts], store=store)
     counted: list[int] = []
     verdicts = check_drafts(library[0], library, store, counted.append)
-    assert [v.compatible for _, v in verdicts] == [True, True, True] and counted == [1, 2, 3]
-    assert read.count(main) == 1 and sorted(read[1:]) == drafts
+    assert [v.compatible for _, v in verdicts] == [True, True, True], (
+        "every draft of the family fits the main"
+    )
+    assert counted == [1, 2, 3], "progress is reported after each draft"
+    assert read.count(main) == 1, "the main is read once"
+    assert sorted(read[1:]) == drafts, "each draft is read once"

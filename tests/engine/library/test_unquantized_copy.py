@@ -46,7 +46,8 @@ def test_the_copy_loads_and_answers_as_the_quantized_model(quantized: Path, tmp_
     events = list(make_copy(quantized, "toy-main-4bit", root=tmp_path))
     assert isinstance(events[-1], CopyFinished), events[-1]
     folder = Path(events[-1].path)
-    assert folder == tmp_path / "toy-main-16bit" and not events[-1].existing
+    assert folder == tmp_path / "toy-main-16bit", "the copy is named for its precision"
+    assert not events[-1].existing, "the copy is new, not one found already"
     progress = [e for e in events if isinstance(e, CopyProgress)]
     assert progress[-1].done == progress[-1].total > 0
     assert [e.done for e in progress] == sorted(e.done for e in progress)
@@ -54,7 +55,8 @@ def test_the_copy_loads_and_answers_as_the_quantized_model(quantized: Path, tmp_
     config = json.loads((folder / "config.json").read_text())
     assert "quantization" not in config and "quantization_config" not in config
     facts = compute_facts(folder)
-    assert facts.usable and facts.bits is not None and facts.bits >= 16
+    assert facts.usable, "the copy is usable"
+    assert facts.bits is not None and facts.bits >= 16, "the copy holds 16-bit weights or wider"
     assert facts.params == compute_facts(quantized).params
     assert (folder / "tokenizer.json").read_bytes() == (quantized / "tokenizer.json").read_bytes()
     assert greedy_tokens(folder) == greedy_tokens(quantized)
