@@ -101,7 +101,8 @@ class ExactClock:
 class FakeEngine(EngineWorker):
     """The worker's queue, thread and cancel, with scripted answers instead of models.
 
-    `rate`: tokens per second; `script`: the answer's pieces; `clock`: where its times come from.
+    `rate`: tokens per second; `script`: the answer's pieces; `clock`: where its times come from;
+    `refuse`: the error a command gets instead of its answer (None: answered), for tests of failures.
     """
 
     def __init__(
@@ -120,6 +121,7 @@ class FakeEngine(EngineWorker):
         warm_up_seconds: float = 0.0,
         device: Device | None = None,
         lose_ranks_after: int | None = None,
+        refuse: Callable[[Command], EngineError | None] | None = None,
     ) -> None:
         super().__init__(emit, name="specchat-fake-engine")
         self.plain_rate = plain_rate or rate / 1.8  # what a baseline measurement finds
@@ -134,6 +136,7 @@ class FakeEngine(EngineWorker):
         self.split = False
         self.clock = clock or WallClock()
         self.script = script or VOCAB
+        self.refuse = refuse
         self.commands: list[Command] = []
         self.loaded: str | None = None
 
@@ -142,6 +145,10 @@ class FakeEngine(EngineWorker):
 
     def _handle(self, request: int, command: Command) -> None:
         self.commands.append(command)
+        refused = self.refuse(command) if self.refuse is not None else None
+        if refused is not None:
+            self._send(WorkerMessage(request, refused))
+            return
         match command:
             case LoadPair():
                 self.clock.sleep(self.load_seconds)

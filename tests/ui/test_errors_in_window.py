@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QFileDialog
 from app.devtools.fake_engine import ExactClock, FakeEngine
 from app.engine.decoding.events import EngineError, ErrorKind
 from app.engine.library.discovery import Sources
-from app.engine.protocol import Generate, LoadPair, WorkerMessage
+from app.engine.protocol import Command, Generate, LoadPair
 from app.engine.store.conversations import ConversationStore
 from app.engine.store.transcript import Role
 from app.ui.main_window import MainWindow
@@ -20,20 +20,13 @@ from app.ui.main_window import MainWindow
 BROKEN = "/models/broken-main"
 
 
-class FailingEngine(FakeEngine):
-    """The fake engine, except that one model folder fails to load and a "fail" prompt fails."""
-
-    def _handle(self, request: int, command: object) -> None:
-        if isinstance(command, LoadPair) and command.main == BROKEN:
-            self.commands.append(command)
-            message = EngineError("config.json is missing", kind=ErrorKind.LOAD)
-            self._emit(WorkerMessage(request, message))
-        elif isinstance(command, Generate) and command.messages[-1]["content"] == "fail":
-            self.commands.append(command)
-            message = EngineError("the chat template failed", kind=ErrorKind.TEMPLATE)
-            self._emit(WorkerMessage(request, message))
-        else:
-            super()._handle(request, command)  # type: ignore[arg-type]
+def failures(command: Command) -> EngineError | None:
+    """One model folder fails to load and a "fail" prompt fails; the rest is the fake engine's."""
+    if isinstance(command, LoadPair) and command.main == BROKEN:
+        return EngineError("config.json is missing", kind=ErrorKind.LOAD)
+    if isinstance(command, Generate) and command.messages[-1]["content"] == "fail":
+        return EngineError("the chat template failed", kind=ErrorKind.TEMPLATE)
+    return None
 
 
 @pytest.fixture
@@ -41,7 +34,7 @@ def window(qtbot, specchat_home):
     models = specchat_home / "models"
     models.mkdir(parents=True)
     w = MainWindow(
-        engine_factory=lambda emit: FailingEngine(emit, rate=400.0, clock=ExactClock()),
+        engine_factory=lambda emit: FakeEngine(emit, rate=400.0, clock=ExactClock(), refuse=failures),
         store=ConversationStore(specchat_home / "c.sqlite3"),
         settings=QSettings(str(specchat_home / "settings.ini"), QSettings.Format.IniFormat),
         sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
@@ -66,7 +59,8 @@ def stays_until_dismissed(qtbot, w: MainWindow) -> None:
     assert w.banner.isVisible()
     assert w.banner.findChildren(QTimer) == []
     qtbot.mouseClick(w.banner.dismiss_button, Qt.MouseButton.LeftButton)
-    assert not w.banner.isVisible() and w.banner.text() == ""
+    assert not w.banner.isVisible(), "dismissing hides the banner"
+    assert w.banner.text() == "", "dismissing clears its words"
 
 
 def unwritable_folder(tmp_path: Path) -> Path:
@@ -92,7 +86,8 @@ def export_into(qtbot, monkeypatch, w: MainWindow, target: Path) -> None:
     with qtbot.captureExceptions() as raised:
         action.trigger()
     assert raised == []
-    assert w.error_box is not None and w.error_box.isVisible()
+    assert w.error_box is not None, "a failed export opens a message box"
+    assert w.error_box.isVisible(), "the message box is shown"
     assert str(target) in w.error_box.text()
 
 
@@ -118,7 +113,9 @@ def test_report_export_failure_is_a_message(qtbot, window, tmp_path):
         assert window.dashboard.export_to(tmp_path / "notes" / "report") is None
     assert raised == []
     box = window.dashboard.error_box
-    assert box is not None and box.isVisible() and str(tmp_path / "notes" / "report") in box.text()
+    assert box is not None, "a failed report export opens a message box"
+    assert box.isVisible(), "the message box is shown"
+    assert str(tmp_path / "notes" / "report") in box.text(), "the message names the report's folder"
 
 
 def test_load_error_stays_and_clears_stale_stats(qtbot, window):
@@ -129,10 +126,14 @@ def test_load_error_stays_and_clears_stale_stats(qtbot, window):
     qtbot.waitUntil(lambda: window.controller.load_request is None, timeout=5000)
     assert window.controller.pair is None
     text = window.banner.text()
-    assert BROKEN in text and "config.json is missing" in text
+    assert BROKEN in text, "the banner names the folder that failed"
+    assert "config.json is missing" in text, "the banner gives the reason"
     strip = window.strip.text()
     assert strip == "No model loaded", strip  # no speed, acceptance or speedup of the old pair
-    assert window.dashboard.request is None and window.dashboard.summary.text() == "No generation yet."
+    assert window.dashboard.request is None, "the dashboard follows no answer after a failed load"
+    assert window.dashboard.summary.text() == "No generation yet.", (
+        "the dashboard says there is no generation yet"
+    )
     stays_until_dismissed(qtbot, window)
 
 

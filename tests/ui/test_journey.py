@@ -75,9 +75,11 @@ def test_import_send_restart(qtbot, gguf, monkeypatch):
     qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: Change.FINISHED in changes, timeout=120_000)
     answer = w.controller.transcript.last_answer()
-    assert isinstance(answer, AnswerTurn) and answer.state == MessageState.COMPLETE
+    assert isinstance(answer, AnswerTurn), "the last turn is an answer"
+    assert answer.state == MessageState.COMPLETE, "the answer is complete"
     assert w.stack.currentWidget() is w.view
-    assert answer.text.strip() and answer.text.strip()[:20] in w.view.toPlainText()
+    assert answer.text.strip(), "the answer has words"
+    assert answer.text.strip()[:20] in w.view.toPlainText(), "the chat shows the answer"
     assert changes[: changes.index(Change.FINISHED)].count(Change.EXTENDED) >= 2  # it streamed
 
     cid = w.controller.conversation
@@ -133,7 +135,8 @@ def test_the_dashboard_dock_comes_back(qtbot):
     qtbot.waitUntil(w.dashboard.isVisible)
     w.close()
     w = window()
-    assert w.dashboard.isVisible() and w.toggles.dashboard.isChecked()
+    assert w.dashboard.isVisible(), "the dashboard comes back after a restart"
+    assert w.toggles.dashboard.isChecked(), "the View menu shows it checked"
     w.toggles.dashboard.trigger()
     w.close()
     assert not window().dashboard.isVisible()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, QUrl
 
 from app.devtools.fake_engine import ExactClock, FakeEngine
 from app.engine.library.discovery import Sources
@@ -52,14 +52,21 @@ def test_send_streams_highlighted_tokens_and_saves(qtbot, window):
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     stored = window.store.load(window.controller.conversation)
     answer = stored.messages[1]
-    assert answer.state == "complete" and answer.stats.tokens == 60 and answer.tokens.count(";") == 59
-    assert answer.stats.proposed > 0 and 0 < answer.stats.acceptance < 1
-    assert "tok/s" in window.strip.text() and "acceptance" in window.strip.labels["summary"].toolTip()
+    assert answer.state == "complete", "the answer is complete"
+    assert answer.stats.tokens == 60, "the answer has all 60 tokens"
+    assert answer.tokens.count(";") == 59, "each token is saved"
+    assert answer.stats.proposed > 0, "the draft proposed tokens"
+    assert 0 < answer.stats.acceptance < 1, "some, not all, of the draft's tokens were accepted"
+    assert "tok/s" in window.strip.text(), "the strip gives the speed"
+    assert "acceptance" in window.strip.labels["summary"].toolTip(), (
+        "the strip's tooltip gives the acceptance"
+    )
     assert "vs plain" not in window.strip.text()  # no plain speed measured: no speedup claimed
     assert "% from the draft" in window.view.toPlainText()  # the line under the answer
     draft_chars = [window.view.info_at(i) for i in range(window.view.document().characterCount() - 1)]
     assert {"draft", "lookup", "main"} <= {i.get("provenance") for i in draft_chars if i}
-    assert window.sidebar.model.rowCount() == 1 and "Explain" in window.sidebar.model.item(0).text()
+    assert window.sidebar.model.rowCount() == 1, "the sidebar lists the conversation"
+    assert "Explain" in window.sidebar.model.item(0).text(), "the conversation is named after the question"
 
 
 def test_stop_saves_partial_and_esc_stops(qtbot, window):
@@ -69,9 +76,11 @@ def test_stop_saves_partial_and_esc_stops(qtbot, window):
         lambda: window.controller.live and window.controller.live.stats.tokens > 40, timeout=10_000
     )
     qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
-    assert not window.controller.busy and window.composer.button.text() == "Send"
+    assert not window.controller.busy, "Esc stops the answer"
+    assert window.composer.button.text() == "Send", "the button says Send again"
     answer = window.store.load(window.controller.conversation).messages[1]
-    assert answer.state == "cancelled" and len(answer.content) > 0
+    assert answer.state == "cancelled", "the stopped answer is saved as cancelled"
+    assert len(answer.content) > 0, "the words written before Stop are kept"
     assert "stopped" in window.view.toPlainText()
 
 
@@ -81,21 +90,22 @@ def test_regenerate_and_edit_resend(qtbot, window):
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     cid = window.controller.conversation
     first_answer = window.store.load(cid).messages[1].id
-    window.view._on_anchor(
-        __import__("PySide6.QtCore", fromlist=["QUrl"]).QUrl(f"specchat:regenerate/{first_answer}")
-    )
+    window.view.anchorClicked.emit(QUrl(f"specchat:regenerate/{first_answer}"))
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     msgs = window.store.load(cid).messages
-    assert len(msgs) == 2 and msgs[1].state == "complete"
+    assert len(msgs) == 2, "regenerating keeps one answer"
+    assert msgs[1].state == "complete", "the new answer is complete"
     assert len([c for c in engine(window).commands if isinstance(c, Generate)]) == 2
     user_key = msgs[0].id
-    window.view._on_anchor(__import__("PySide6.QtCore", fromlist=["QUrl"]).QUrl(f"specchat:edit/{user_key}"))
-    assert window.composer.editor.toPlainText() == "first question" and window.composer.note.isVisible()
+    window.view.anchorClicked.emit(QUrl(f"specchat:edit/{user_key}"))
+    assert window.composer.editor.toPlainText() == "first question", "edit puts the question back in the box"
+    assert window.composer.note.isVisible(), "the box says it edits a question"
     window.composer.editor.setPlainText("edited question")
     qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
     msgs = window.store.load(cid).messages
-    assert [m.content for m in msgs][0] == "edited question" and len(msgs) == 2
+    assert [m.content for m in msgs][0] == "edited question", "the edited question replaces the first"
+    assert len(msgs) == 2, "it gets one new answer"
     last = [c for c in engine(window).commands if isinstance(c, Generate)][-1]
     assert [m["content"] for m in last.messages] == ["edited question"]
 
@@ -111,7 +121,8 @@ def test_switch_pair_mid_stream_cancels_cleanly(qtbot, window):
     qtbot.waitUntil(lambda: window.controller.pair == ("/models/other", None), timeout=10_000)
     assert isinstance(engine(window).commands[-1], LoadPair)
     answer = window.store.load(window.controller.conversation).messages[1]
-    assert answer.state == "cancelled" and answer.content
+    assert answer.state == "cancelled", "a load mid-answer saves it as cancelled"
+    assert answer.content, "the words written before the load are kept"
     window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=10)
     type_and_send(qtbot, window, "again")
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)
@@ -149,19 +160,25 @@ def test_a_conversation_from_the_previous_schema_shows_its_stats_and_verdict(qtb
     assert w.sidebar.ids() == [1]
     w.sidebar.selected.emit(1)
     text = w.view.toPlainText()
-    assert "Otters hold hands." in text and "✓ Losslessness: Identical to plain greedy decoding" in text
+    assert "Otters hold hands." in text, "an old conversation shows its answer"
+    assert "✓ Losslessness: Identical to plain greedy decoding" in text, (
+        "an old conversation shows its verdict"
+    )
     assert w.controller.transcript.last_answer().stats.speedup == 2.013
     info = w.view.info_at(text.index("hold") + 1)
     assert info["provenance"] == "draft"
     tip = w.view.tooltip_for(info)
-    assert "41.3 tok/s" in tip and "first token 83 ms" in tip and "2.01× vs plain" in tip
+    assert "41.3 tok/s" in tip, "the tooltip gives the old speed"
+    assert "first token 83 ms" in tip, "the tooltip gives the old first-token time"
+    assert "2.01× vs plain" in tip, "the tooltip gives the old speedup"
     w.close()
 
 
 def test_welcome_panel_on_first_run(qtbot, specchat_home):
     w = make_window(qtbot, specchat_home)
     qtbot.waitUntil(lambda: w.stack.currentWidget() is w.welcome, timeout=10_000)
-    assert len(w.welcome.buttons) >= 1 and "Download" in w.welcome.buttons[0].text()
+    assert len(w.welcome.buttons) >= 1, "the welcome offers pairs"
+    assert "Download" in w.welcome.buttons[0].text(), "the welcome's buttons download"
     w.close()
 
 
@@ -187,4 +204,6 @@ def test_closing_drops_background_work_so_nothing_reports_to_a_closed_window(qtb
     window.close()
     release.set()
     qtbot.waitUntil(lambda: job.task is not None and job.task.done(), timeout=5000)
-    assert job.cancelled.is_set() and reported == [] and not window.background.jobs
+    assert job.cancelled.is_set(), "closing cancels background work"
+    assert reported == [], "nothing reports to a closed window"
+    assert not window.background.jobs, "the window forgets its background work"

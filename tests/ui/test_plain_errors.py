@@ -19,17 +19,19 @@ def test_details_toggle_shows_and_hides_the_technical_account(qtbot):
     banner.show_error("Could not export the conversation: the disk is full.")
     assert banner.details_button.isHidden()  # nothing technical to show
     banner.show_error("Could not load x: this is not a model file", "x/model.safetensors: header length 7")
-    assert banner.details_button.isVisible() and banner.detail_label.isHidden()
+    assert banner.details_button.isVisible(), "technical details can be shown"
+    assert banner.detail_label.isHidden(), "technical details start hidden"
     qtbot.mouseClick(banner.details_button, Qt.MouseButton.LeftButton)
-    assert (
-        banner.detail_label.isVisible()
-        and banner.detail_label.text() == "x/model.safetensors: header length 7"
+    assert banner.detail_label.isVisible(), "Details shows the technical account"
+    assert banner.detail_label.text() == "x/model.safetensors: header length 7", (
+        "the technical account is the loader's words"
     )
     assert banner.details_button.text() == "Hide details"
     qtbot.mouseClick(banner.details_button, Qt.MouseButton.LeftButton)
     assert banner.detail_label.isHidden()
     qtbot.mouseClick(banner.dismiss_button, Qt.MouseButton.LeftButton)
-    assert not banner.isVisible() and banner.details == {}
+    assert not banner.isVisible(), "Dismiss hides the banner"
+    assert banner.details == {}, "Dismiss forgets the details"
 
 
 def test_a_folder_that_is_not_a_model_is_said_in_plain_words(qtbot, specchat_home, toy_models, tmp_path):
@@ -50,9 +52,11 @@ def test_a_folder_that_is_not_a_model_is_said_in_plain_words(qtbot, specchat_hom
     qtbot.waitUntil(lambda: w.banner.isVisible(), timeout=60_000)
     headline = w.banner.label.text()
     assert f"Could not load {fake}: this is not a model file SpecChat can read" in headline
-    assert "header length" not in headline and "header length" not in w.pair_label.text()
+    assert "header length" not in headline, "the headline skips the technical detail"
+    assert "header length" not in w.pair_label.text(), "the pair label skips the technical detail"
     assert "this is not a model file SpecChat can read" in w.pair_label.text()
-    assert w.banner.details_button.isVisible() and not w.banner.detail_label.isVisible()
+    assert w.banner.details_button.isVisible(), "technical details can be shown"
+    assert not w.banner.detail_label.isVisible(), "technical details start hidden"
     qtbot.mouseClick(w.banner.details_button, Qt.MouseButton.LeftButton)
     assert "model.safetensors: not a safetensors file (header length" in w.banner.detail_label.text()
     w.close()

@@ -35,7 +35,8 @@ def test_a_saved_conversation_opens_searches_and_exports_with_no_model(
     _saved(specchat_home)
     w = make_window(qtbot, specchat_home)  # no model folder holds anything: nothing can load
     qtbot.waitUntil(lambda: w.stack.currentWidget() is w.welcome, timeout=10_000)
-    assert w.controller.pair is None and w.sidebar.model.rowCount() == 2
+    assert w.controller.pair is None, "no pair is loaded"
+    assert w.sidebar.model.rowCount() == 2, "both saved conversations are listed"
     _click(qtbot, w, "Tea")
     assert w.stack.currentWidget() is w.view
     assert "About two minutes." in w.view.toPlainText()

@@ -87,7 +87,8 @@ def test_first_launch_to_relaunch_with_a_real_model(qtbot, smollm2: Path) -> Non
     assert time.monotonic() - pressed < 2.0
     assert w.composer.button.text() == "Send"
     stopped = last_answer(w)
-    assert stopped.state == MessageState.CANCELLED and stopped.text.strip()
+    assert stopped.state == MessageState.CANCELLED, "the stopped answer is marked cancelled"
+    assert stopped.text.strip(), "the words written before Stop are kept"
     assert len(w.controller.transcript.turns) == 4
 
     w.controller.save_settings(replace(w.controller.chat_settings, max_tokens=SHORT))

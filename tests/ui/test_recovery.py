@@ -77,11 +77,14 @@ def test_sigkill_mid_stream_then_reopen(qtbot, tmp_path):
     window.sidebar.selected.emit(window.sidebar.ids()[0])
     user, answer = window.store.load(window.controller.conversation).messages
     assert user.content == "a long answer please"
-    assert answer.state == "partial" and answer.content == report["saved"]
+    assert answer.state == "partial", "the interrupted answer is saved as partial"
+    assert answer.content == report["saved"], "what was saved is what the crash report says"
     n = answer.stats.tokens
     assert 0 < n <= report["shown"]
     assert answer.content == "".join(VOCAB[i % len(VOCAB)] for i in range(n))
     assert "interrupted" in window.view.toPlainText()
     info = window.view.info_at(window.view.toPlainText().index("Speculative") + 2)
-    assert info is not None and info["provenance"] in ("main", "draft", "lookup")  # highlighting survived
+    # highlighting survived
+    assert info is not None, "the text keeps its tokens"
+    assert info["provenance"] in ("main", "draft", "lookup"), "highlighting survived the crash"
     window.close()

@@ -13,21 +13,17 @@ from PySide6.QtCore import QSettings
 from app.devtools.fake_engine import ExactClock, FakeEngine
 from app.engine.decoding.events import EngineError, ErrorKind
 from app.engine.library.discovery import Sources
-from app.engine.protocol import LoadPair, MeasureBaseline, WorkerMessage
+from app.engine.protocol import Command, LoadPair, MeasureBaseline
 from app.engine.store.conversations import ConversationStore
 from app.engine.store.transcript import MessageState
 from app.ui.main_window import MainWindow
 
 
-class BrokenLoads(FakeEngine):
-    """The fake engine, except that a model folder named "broken" fails to load."""
-
-    def _handle(self, request: int, command: object) -> None:
-        if isinstance(command, LoadPair) and Path(command.main).name == "broken":
-            self.commands.append(command)
-            self._emit(WorkerMessage(request, EngineError("config.json is missing", kind=ErrorKind.LOAD)))
-        else:
-            super()._handle(request, command)  # type: ignore[arg-type]
+def broken_loads(command: Command) -> EngineError | None:
+    """A model folder named "broken" fails to load; the rest is the fake engine's."""
+    if isinstance(command, LoadPair) and Path(command.main).name == "broken":
+        return EngineError("config.json is missing", kind=ErrorKind.LOAD)
+    return None
 
 
 def open_window(qtbot, home: Path, restore: bool = True, **engine) -> MainWindow:
@@ -35,7 +31,9 @@ def open_window(qtbot, home: Path, restore: bool = True, **engine) -> MainWindow
     models = home / "models"
     models.mkdir(parents=True, exist_ok=True)
     w = MainWindow(
-        engine_factory=lambda emit: BrokenLoads(emit, rate=300.0, clock=ExactClock(), **engine),
+        engine_factory=lambda emit: FakeEngine(
+            emit, rate=300.0, clock=ExactClock(), refuse=broken_loads, **engine
+        ),
         store=ConversationStore(home / "c.sqlite3"),
         settings=QSettings(str(home / "settings.ini"), QSettings.Format.IniFormat),
         sources=Sources(hub_cache=None, lmstudio=None, specchat=models, use_hub=False),
@@ -69,7 +67,8 @@ def test_a_pair_that_failed_to_load_is_offered_at_the_next_start_not_loaded(qtbo
 
     again = open_window(qtbot, specchat_home)
     qtbot.wait(300)
-    assert loads(again) == [] and again.controller.load_request is None
+    assert loads(again) == [], "the unfinished pair is not loaded again at start"
+    assert again.controller.load_request is None, "no load is under way"
     assert again.last_load.isVisible()
     assert again.last_load.label.text() == "Last time loading broken did not finish. Load it again?"
     again.last_load.again.click()
@@ -86,7 +85,8 @@ def test_a_pair_that_loaded_is_loaded_again_at_start(qtbot, specchat_home, folde
     w.close()
     again = open_window(qtbot, specchat_home)
     qtbot.waitUntil(lambda: again.controller.pair == (good, None), timeout=5000)
-    assert loads(again) == [good] and not again.last_load.isVisible()
+    assert loads(again) == [good], "the pair that loaded is loaded again"
+    assert not again.last_load.isVisible(), "no offer to load the last pair again"
     assert again.controller.mode_override == "lookup"
     again.close()
 
@@ -103,12 +103,14 @@ def test_a_cancelled_load_is_offered_and_dismissing_forgets_it(qtbot, specchat_h
 
     again = open_window(qtbot, specchat_home, load_seconds=1.5)
     qtbot.wait(300)
-    assert loads(again) == [] and again.last_load.isVisible()
+    assert loads(again) == [], "a cancelled load is not loaded again at start"
+    assert again.last_load.isVisible(), "it is offered instead"
     again.last_load.dismiss.click()
     again.close()
     third = open_window(qtbot, specchat_home)
     qtbot.wait(300)
-    assert loads(third) == [] and not third.last_load.isVisible()
+    assert loads(third) == [], "a dismissed offer loads nothing"
+    assert not third.last_load.isVisible(), "a dismissed offer does not come back"
     third.close()
 
 
@@ -138,7 +140,9 @@ def test_reading_the_prompt_shows_its_time_and_a_load_stops_it_saying_so(qtbot, 
     qtbot.waitUntil(lambda: w.controller.pair == ("/models/other", None), timeout=8000)
     stopping = [t for t in waits if t.startswith("Stopping the current work, then loading other")]
     loading = [t for t in waits if t.startswith("Loading other")]
-    assert stopping and loading and waits.index(stopping[0]) < waits.index(loading[0])
+    assert stopping, "the wait says it stops the answer first"
+    assert loading, "the wait then says it loads"
+    assert waits.index(stopping[0]) < waits.index(loading[0]), "stopping is said before loading"
     assert "left" not in stopping[-1]  # no estimate is made up for the stop
     w.close()
 

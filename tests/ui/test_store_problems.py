@@ -69,7 +69,8 @@ def test_a_locked_file_says_so_keeps_the_message_and_retry_carries_on(qtbot, spe
     w = start(qtbot, specchat_home, ConversationStore(path, lock_wait=0.2))
     box = notice(w)
     assert "SpecChat is open elsewhere, or another program holds your conversations" in box.text()
-    assert w.store_notice.retry_button is not None and w.sidebar.model.rowCount() == 3
+    assert w.store_notice.retry_button is not None, "a locked file offers Retry"
+    assert w.sidebar.model.rowCount() == 3, "the conversations read before the lock are listed"
     w.load_pair("/m/main", "/m/draft")
     qtbot.waitUntil(lambda: w.controller.pair is not None, timeout=5000)
     box.close()
@@ -84,7 +85,8 @@ def test_a_locked_file_says_so_keeps_the_message_and_retry_carries_on(qtbot, spe
     assert w.store.problem is not None
     other.execute("ROLLBACK")
     qtbot.mouseClick(w.store_notice.retry_button, Qt.MouseButton.LeftButton)
-    assert w.store.problem is None and not box.isVisible()
+    assert w.store.problem is None, "Retry clears the problem"
+    assert not box.isVisible(), "Retry closes the message"
     qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)
     assert w.composer.editor.toPlainText() == ""
     assert w.sidebar.model.rowCount() == 4
@@ -119,8 +121,12 @@ def test_a_folder_in_the_files_place_is_named_and_left_alone(qtbot, specchat_hom
     (specchat_home / FILE / "mine.txt").write_text("keep")
     w = start(qtbot, specchat_home)
     text = notice(w).text()
-    assert "A folder is where SpecChat keeps its conversations file" in text and "Retry" in text
-    assert w.isVisible() and w.sidebar.model.rowCount() == 0
+    assert "A folder is where SpecChat keeps its conversations file" in text, (
+        "the message says a folder stands where the file goes"
+    )
+    assert "Retry" in text, "the message offers Retry"
+    assert w.isVisible(), "the window opens anyway"
+    assert w.sidebar.model.rowCount() == 0, "no conversation is listed"
     w.close()
     assert (specchat_home / FILE / "mine.txt").read_text() == "keep"
 
@@ -143,7 +149,8 @@ def test_a_newer_schema_says_so_in_words_and_changes_nothing(qtbot, specchat_hom
     before = path.read_bytes()
     w = start(qtbot, specchat_home)
     assert "made by a newer SpecChat; nothing was changed" in notice(w).text()
-    assert w.store_notice.retry_button is None and w.sidebar.model.rowCount() == 3
+    assert w.store_notice.retry_button is None, "a newer file offers no Retry"
+    assert w.sidebar.model.rowCount() == 3, "its conversations are listed"
     w.close()
     assert path.read_bytes() == before
 
@@ -153,6 +160,8 @@ def test_a_destroyed_first_page_gives_back_the_conversations(qtbot, specchat_hom
     write_long_history(specchat_home / FILE)
     destroy_first_page(specchat_home / FILE, 4096)
     w = start(qtbot, specchat_home)
-    assert w.recovery_notice is not None and "recovered 30 conversations" in w.recovery_notice.text()
-    assert w.sidebar.model.rowCount() == 30 and w.store_notice.box is None
+    assert w.recovery_notice is not None, "the window says it recovered conversations"
+    assert "recovered 30 conversations" in w.recovery_notice.text(), "the message says how many"
+    assert w.sidebar.model.rowCount() == 30, "every recovered conversation is listed"
+    assert w.store_notice.box is None, "no problem message is left"
     w.close()

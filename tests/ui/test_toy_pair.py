@@ -24,7 +24,9 @@ def test_toy_pair_send_stop_and_switch(qtbot, window, toy_models):
     qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
     answer = window.store.load(window.controller.conversation).messages[1]
-    assert answer.state == "complete" and answer.stats.tokens > 0 and answer.stats.proposed > 0
+    assert answer.state == "complete", "the answer is complete"
+    assert answer.stats.tokens > 0, "the answer has tokens"
+    assert answer.stats.proposed > 0, "the draft proposed tokens"
     assert len(answer.tokens.split(";")) == answer.stats.tokens
     assert "tok/s" in window.strip.text()
 
@@ -51,7 +53,8 @@ def test_toy_pair_send_stop_and_switch(qtbot, window, toy_models):
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
     msgs = window.store.load(window.controller.conversation).messages
     assert [m.state for m in msgs[1::2]] == ["complete", "cancelled", "cancelled", "complete"]
-    assert msgs[-1].stats.mode == "off" and msgs[-1].stats.proposed == 0
+    assert msgs[-1].stats.mode == "off", "the last answer ran plain"
+    assert msgs[-1].stats.proposed == 0, "a plain answer proposes nothing"
 
 
 def test_loading_on_a_gpu_shows_the_pass_shapes_compiling_then_answers(
@@ -75,7 +78,8 @@ def test_loading_on_a_gpu_shows_the_pass_shapes_compiling_then_answers(
             r"Preparing speculation: compiling pass shapes (\d+)/(\d+)…", compiling[-1]
         ).groups()
         assert done == total and int(total) >= 8, states  # every draft length, then every pass size
-        assert states.index(compiling[0]) > states.index("Loading models…") and states[-1] == "Ready"
+        assert states.index(compiling[0]) > states.index("Loading models…"), "compiling comes after loading"
+        assert states[-1] == "Ready", "the strip ends on Ready"
         w.controller.chat_settings = ChatSettings(max_tokens=12)
         w.composer.editor.setPlainText("Write a haiku")
         qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)
