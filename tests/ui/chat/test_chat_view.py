@@ -86,7 +86,9 @@ def test_markdown_render_keeps_token_boundaries_and_code_copy(qtbot):
     assert "bold" in text, "the bold word is shown"
     assert ("bo", 1, "draft", True) in frags, "the first half of the bold word keeps its draft token"
     assert ("ld", 2, "draft", True) in frags, "the second half keeps its own draft token"
-    assert ("x = ", 5, "draft", True) in frags or any(t.startswith("x") and i == 5 for t, i, *_ in frags)
+    assert ("x = ", 5, "draft", True) in frags or any(t.startswith("x") and i == 5 for t, i, *_ in frags), (
+        "the code keeps its first token from the draft"
+    )
     assert "<img src=/dev/zero>" in view.toPlainText()
     assert view.resource_requests == []
     assert view.links.code == ["x = 1"]

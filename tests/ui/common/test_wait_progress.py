@@ -192,7 +192,8 @@ def test_a_download_shows_its_time_and_estimate_and_cancel_stops_it(qtbot, tmp_p
 def test_an_offline_download_says_so_in_words_at_once(qtbot, tmp_path, monkeypatch):
     import socket
 
-    from app.engine.library import download as download_module
+    from huggingface_hub import HfApi
+
     from app.ui.library import download_panel
 
     tries: list[object] = []
@@ -202,7 +203,7 @@ def test_an_offline_download_says_so_in_words_at_once(qtbot, tmp_path, monkeypat
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     monkeypatch.setattr(socket, "create_connection", no_network)
-    monkeypatch.setattr(download_module, "_list_files", lambda *a: tries.append("the hub's client"))
+    monkeypatch.setattr(HfApi, "model_info", lambda self, repo_id, **kw: tries.append("the hub's client"))
     panel = download_panel.DownloadPanel(None, tmp_path)
     qtbot.addWidget(panel)
     panel.enqueue(["mlx-community/Qwen2.5-0.5B-Instruct-4bit"])
