@@ -36,17 +36,22 @@ def test_a_layer_that_trims_short_is_caught_and_the_answer_is_the_mains(toy_usel
     plain = drive(ChatSession(pair), toy_prompt, PlainDecoding(), max_tokens=40, stop_ids=[])
     session = _faulty(pair, role)
     out = drive(session, toy_prompt, FixedDraftLength(3), max_tokens=40, stop_ids=[])
-    assert out.ids == plain.ids and out.offsets_ok
+    assert out.ids == plain.ids, "the answer is plain decoding's own"
+    assert out.offsets_ok, "every round left the caches in step with the tokens"
     [notice] = [n for n in out.notices if MISMATCH in n.message]
-    assert notice.kind == "notice" and f"the {role} model's cache" in notice.message
+    assert notice.kind == "notice", "the check's finding is a notice, not an error"
+    assert f"the {role} model's cache" in notice.message, "the notice names the model whose cache is wrong"
     assert "layer " in notice.message and "generating plainly" in notice.message
-    assert session.speculation_refusal == notice.message and not session.can_speculate
+    assert session.speculation_refusal == notice.message, "the session's refusal is the notice's words"
+    assert not session.can_speculate, "the session no longer speculates"
     # the rounds after the one that tripped the check propose nothing
     tripped = next(i for i, r in enumerate(out.rounds) if r.accepted < r.k)
-    assert tripped < len(out.rounds) - 1 and all(r.k == 0 for r in out.rounds[tripped + 1 :])
+    assert tripped < len(out.rounds) - 1, "the check tripped before the last round"
+    assert all(r.k == 0 for r in out.rounds[tripped + 1 :]), "no round after it drafts"
     # and the session answers on as a fresh one does
     again = drive(session, toy_prompt, FixedDraftLength(3), max_tokens=24, stop_ids=[])
-    assert again.ids == plain.ids[:24] and again.offsets_ok
+    assert again.ids == plain.ids[:24], "the next answer is plain decoding's own"
+    assert again.offsets_ok, "the next answer keeps the caches in step"
 
 
 def test_without_the_check_the_short_layer_changes_the_answer(toy_useless_pair, toy_prompt, monkeypatch):
@@ -55,7 +60,8 @@ def test_without_the_check_the_short_layer_changes_the_answer(toy_useless_pair, 
     pair = toy_useless_pair
     plain = drive(ChatSession(pair), toy_prompt, PlainDecoding(), max_tokens=40, stop_ids=[])
     out = drive(_faulty(pair, "main"), toy_prompt, FixedDraftLength(3), max_tokens=40, stop_ids=[])
-    assert not out.offsets_ok and out.ids != plain.ids
+    assert not out.offsets_ok, "the faulty cache is caught"
+    assert out.ids != plain.ids, "the faulty cache changes the answer"
 
 
 def test_a_queued_step_taken_back_short_is_caught_before_the_next_answer(toy_pair, toy_prompt):
@@ -65,6 +71,8 @@ def test_a_queued_step_taken_back_short_is_caught_before_the_next_answer(toy_pai
     session = _faulty(toy_pair, "main")
     first = drive(session, toy_prompt, PlainDecoding(), max_tokens=24, stop_ids=[stop])
     assert first.finished is not None and first.finished.reason == "stop"
-    assert any(MISMATCH in n.message for n in first.notices) and first.offsets_ok
+    assert any(MISMATCH in n.message for n in first.notices), "the mismatch is reported"
+    assert first.offsets_ok, "the answer still kept the caches in step"
     after = drive(session, toy_prompt, PlainDecoding(), max_tokens=24, stop_ids=[])
-    assert after.ids == fresh.ids and after.offsets_ok
+    assert after.ids == fresh.ids, "the answer after the notice is a fresh session's"
+    assert after.offsets_ok, "it keeps the caches in step"

@@ -77,10 +77,12 @@ def test_drop_oldest_keeps_the_system_prompt_and_the_latest_message_and_drops_th
     with pytest.raises(ContextTooLong):
         fit_conversation(chat, _count, whole, 64, drop_oldest=False)
     fitted = fit_conversation(chat, _count, whole + 64 - 1, 64, drop_oldest=True)
-    assert fitted.dropped == 2 and fitted.note == "dropped 2 oldest turns to fit the model's context"
+    assert fitted.dropped == 2, "the two oldest turns are dropped"
+    assert fitted.note == "dropped 2 oldest turns to fit the model's context", "the note says so in words"
     kept = fit_conversation(chat, _count, 200, 64, drop_oldest=True)
     survivors = chat[:1] + chat[1 + kept.dropped :]
-    assert len(kept.ids) == len(_count(survivors)) and survivors[1]["role"] == "user"
+    assert len(kept.ids) == len(_count(survivors)), "the prompt is the surviving turns"
+    assert survivors[1]["role"] == "user", "the conversation after the system prompt starts with the user"
     assert len(kept.ids) + 64 <= 200 < len(_count(chat[:1] + chat[kept.dropped - 1 :])) + 64
 
 
@@ -175,7 +177,10 @@ def test_the_worker_drops_the_oldest_turns_when_asked(short_worker):
     assert refusal.kind == "context"
     events = _answer(short_worker, Generate(chat, max_tokens=8, overflow=ContextOverflow.DROP_OLDEST))
     notice = next(e for e in events if isinstance(e, EngineError))
-    assert notice.kind == "notice" and notice.message == "dropped 2 oldest turns to fit the model's context"
+    assert notice.kind == "notice", "dropping turns is a notice, not an error"
+    assert notice.message == "dropped 2 oldest turns to fit the model's context", (
+        "the notice says how many turns were dropped"
+    )
     [context] = [e for e in events if isinstance(e, GenerationContext)]
     assert context.prompt_tokens + 8 <= 64
     assert (
@@ -198,7 +203,8 @@ def test_a_draft_with_a_shorter_context_stops_drafting_and_the_answer_completes(
     plain = drive(ChatSession(toy_pair), toy_prompt, PlainDecoding(), max_tokens=40)
     out = drive(ChatSession(ModelPair(toy_pair.main, draft)), toy_prompt, FixedDraftLength(4), max_tokens=40)
     assert out.finished is not None and out.finished.token_ids == plain.finished.token_ids
-    assert len(out.ids) == 40 and out.offsets_ok
+    assert len(out.ids) == 40, "all 40 tokens are given"
+    assert out.offsets_ok, "every round left the caches in step with the tokens"
     assert any(r.k > 0 for r in out.rounds)  # it drafted while there was room
     assert draft.model.passes and all(offset + fed <= limit for offset, fed in draft.model.passes)
     stopped = [r for r in out.rounds if r.decision.draft_stopped]
@@ -213,6 +219,7 @@ def test_a_prompt_past_the_draft_context_is_never_read_by_the_draft(toy_pair, to
     pair = LoadedPair(ModelPair(toy_pair.main, draft))
     stream = pair.stream(toy_pair.tokenizer.decode(toy_prompt), mode="fixed", k=3, max_tokens=12)
     list(stream)
-    assert stream.answer.stats.tokens == 12 and stream.answer.stats.proposed == 0
+    assert stream.answer.stats.tokens == 12, "the answer runs to its 12 tokens"
+    assert stream.answer.stats.proposed == 0, "no draft is proposed where the context has no room"
     assert draft.model.passes == []
     assert any(n.message.startswith("drafting stopped at") for n in stream.answer.notices)

@@ -51,7 +51,8 @@ def test_telemetry_adds_up(toy_pair, toy_prompt):
     stats = out.finished.stats
     assert stats.proposed == sum(r.k for r in out.rounds)
     assert stats.acceptance == pytest.approx(stats.accepted / stats.proposed)
-    assert stats.tokens == 40 and out.finished.reason == "length"
+    assert stats.tokens == 40, "40 tokens counted"
+    assert out.finished.reason == "length", "the answer ends at its length"
     # each token's round and position are what the rounds say
     assert [t.index for t in out.tokens] == list(range(40))
     assert [t.round for t in out.tokens] == [r.index for r in out.rounds for _ in r.emitted]
@@ -85,7 +86,9 @@ def test_multi_turn_sessions_match_plain_and_reuse_caches(toy_pair, toy_prompt):
         transcripts[name] = (answers, reused)
     assert transcripts["spec"][0] == transcripts["plain"][0]
     reused = transcripts["spec"][1]
-    assert reused[0] == 0 and reused[1] > len(toy_prompt) and reused[2] > reused[1]
+    assert reused[0] == 0, "the first answer reuses nothing"
+    assert reused[1] > len(toy_prompt), "the second reuses the first's prompt"
+    assert reused[2] > reused[1], "the third reuses more"
 
 
 def test_edited_turn_trims_back_to_the_common_prefix(toy_pair, toy_prompt):
@@ -94,7 +97,8 @@ def test_edited_turn_trims_back_to_the_common_prefix(toy_pair, toy_prompt):
     first = drive(session, toy_prompt + tok.encode(" first version"), FixedDraftLength(3), max_tokens=16)
     edited = toy_prompt + tok.encode(" second version")
     out = drive(session, edited, FixedDraftLength(3), max_tokens=16)
-    assert first.ids and out.offsets_ok
+    assert first.ids, "the first answer gives tokens"
+    assert out.offsets_ok, "every round left the caches in step with the tokens"
     assert len(toy_prompt) - 1 <= out.finished.stats.reused_tokens < len(edited) - 1
     fresh = drive(ChatSession(toy_pair), edited, PlainDecoding(), max_tokens=16)
     assert out.ids == fresh.ids
@@ -104,8 +108,10 @@ def test_cancel_mid_answer_leaves_a_usable_session(toy_pair, toy_prompt):
     tok = toy_pair.tokenizer
     session = ChatSession(toy_pair)
     cut = drive(session, toy_prompt, FixedDraftLength(4), max_tokens=40, cancel_after=7)
-    assert cut.finished.reason == "cancelled" and 7 <= len(cut.ids) < 40
-    assert cut.offsets_ok and session.tokens == toy_prompt + cut.ids[:-1]
+    assert cut.finished.reason == "cancelled", "the answer ends as cancelled"
+    assert 7 <= len(cut.ids) < 40, "it stops soon after the cancel, before its length"
+    assert cut.offsets_ok, "every round left the caches in step with the tokens"
+    assert session.tokens == toy_prompt + cut.ids[:-1], "the session holds the prompt and the tokens shown"
     follow = toy_prompt + cut.ids + tok.encode(" continue")
     after = drive(session, follow, FixedDraftLength(4), max_tokens=20)
     fresh = drive(ChatSession(toy_pair), follow, PlainDecoding(), max_tokens=20)
@@ -119,7 +125,8 @@ def test_prefill_is_chunked_reports_progress_and_can_be_cancelled(toy_pair, toy_
     totals = {p.total for p in out.progress}
     assert len(totals) == 1 and totals.pop() == 2 * (len(long_prompt) - 1)  # main and draft
     assert [p.done for p in out.progress] == sorted(p.done for p in out.progress)
-    assert out.progress[-1].done == out.progress[-1].total and len(out.progress) > 10
+    assert out.progress[-1].done == out.progress[-1].total, "the prefill's progress reaches its total"
+    assert len(out.progress) > 10, "progress is reported chunk by chunk"
 
     from threading import Event
 
@@ -133,12 +140,15 @@ def test_prefill_is_chunked_reports_progress_and_can_be_cancelled(toy_pair, toy_
         seen += 1
         if seen == 3:
             cancel.set()
-    assert event.reason == "cancelled" and event.token_ids == ()
+    assert event.reason == "cancelled", "a prefill cancelled ends as cancelled"
+    assert event.token_ids == (), "with no tokens"
     main, _ = session.cache_offsets()
-    assert 0 < len(session.tokens) < len(long_prompt) - 1 and all(o == len(session.tokens) for o in main)
+    assert 0 < len(session.tokens) < len(long_prompt) - 1, "the prefill stopped part of the way"
+    assert all(o == len(session.tokens) for o in main), "the main's caches hold what was read"
     again = drive(session, long_prompt, FixedDraftLength(2), max_tokens=8)
     fresh = drive(ChatSession(toy_pair), long_prompt, PlainDecoding(), max_tokens=8)
-    assert again.ids == fresh.ids and again.offsets_ok
+    assert again.ids == fresh.ids, "the next answer is a fresh session's"
+    assert again.offsets_ok, "every round left the caches in step with the tokens"
 
 
 def test_stop_token_ends_the_answer_and_is_not_shown(toy_pair, toy_prompt):
@@ -150,7 +160,8 @@ def test_stop_token_ends_the_answer_and_is_not_shown(toy_pair, toy_prompt):
         out = drive(session, toy_prompt, policy, max_tokens=30, stop_ids=[stop])
         assert out.finished.reason == "stop"
         assert out.ids == reference[:first]
-        assert out.offsets_ok and session.pending == stop
+        assert out.offsets_ok, "every round left the caches in step with the tokens"
+        assert session.pending == stop, "the stop token waits to be read with the next prompt"
 
 
 def test_seeded_sampling_is_reproducible_and_top_k_1_is_greedy(toy_pair, toy_prompt, plain_reference):
@@ -166,7 +177,8 @@ def test_seeded_sampling_is_reproducible_and_top_k_1_is_greedy(toy_pair, toy_pro
     ).ids
     assert a == b and a != c
     spec = drive(ChatSession(toy_pair), toy_prompt, FixedDraftLength(3), sampling=hot, max_tokens=30)
-    assert len(spec.ids) == 30 and spec.offsets_ok
+    assert len(spec.ids) == 30, "all 30 tokens are given"
+    assert spec.offsets_ok, "every round left the caches in step with the tokens"
     top1 = SamplingParams(temperature=1.5, top_k=1, seed=3)
     assert (
         drive(ChatSession(toy_pair), toy_prompt, FixedDraftLength(3), sampling=top1, max_tokens=48).ids
@@ -208,4 +220,5 @@ def test_the_policy_is_asked_once_per_round_and_its_first_plan_is_played(toy_pai
     policy = Counting()
     out = drive(ChatSession(toy_pair), toy_prompt, policy, max_tokens=24)
     assert policy.asked == len(policy.played) == len(out.rounds)
-    assert policy.played[0] == 5 and set(policy.played[1:-1]) == {2}
+    assert policy.played[0] == 5, "the first round drafts the asked 5"
+    assert set(policy.played[1:-1]) == {2}, "the rounds between play 2"

@@ -28,11 +28,15 @@ def test_a_probe_reads_only_the_last_skipped_tokens_and_the_answer_is_unchanged(
     session = ChatSession(toy_pair)
     out = drive(session, toy_prompt, SkipThenProbe(probe_at=24, read=5), max_tokens=40, stop_ids=[])
     plain = drive(ChatSession(toy_pair), toy_prompt, PlainDecoding(), max_tokens=40, stop_ids=[])
-    assert out.ids == plain.ids and out.offsets_ok
+    assert out.ids == plain.ids, "the answer is plain decoding's own"
+    assert out.offsets_ok, "every round left the caches in step with the tokens"
     probe = next(r for r in out.rounds[1:] if r.k)
     assert probe.catch_up == 5  # read 5 of ~20 skipped
     ((start, end),) = session.draft_gaps
-    assert end - start >= 15 and session.draft_offset == session.draft_len - (end - start)
+    assert end - start >= 15, "the draft skipped at least 15 tokens"
+    assert session.draft_offset == session.draft_len - (end - start), (
+        "the draft's offset accounts for the gap"
+    )
 
 
 def test_editing_back_into_a_gap_rewinds_the_draft_to_the_gap_start(toy_pair, toy_prompt):
@@ -41,7 +45,8 @@ def test_editing_back_into_a_gap_rewinds_the_draft_to_the_gap_start(toy_pair, to
     ((start, end),) = session.draft_gaps
     edited = (toy_prompt + first.ids)[: (start + end) // 2] + toy_pair.tokenizer.encode(" again")
     second = drive(session, edited, SkipThenProbe(probe_at=10, read=100), max_tokens=20, stop_ids=[])
-    assert second.offsets_ok and not session.draft_gaps  # the re-read covers the edited text
+    assert second.offsets_ok, "the next answer keeps the caches in step"
+    assert not session.draft_gaps, "the next answer fills the gap"  # the re-read covers the edited text
     fresh = drive(ChatSession(toy_pair), edited, PlainDecoding(), max_tokens=20, stop_ids=[])
     assert second.ids == fresh.ids
 
@@ -52,7 +57,9 @@ def test_editing_back_after_a_gap_keeps_it(toy_pair, toy_prompt):
     gap = session.draft_gaps[0]
     edited = (toy_prompt + first.ids)[:-2] + toy_pair.tokenizer.encode(" more")
     session.truncate(len(edited) - 3)
-    assert session.draft_gaps == [gap] and session.cache_offsets()[1][0] == session.draft_offset
+    assert session.draft_gaps == [gap], "the gap before the edit is kept"
+    assert session.cache_offsets()[1][0] == session.draft_offset, "the draft's cache ends at its offset"
     second = drive(session, edited, SkipThenProbe(probe_at=0, read=100), max_tokens=12, stop_ids=[])
     fresh = drive(ChatSession(toy_pair), edited, PlainDecoding(), max_tokens=12, stop_ids=[])
-    assert second.offsets_ok and second.ids == fresh.ids
+    assert second.offsets_ok, "the answer after the edit keeps the caches in step"
+    assert second.ids == fresh.ids, "the answer after the edit is a fresh session's"

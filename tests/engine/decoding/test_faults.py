@@ -63,16 +63,21 @@ def test_a_round_that_raises_leaves_the_caches_at_the_kept_tokens(toy_pair, toy_
     assert failing.calls == fail_at
     assert seen, "the fault came after some tokens were kept"
     # the session holds the prompt and the tokens shown, but the newest (which no model has read)
-    assert session.tokens == (toy_prompt + seen)[:-1] and session.main_ahead == 0
+    assert session.tokens == (toy_prompt + seen)[:-1], (
+        "the session holds the prompt and the tokens shown but the newest"
+    )
+    assert session.main_ahead == 0, "the main is not ahead of the tokens"
     main_offsets, draft_offsets = session.cache_offsets()
     assert set(main_offsets) == {len(session.tokens)}
-    assert set(draft_offsets) == {session.draft_offset} and session.draft_len <= len(session.tokens)
+    assert set(draft_offsets) == {session.draft_offset}, "the draft's caches end at its offset"
+    assert session.draft_len <= len(session.tokens), "the draft holds no more than the tokens"
 
     failing.fail_at = None
     for make in (PlainDecoding, policy):  # the same session answers as a fresh one does
         after = drive(session, toy_prompt, make(), max_tokens=24, stop_ids=[])
         fresh = drive(ChatSession(toy_pair), toy_prompt, PlainDecoding(), max_tokens=24, stop_ids=[])
-        assert after.ids == fresh.ids and after.offsets_ok
+        assert after.ids == fresh.ids, "the answer after the fault is a fresh session's"
+        assert after.offsets_ok, "every round left the caches in step with the tokens"
 
 
 def test_an_answer_abandoned_under_a_queued_step_rewinds_it(toy_pair, toy_prompt):
@@ -83,11 +88,15 @@ def test_an_answer_abandoned_under_a_queued_step_rewinds_it(toy_pair, toy_prompt
     shown = [next(stream) for _ in range(5)]
     assert session.main_ahead == 1  # the sixth step is already fed
     stream.close()
-    assert session.main_ahead == 0 and session.tokens == (toy_prompt + shown)[:-1]
+    assert session.main_ahead == 0, "the main is not ahead of the tokens"
+    assert session.tokens == (toy_prompt + shown)[:-1], (
+        "the session holds the prompt and the tokens shown but the newest"
+    )
     assert set(session.cache_offsets()[0]) == {len(session.tokens)}
     after = drive(session, toy_prompt, PlainDecoding(), max_tokens=24, stop_ids=[])
     fresh = drive(ChatSession(toy_pair), toy_prompt, PlainDecoding(), max_tokens=24, stop_ids=[])
-    assert after.ids == fresh.ids and after.offsets_ok
+    assert after.ids == fresh.ids, "the answer after the fault is a fresh session's"
+    assert after.offsets_ok, "every round left the caches in step with the tokens"
 
 
 def _tokens(session: ChatSession, prompt: list[int], policy: DraftPolicy):

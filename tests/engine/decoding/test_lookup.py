@@ -33,7 +33,8 @@ def test_lookup_alone_needs_no_draft_model_and_keeps_greedy_output(toy_models, t
     for policy in (FixedDraftLength(4, source=Provenance.LOOKUP), AdaptiveDraftLength(use_draft=False)):
         session = ChatSession(pair)
         out = drive(session, prompt, policy, max_tokens=40, stop_ids=[])
-        assert out.ids == plain.ids and out.offsets_ok
+        assert out.ids == plain.ids, "the answer is plain decoding's own"
+        assert out.offsets_ok, "every round left the caches in step with the tokens"
         lookup_rounds = [r for r in out.rounds if r.source is Provenance.LOOKUP]
         assert lookup_rounds and all(r.k == len(r.proposed) for r in lookup_rounds)
         accepted = [t for t in out.tokens if t.provenance is Provenance.LOOKUP]
@@ -58,7 +59,8 @@ def test_lookup_and_draft_mix_in_one_answer_with_consistent_caches(toy_pair, toy
             return FixedDraftLength(2).choose(context)
 
     out = drive(ChatSession(toy_pair), prompt, Alternate(), max_tokens=40, stop_ids=[])
-    assert out.ids == plain.ids and out.offsets_ok
+    assert out.ids == plain.ids, "the answer is plain decoding's own"
+    assert out.offsets_ok, "every round left the caches in step with the tokens"
     assert {r.source for r in out.rounds} >= {Provenance.LOOKUP, Provenance.DRAFT}
 
 

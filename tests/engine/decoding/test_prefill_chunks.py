@@ -50,9 +50,13 @@ def test_small_chunks_give_the_same_answer_as_one_pass(toy_pair, long_prompt, po
     tiny = ChatSession(toy_pair, prefill_chunk=FIRST_CHUNK, chunk_seconds=1e-9)
     chunked = drive(tiny, long_prompt, policy(), max_tokens=32, stop_ids=[])
     sizes = [b.done - a.done for a, b in zip(chunked.progress, chunked.progress[1:])]
-    assert len(sizes) > 10 and len(set(sizes)) > 1 and max(sizes) <= FIRST_CHUNK, str(sizes)
-    assert len(chunked.ids) == 32 and chunked.ids == one_pass.ids
-    assert chunked.offsets_ok and tiny.tokens == whole.tokens
+    assert len(sizes) > 10, f"a long prompt is read in many chunks: {sizes}"
+    assert len(set(sizes)) > 1, f"the chunks change size: {sizes}"
+    assert max(sizes) <= FIRST_CHUNK, f"no chunk is larger than the first: {sizes}"
+    assert len(chunked.ids) == 32, "all 32 tokens are given"
+    assert chunked.ids == one_pass.ids, "chunked reading gives the one-pass answer"
+    assert chunked.offsets_ok, "every round left the caches in step with the tokens"
+    assert tiny.tokens == whole.tokens, "a tiny chunk reads the same tokens as the whole"
 
 
 def test_a_slow_device_reads_in_chunks_that_report_well_within_a_second(toy_pair, long_prompt):
@@ -65,7 +69,8 @@ def test_a_slow_device_reads_in_chunks_that_report_well_within_a_second(toy_pair
     gaps = [b - a for a, b in zip(seen, seen[1:])]
     reads = [n for _, n in model.passes][: len(gaps)]
     assert sum(reads) == len(long_prompt) - 1  # the prompt less its last token, which is pending
-    assert max(reads) <= 32 and max(gaps) < 0.9, (reads, gaps)
+    assert max(reads) <= 32, f"no read past 32 tokens: {reads}"
+    assert max(gaps) < 0.9, f"no pause of 0.9 s or more between reads: {gaps}"
     assert seen[-1] > 2.0  # the prompt took seconds: without chunks, seconds without news
 
 
@@ -78,7 +83,8 @@ def test_a_fixed_cost_per_pass_does_not_shrink_the_chunks_to_nothing(toy_pair, l
         pass
     reads = [n for _, n in model.passes][:-1]  # the last pass is the answer's step
     assert sum(reads) == len(long_prompt) - 1
-    assert reads[:-1] and min(reads[:-1]) >= 16 and max(reads) <= 32, reads  # 0.4-0.6 s each
+    assert reads[:-1] and min(reads[:-1]) >= 16, f"every read but the last is at least 16 tokens: {reads}"
+    assert max(reads) <= 32, f"no read past 32 tokens: {reads}"  # 0.4-0.6 s each
 
 
 def test_a_cancel_during_prefill_stops_within_one_chunk(toy_pair, long_prompt):
@@ -91,8 +97,11 @@ def test_a_cancel_during_prefill_stops_within_one_chunk(toy_pair, long_prompt):
         if isinstance(event, PrefillProgress) and event.done > 0 and not cancel.is_set():
             cancel.set()
             read_at_cancel, passes_at_cancel, at = event.done, len(model.passes), time.perf_counter()
-    assert isinstance(event, GenerationFinished) and event.reason == "cancelled" and not event.token_ids
-    assert len(model.passes) == passes_at_cancel and len(session.tokens) == read_at_cancel
+    assert isinstance(event, GenerationFinished), "the answer finishes"
+    assert event.reason == "cancelled", "a cancelled prefill ends as cancelled"
+    assert not event.token_ids, "with no tokens"
+    assert len(model.passes) == passes_at_cancel, "no pass runs after the cancel"
+    assert len(session.tokens) == read_at_cancel, "nothing more is read after the cancel"
     assert time.perf_counter() - at < 0.5
     assert 0 < read_at_cancel < len(long_prompt) - 1
 
@@ -133,4 +142,5 @@ def test_a_fast_device_reaches_the_largest_chunk_in_a_few_passes():
     odd = ChunkPacer(100, seconds=0.5)
     odd.record("main", 16, 16, 0.001)
     odd.record("main", 64, 64, 0.002)
-    assert odd.size("main") == 100 and odd.ladder == [4, 8, 16, 32, 64, 100]
+    assert odd.size("main") == 100, "an odd limit caps the chunk size"
+    assert odd.ladder == [4, 8, 16, 32, 64, 100], "the ladder ends at the limit"

@@ -159,7 +159,8 @@ def test_seeded_residual_sampling_is_reproducible_and_greedy_stays_exact(toy_pai
     hot = SamplingParams(temperature=0.8, top_p=0.95, seed=11)
     a = drive(ChatSession(toy_pair), toy_prompt, FixedDraftLength(3), sampling=hot, max_tokens=24)
     b = drive(ChatSession(toy_pair), toy_prompt, FixedDraftLength(3), sampling=hot, max_tokens=24)
-    assert a.ids == b.ids and a.offsets_ok
+    assert a.ids == b.ids, "the same seed gives the same answer"
+    assert a.offsets_ok, "every round left the caches in step with the tokens"
     plain = drive(ChatSession(toy_pair), toy_prompt, PlainDecoding(), max_tokens=24)
     greedy = drive(
         ChatSession(toy_pair), toy_prompt, FixedDraftLength(3), max_tokens=24, acceptance="residual"
@@ -171,5 +172,6 @@ def test_seeded_residual_sampling_is_reproducible_and_greedy_stays_exact(toy_pai
 
 def test_joint_cells_are_what_the_test_expects(setup):
     _, _, joint = setup
-    assert abs(sum(joint.values()) - 1) < 1e-4 and len(joint) == 3**TOKENS
+    assert abs(sum(joint.values()) - 1) < 1e-4, "the probabilities add up to 1"
+    assert len(joint) == 3**TOKENS, "every answer of the length is counted"
     assert all(len(c) == TOKENS for c in itertools.islice(joint, 3))

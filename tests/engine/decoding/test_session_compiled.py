@@ -22,7 +22,8 @@ def _turns(session: ChatSession, pair, prompt: list[int], policy_factory) -> lis
 
     def turn(text: list[int]) -> list[int]:
         out = drive(session, text, policy_factory(), max_tokens=14, stop_ids=[])
-        assert out.offsets_ok and not out.notices
+        assert out.offsets_ok, "every round left the caches in step with the tokens"
+        assert not out.notices, "no notice"
         answers.append(out.ids)
         return out.ids
 
@@ -77,7 +78,8 @@ def test_compiled_and_eager_passes_give_the_plain_answers_over_an_edited_convers
     if not compiled:
         assert not ran
     elif policy == "plain":
-        assert ran["main", 1] >= 4 * 12 and not any(role == "draft" for role, _ in ran)
+        assert ran["main", 1] >= 4 * 12, "the main's one-token steps ran compiled"
+        assert not any(role == "draft" for role, _ in ran), "no draft pass ran compiled"
     else:
         assert ran["main", 4] and ran["draft", 1]  # verify passes (pending and three proposals), draft steps
 
@@ -103,7 +105,8 @@ def test_an_unmeasured_model_runs_eager_by_default(toy_pair, monkeypatch):
     for model in (toy_pair.main.model, toy_pair.draft.model):
         monkeypatch.setattr(compiled_step(model), "timing", None)
     session = ChatSession(toy_pair, padded_keys=True)
-    assert session.main_step is None and session.step_choices.main.reason == "not measured"
+    assert session.main_step is None, "no compiled step without a measurement"
+    assert session.step_choices.main.reason == "not measured", "the choice says it was not measured"
 
 
 def test_a_session_made_before_the_warm_up_follows_what_it_measured(toy_pair, monkeypatch):

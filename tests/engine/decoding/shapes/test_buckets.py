@@ -20,7 +20,8 @@ def test_every_length_splits_exactly_into_pass_sizes_largest_first():
     assert split(0) == []
     for n in range(1, 1100):
         pieces = split(n)
-        assert sum(pieces) == n and set(pieces) <= set(PASS_SIZES)
+        assert sum(pieces) == n, f"the pieces of {n} tokens add up to {n}"
+        assert set(pieces) <= set(PASS_SIZES), f"every piece of {n} tokens is a pass size"
         assert pieces == sorted(pieces, reverse=True)
 
 
@@ -47,12 +48,14 @@ def test_a_padded_read_gives_the_exact_reads_logits_and_leaves_no_pad_behind(toy
     ids = toy_pair.tokenizer.encode("def fibonacci(n):\n    # return the n-th number, " * 4)[:57]
     exact, offsets = _logits_and_offset(toy_pair, ids, bucketed=False)
     padded, padded_offsets = _logits_and_offset(toy_pair, ids, bucketed=True)  # 40 -> 64, 17 -> 32
-    assert padded.shape == exact.shape and padded_offsets == offsets == [57] * len(offsets)
+    assert padded.shape == exact.shape, "padded passes give logits of the exact shape"
+    assert padded_offsets == offsets == [57] * len(offsets), "padding leaves the cache at the real length"
     assert mx.allclose(padded, exact, atol=1e-4).item()
     # a cache that cannot give entries back is read in exact pieces
     rotating = [RotatingKVCache(max_size=512) for _ in toy_pair.draft.model.layers]
     split_logits, split_offsets = _logits_and_offset(toy_pair, ids, bucketed=True, cache=rotating)
-    assert split_offsets == offsets and mx.allclose(split_logits, exact, atol=1e-4).item()
+    assert split_offsets == offsets, "a rotating cache ends at the real length"
+    assert mx.allclose(split_logits, exact, atol=1e-4).item(), "a rotating cache gives the exact logits"
 
 
 def test_the_sizes_cover_the_longest_verify_and_a_whole_prefill_chunk():
@@ -87,7 +90,9 @@ def _conversation(session, pair, policy_factory):
     b = drive(session, second, policy_factory(), max_tokens=45, stop_ids=[])
     third = (second + b.ids)[: len(second) + 11] + tok.encode(" edit")
     c = drive(session, third, policy_factory(), max_tokens=29, stop_ids=[])
-    assert a.offsets_ok and b.offsets_ok and c.offsets_ok
+    assert a.offsets_ok, "the first answer kept the caches in step"
+    assert b.offsets_ok, "the second answer kept the caches in step"
+    assert c.offsets_ok, "the answer after the edit kept the caches in step"
     assert not (a.notices or b.notices or c.notices)  # no cache was found wrong and rebuilt
     return [a.ids, b.ids, c.ids], len(third)
 
@@ -134,6 +139,8 @@ def test_a_step_runs_the_step_sizes_and_the_plain_pass_runs_where_it_declines(to
     assert run(model, cache, ids[:1], False, step=step).shape == (1, 1, 7)  # the step's own
     assert cache[0].offset == 0  # (this one did not feed the cache)
     declined = run(model, cache, ids[:2], True, step=step)
-    assert declined.shape == (1, 2, model.args.vocab_size) and cache[0].offset == 2
+    assert declined.shape == (1, 2, model.args.vocab_size), "a declined step still gives the pass's logits"
+    assert cache[0].offset == 2, "the eager pass fed the cache"
     run(model, cache, ids[:16], True, step=step)
-    assert asked == [1, 2] and cache[0].offset == 18  # a read is never offered to the step
+    assert asked == [1, 2], "only the one- and two-token passes are offered to the step"
+    assert cache[0].offset == 18, "the read fed the cache"  # a read is never offered to the step

@@ -51,7 +51,10 @@ def test_compiled_passes_give_the_eager_logits_and_cache_across_widths_and_trims
             for c in cache:
                 c.trim(drop)
     end = compiled[0].offset
-    assert end > 256 and all(c.keys.shape[2] == 512 for c in compiled)  # grown to a key width
+    assert end > 256, "the answer crossed the first buffer's 256 entries"
+    assert all(c.keys.shape[2] == 512 for c in compiled), (
+        "every layer grew to the next key width"
+    )  # grown to a key width
     for e, c in zip(eager, compiled, strict=True):
         assert mx.allclose(e.keys[..., :end, :], c.keys[..., :end, :], atol=1e-5).item()
         assert mx.allclose(e.values[..., :end, :], c.values[..., :end, :], atol=1e-5).item()
@@ -67,7 +70,8 @@ def test_it_declines_where_it_does_not_apply_and_leaves_the_cache_alone(toy_pair
     assert [c.offset for c in cache] == [20] * len(cache)
     plain = [KVCache() for _ in model.layers]
     mx.eval(model(_ids(20, 0)[None], cache=plain))
-    assert not compilable(plain) and step(plain, _ids(1, 3)) is None
+    assert not compilable(plain), "a plain cache cannot run a compiled pass"
+    assert step(plain, _ids(1, 3)) is None, "the step declines a plain cache"
     assert plain[0].offset == 20
 
 
@@ -102,7 +106,8 @@ def test_the_choice_follows_the_ask_then_the_timing_and_never_unpadded_caches(to
         False,
         "not measured",
     )
-    assert choose(model, padded, True).compiled and not choose(model, padded, False).compiled
+    assert choose(model, padded, True).compiled, "asked for, compiled passes are used"
+    assert not choose(model, padded, False).compiled, "asked not to, they are not"
     slower = StepTiming((1,), (2.0,), (3.0,))
     monkeypatch.setattr(step, "timing", slower)
     assert choose(model, padded, None) == StepChoice(False, "measured", slower, frozenset())
@@ -121,7 +126,8 @@ def test_timing_records_both_ways_per_size_on_the_model(toy_pair, monkeypatch):
     model = toy_pair.draft.model
     monkeypatch.setattr(compiled_step(model), "timing", None)
     timing = time_steps(model, lambda: [PaddedKVCache() for _ in model.layers], [5, 6, 7, 8], (1, 3))
-    assert timing.sizes == (1, 3) and len(timing.eager_ms) == len(timing.compiled_ms) == 2
+    assert timing.sizes == (1, 3), "both asked sizes are timed"
+    assert len(timing.eager_ms) == len(timing.compiled_ms) == 2, "each size is timed eager and compiled"
     assert all(ms > 0 for ms in timing.eager_ms + timing.compiled_ms)
     assert compiled_step(model).timing is timing
 

@@ -51,8 +51,10 @@ def test_same_logits_and_tokens_as_the_plain_cache_and_only_padded_key_lengths(t
     ends = [sum(CHUNKS[: i + 1]) for i in range(len(CHUNKS))]
     multi = [w for w, n in zip(widths, CHUNKS, strict=True) if n > 1]
     # 573 entries in the end: passes of several tokens see three key lengths
-    assert set(multi) == {256, 512, 1024} and all(w % KEY_STEP == 0 for w in multi)
-    assert multi == sorted(multi) and len(widths) == len(CHUNKS)
+    assert set(multi) == {256, 512, 1024}, "passes of several tokens see three key widths"
+    assert all(w % KEY_STEP == 0 for w in multi), "every width is a whole number of key steps"
+    assert multi == sorted(multi), "widths only grow"
+    assert len(widths) == len(CHUNKS), "one width per pass"
     # a single-token pass sees exactly the keys there are, with no mask (cheaper on CUDA)
     assert [w for w, n, end in zip(widths, CHUNKS, ends, strict=True) if n == 1] == [
         end for n, end in zip(CHUNKS, ends, strict=True) if n == 1
@@ -130,7 +132,8 @@ def test_passes_of_any_length_fill_the_cache_as_kvcache_does(n):
     keys = mx.ones((1, 2, n, 4))
     got_k, got_v = cache.update_and_fetch(keys, keys * 2)
     width = n if n == 1 else key_width(n)  # a single token's pass is handed the exact keys
-    assert cache.offset == n and got_k.shape[2] == width == got_v.shape[2]
+    assert cache.offset == n, f"the cache holds all {n} tokens"
+    assert got_k.shape[2] == width == got_v.shape[2], "keys and values are handed at the padded width"
     assert mx.array_equal(got_k[..., :n, :], keys).item()
     assert not got_k[..., n:, :].any().item()  # zeros from allocation
 

@@ -104,7 +104,8 @@ def test_a_child_that_never_answers_is_killed_at_the_time_limit() -> None:
     try:
         with pytest.raises(TemplateError, match=LIMIT_MESSAGE):
             child.render(CHATML_TEMPLATE, MESSAGES, timeout=0.1)
-        assert child.stopped == 1 and child.pid is None
+        assert child.stopped == 1, "the renderer was stopped once"
+        assert child.pid is None, "no renderer process is left"
     finally:
         child.close()
 
@@ -117,7 +118,8 @@ def test_where_no_address_limit_holds_the_parent_ends_a_growing_child() -> None:
         pid = child.pid
         with pytest.raises(TemplateError, match=LIMIT_MESSAGE):
             child.render(GROWING, MESSAGES, timeout=30)
-        assert child.stopped == 1 and pid is not None and not _alive(pid)
+        assert child.stopped == 1, "the renderer was stopped once"
+        assert pid is not None and not _alive(pid), "its process has ended"
         assert child.render(CHATML_TEMPLATE, MESSAGES) == first  # a fresh child took its place
     finally:
         child.close()
@@ -158,13 +160,15 @@ def test_the_child_is_gone_after_close_and_unload(toy_models) -> None:
         [pid] = live_renderer_pids()
         worker.submit(LoadPair(str(toy_models.main), None, warm_up=False))  # unloads the first
         until(PairLoaded)
-        assert not _alive(pid) and live_renderer_pids() == []
+        assert not _alive(pid), "the renderer process has ended"
+        assert live_renderer_pids() == [], "no renderer is left running"
         worker.submit(Generate(tuple(MESSAGES), max_tokens=2))
         until(GenerationFinished)
         [pid] = live_renderer_pids()
     finally:
         assert worker.shutdown(timeout=30)
-    assert not _alive(pid) and live_renderer_pids() == []
+    assert not _alive(pid), "the renderer process has ended"
+    assert live_renderer_pids() == [], "no renderer is left running"
 
 
 @pytest.mark.parametrize("ending", ["exit", "kill"])

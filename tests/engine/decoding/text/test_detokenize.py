@@ -77,7 +77,8 @@ def test_window_stays_small(tokenizer) -> None:
     detok = StreamingDetokenizer(Counting())
     for i in ids:
         detok.add(i)
-    assert len(ids) > 300 and max(calls) <= 4
+    assert len(ids) > 300, "the text is long enough to matter (over 300 tokens)"
+    assert max(calls) <= 4, "decoding a token reads at most 4 tokens back"
 
 
 def test_invalid_byte_sequences_still_match_decode(tokenizer) -> None:
