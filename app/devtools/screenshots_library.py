@@ -40,7 +40,7 @@ def render_library(app: QApplication, out: Path, wait: Wait, save: Save) -> None
         return w
 
     w = window()
-    w.start_import(str(gguf))
+    w.library.start_import(str(gguf))
     wait(app, lambda: w.controller.pair is not None, 300)
     wait(app, lambda: w.stack.currentWidget() is w.view, 10)
     save(app, w, out / "import-selected-as-main.png")
@@ -50,7 +50,7 @@ def render_library(app: QApplication, out: Path, wait: Wait, save: Save) -> None
     wait(app, picker.drafts_checked, 60)
     save(app, picker, out / "import-listed-in-picker.png")
     picker.close()
-    w.start_import(str(gguf))
+    w.library.start_import(str(gguf))
     wait(app, lambda: "already in your library" in w.welcome.status.text(), 60)
     wait(app, lambda: w.controller.pair is not None, 30)
     save(app, w, out / "import-again-already-in-library.png")

@@ -53,7 +53,7 @@ def render_look(app: QApplication, home: Path, out: Path, wait: Wait, save: Save
     )
     window.resize(1180, 760)
     window.show()
-    wait(app, lambda: window.has_models, 30)
+    wait(app, lambda: window.library.has_models, 30)
     save(app, window, out / "models-none-loaded.png")
     window.composer.editor.setPlainText("What is speculative decoding?")
     window.composer.send.emit(window.composer.editor.toPlainText())

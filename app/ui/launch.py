@@ -98,7 +98,7 @@ def _announce_when_ready(window: Any, started: float) -> None:
             state["scan"] = result
             check()
 
-    window.scanned.connect(on_scan)
+    window.library.scanned.connect(on_scan)
 
 
 def _close_on_signals(window: Any) -> QTimer:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from PySide6.QtCore import QEvent, QSettings, Qt, Signal
+from PySide6.QtCore import QEvent, QSettings, Qt
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -21,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import PRODUCT_NAME
-from app.engine.library.discovery import Sources, default_sources, scan_library
+from app.engine.library.discovery import Sources
 from app.engine.library.recommended import RecommendedPair
 from app.engine.store import write_failure
 from app.engine.store.conversations import ConversationError, ConversationStore
@@ -46,8 +44,7 @@ from app.ui.common.settings import app_settings
 from app.ui.common.theme import current_theme
 from app.ui.common.wait_progress import WaitPanel
 from app.ui.dashboard.dashboard import Dashboard
-from app.ui.library import model_folders as folders
-from app.ui.library.gguf_import import start_import
+from app.ui.library.model_library import ModelLibrary
 from app.ui.library.welcome import WelcomePanel
 from app.ui.picker.new_models import NewModels
 from app.ui.picker.picker import PickerDialog
@@ -62,8 +59,6 @@ from app.ui.window.store_notice import StoreNotice
 
 
 class MainWindow(ChatActions):
-    scanned = Signal(object)  # each library scan's outcome: (models, ggufs) or the exception
-
     def __init__(
         self,
         *,
@@ -78,9 +73,6 @@ class MainWindow(ChatActions):
         self.quit_wait = quit_wait  # seconds the close waits for the worker to reach a safe point
         self.setWindowTitle(PRODUCT_NAME)
         self.settings = settings or app_settings()
-        self.sources = sources or default_sources(
-            tuple(Path(p) for p in folders.saved_folders(self.settings))
-        )
         self.store = store or ConversationStore()
         self.banner = ErrorBanner()  # failures stay here until dismissed; the status bar forgets
         self.last_load = LastLoadBar(self.settings)  # a pair whose last load did not finish
@@ -90,10 +82,11 @@ class MainWindow(ChatActions):
         self.composer, self.strip = Composer(), StatusStrip()
         self.sidebar, self.welcome = Sidebar(), WelcomePanel()
         self.empty, self.need_models = EmptyChat(), NeedModelsBar()
-        self.appearance, self.has_models = Appearance(self.settings, self), False
+        self.appearance = Appearance(self.settings, self)
         self.controller = ChatController(self.store, self.bridge, self.strip, self.settings, self)
         self.view = ChatView(self.controller.transcript)
         self.waits = WaitPanel(self.settings)  # long waits, with time, estimate and Cancel
+        self.library = ModelLibrary(self.settings, self.background, self.waits, self, sources)
         self.chat_waits = ChatWaits(self.controller, self.waits, self)
         self.drafts = DraftKeeper(self.composer.editor, self.controller, self)
         self.presets = PresetLink(self.composer, self.controller, self.settings)
@@ -106,7 +99,7 @@ class MainWindow(ChatActions):
         self.serving = ServerSwitch(
             self, self.settings, self.controller, self.bridge.engine, self.report_error
         )
-        self.scanned.connect(self.serving.library_scanned)
+        self.library.scanned.connect(self.serving.library_scanned)
         self.toggles = build_menus(
             self.menuBar(), self._commands(), self.dashboard, self.serving, self.appearance
         )
@@ -128,7 +121,7 @@ class MainWindow(ChatActions):
         )
         self.toggles.highlight.setChecked(self.view.options.highlight)
         self.toggles.rejected.setChecked(self.view.options.show_rejected)
-        self.scan()
+        self.library.scan()
         if restore_pair:
             start_pair(self.settings, self.last_load, self.load_pair)
 
@@ -201,8 +194,13 @@ class MainWindow(ChatActions):
         for part in (self.view, self.empty, self.need_models, self.welcome, self.banner, self.strip):
             self.appearance.changed.connect(part.set_theme)
         self.appearance.changed.connect(self.last_load.set_theme)
-        self.welcome.import_gguf.connect(self.import_gguf)
-        self.welcome.add_folder.connect(self.add_folder)
+        self.welcome.import_gguf.connect(self.library.import_gguf)
+        self.welcome.add_folder.connect(self.library.add_folder)
+        self.library.scanned.connect(self._on_scanned)
+        self.library.failed.connect(self.report_error)
+        self.library.status.connect(self.statusBar().showMessage)
+        self.library.import_status.connect(self._show_import)
+        self.library.imported.connect(self.new_models.arrived)
         self.welcome.download.connect(self._download_pair)
 
     def _commands(self) -> Commands:
@@ -210,8 +208,8 @@ class MainWindow(ChatActions):
         return Commands(
             new_chat=self.controller.new_conversation,
             export=self.export,
-            import_gguf=self.import_gguf,
-            add_folder=self.add_folder,
+            import_gguf=self.library.import_gguf,
+            add_folder=self.library.add_folder,
             quit=self.close,
             regenerate=lambda: self.regenerate(None),
             stop=self.controller.stop,
@@ -290,32 +288,20 @@ class MainWindow(ChatActions):
             )
 
     # -- models ---------------------------------------------------------------------------------
-    def run_task(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
-        """`done` gets the result, or the exception `fn` raised."""
-        self.background.start(lambda _job: fn(), done, failed=done)
-
-    def scan(self) -> None:
-        sources = self.sources
-        self.run_task(lambda: scan_library(sources, None), self._on_scanned)
-
-    def _on_scanned(self, result: Any) -> None:
-        self.scanned.emit(result)
-        if isinstance(result, Exception):
-            self.report_error(f"Could not scan the model folders: {result}")
-            return
-        self.has_models = any(f.usable for f in result[0])
-        self.show_pane()
+    def _on_scanned(self, result: object) -> None:
+        if not isinstance(result, Exception):
+            self.show_pane()
 
     def show_pane(self) -> None:  # the welcome, an empty state with its next step, or the chat
-        pane = pane_state(self.has_models, self.controller)
+        pane = pane_state(self.library.has_models, self.controller)
         self.need_models.setVisible(not self.need_models.isHidden() and self.controller.pair is None)
         self.empty.show_state(pane)
         self.stack.setCurrentWidget({None: self.view, WELCOME: self.welcome}.get(pane, self.empty))
 
     def picker(self) -> PickerDialog:
-        dialog = PickerDialog(self.sources, settings=self.settings, parent=self)
-        dialog.import_requested.connect(self.start_import)
-        dialog.sources_changed.connect(self._use_sources)
+        dialog = PickerDialog(self.library.sources, settings=self.settings, parent=self)
+        dialog.import_requested.connect(self.library.start_import)
+        dialog.sources_changed.connect(self.library.use_sources)
         dialog.downloads.failed.connect(self.report_error)
         self.new_models.follow(dialog, self.controller.pair[0] if self.controller.pair else None)
         dialog.measure_requested.connect(lambda main, _: self._measure_pair(dialog, main))
@@ -331,7 +317,7 @@ class MainWindow(ChatActions):
         if dialog.exec() and dialog.picked is not None:
             p = dialog.picked
             self.load_pair(p.main, p.draft, p.mode)
-        self.scan()
+        self.library.scan()
 
     def open_arena(self) -> ArenaDialog:
         """One arena window, kept between openings so a run survives hiding it."""
@@ -339,7 +325,7 @@ class MainWindow(ChatActions):
             pair = self.controller.pair
             self.arena = ArenaDialog(
                 self.bridge,
-                self.sources,
+                self.library.sources,
                 self.settings,
                 main=pair[0] if pair else None,
                 blocked=self._arena_blocked,
@@ -348,7 +334,7 @@ class MainWindow(ChatActions):
             self.arena.apply.connect(self.load_pair)
             self.arena.resize(980, 680)
         else:
-            self.arena.sources = self.sources
+            self.arena.sources = self.library.sources
             self.arena.select_main(self.controller.pair[0] if self.controller.pair else None)
         self.arena.show()
         self.arena.raise_()
@@ -359,7 +345,7 @@ class MainWindow(ChatActions):
         dialog.downloads.enqueue([pair.main_repo, pair.draft_repo])
         if dialog.exec() and dialog.picked is not None:
             self.load_pair(dialog.picked.main, dialog.picked.draft, dialog.picked.mode)
-        self.scan()
+        self.library.scan()
 
     def load_pair(self, main: str, draft: str | None, mode: str = "model") -> None:
         note_attempt(self.settings, main, draft, mode)  # the next start loads it once it has loaded
@@ -369,41 +355,8 @@ class MainWindow(ChatActions):
         self.controller.load_pair(main, draft, mode)
         self.show_pane()
 
-    def add_folder(self) -> None:
-        """Kept only once a model is found in it; otherwise the banner says what a model folder holds."""
-        folder = folders.ask_for_folder(self)
-        if folder:
-            self.run_task(
-                lambda: folders.holds_models(folder), lambda found: self._folder_checked(folder, found)
-            )
-
-    def _folder_checked(self, folder: str, found: object) -> None:
-        if isinstance(found, Exception):
-            self.report_error(f"Could not read {folder}: {reason(found)}.")
-        elif not found:
-            self.report_error(folders.no_model_found(folder))
-        else:
-            self.sources = folders.keep_folder(self.settings, self.sources, folder)
-            self.statusBar().showMessage(f"Added {folder}", 8000)
-            self.scan()
-
-    def _use_sources(self, sources: Sources) -> None:
-        """A model folder added from the picker is scanned here too."""
-        self.sources = sources
-        self.scan()
-
-    def import_gguf(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import a GGUF model", "", "GGUF models (*.gguf)")
-        if path:
-            self.start_import(path)
-
-    def start_import(self, path: str) -> None:
-        on = (self._show_import, self.scan, self.report_error, self.waits, self.new_models.arrived)
-        start_import(self.background, path, *on)
-
     def _show_import(self, text: str) -> None:
         self.welcome.status.setText(text)
-        self.statusBar().showMessage(text, 0 if text.startswith("Importing") else 15000)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def changeEvent(self, e: QEvent) -> None:

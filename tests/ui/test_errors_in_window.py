@@ -148,7 +148,7 @@ def test_generation_error_stays(qtbot, window):
 def test_import_error_stays(qtbot, window, tmp_path):
     bogus = tmp_path / "model.gguf"
     bogus.write_bytes(b"not a gguf file at all")
-    window.start_import(str(bogus))
+    window.library.start_import(str(bogus))
     qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=10_000)
     assert str(bogus) in window.banner.text()
     assert "this is not a GGUF model file SpecChat can read" in window.banner.text()

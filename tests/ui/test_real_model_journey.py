@@ -39,7 +39,7 @@ def start(qtbot) -> tuple[MainWindow, list[object]]:
     window = open_main_window()
     qtbot.addWidget(window)
     scans: list[object] = []
-    window.scanned.connect(scans.append)
+    window.library.scanned.connect(scans.append)
     return window, scans
 
 

@@ -142,7 +142,7 @@ def test_arena_ranks_cancels_persists_and_applies(qtbot, window, library):
     assert "user" in dialog.table.item(0, 5).text(), "the per-prompt-class column has the user's own prompts"
     assert load_results(main) == dialog.results
 
-    picker = PickerDialog(window.sources, usable_memory=64 * 2**30)
+    picker = PickerDialog(window.library.sources, usable_memory=64 * 2**30)
     qtbot.addWidget(picker)
     qtbot.waitUntil(
         lambda: picker.current_main() is not None and picker.current_main().path in picker.verdicts,

@@ -30,12 +30,12 @@ def test_no_models_welcome_buttons_ask_for_an_import_a_folder_or_the_picker(qtbo
     w = make_window(qtbot, specchat_home)
     qtbot.waitUntil(lambda: w.stack.currentWidget() is w.welcome, timeout=10_000)
     asked = []
-    w.import_gguf = lambda: asked.append("import")  # the file dialogs would block the test
-    w.add_folder = lambda: asked.append("folder")
+    w.library.import_gguf = lambda: asked.append("import")  # the file dialogs would block the test
+    w.library.add_folder = lambda: asked.append("folder")
     w.welcome.import_gguf.disconnect()
     w.welcome.add_folder.disconnect()
-    w.welcome.import_gguf.connect(w.import_gguf)
-    w.welcome.add_folder.connect(w.add_folder)
+    w.welcome.import_gguf.connect(w.library.import_gguf)
+    w.welcome.add_folder.connect(w.library.add_folder)
     buttons = {b.text(): b for b in w.welcome.findChildren(type(w.welcome.buttons[0]))}
     qtbot.mouseClick(buttons["Import GGUF…"], Qt.MouseButton.LeftButton)
     qtbot.mouseClick(buttons["Add a folder…"], Qt.MouseButton.LeftButton)
@@ -47,7 +47,7 @@ def _window_with_models(qtbot, home, toy_models):
     models = home / "models"
     shutil.copytree(toy_models.main, models / "toy-main")
     w = make_window(qtbot, home, models=models)
-    qtbot.waitUntil(lambda: w.has_models, timeout=10_000)
+    qtbot.waitUntil(lambda: w.library.has_models, timeout=10_000)
     return w
 
 

@@ -154,7 +154,7 @@ def test_an_import_shows_progress_and_cancel_stops_it(qtbot, specchat_home, tmp_
     monkeypatch.setattr(child, "run_import", slow_import)
     window, _engine = open_window(qtbot, specchat_home)
     gguf = str(tmp_path / "model.gguf")
-    window.start_import(gguf)
+    window.library.start_import(gguf)
     key = ("import", gguf)
     qtbot.waitUntil(
         lambda: window.waits.text(key).startswith("Importing model.gguf: converting the weights · 10%")

@@ -14,14 +14,14 @@ def test_a_folder_with_no_model_is_said_and_not_added(qtbot, specchat_home, tmp_
     (empty / "beach.txt").write_text("sand", encoding="utf-8")
     w = make_window(qtbot, specchat_home)
     monkeypatch.setattr(model_folders, "ask_for_folder", lambda parent: str(empty))
-    w.add_folder()
+    w.library.add_folder()
     qtbot.waitUntil(lambda: "No model found" in w.banner.text(), timeout=10_000)
     assert (
         f"No model found in {empty}: a model folder holds a config.json and .safetensors" in w.banner.text()
     )
     assert "or a .gguf file" in w.banner.text()
     assert model_folders.saved_folders(w.settings) == [], "a folder with no model is not remembered"
-    assert w.sources.extra == (), "a folder with no model is not scanned"
+    assert w.library.sources.extra == (), "a folder with no model is not scanned"
     w.close()
 
 
@@ -31,12 +31,12 @@ def test_a_folder_with_a_model_is_added_and_scanned(qtbot, specchat_home, tmp_pa
     w = make_window(qtbot, specchat_home)
     qtbot.waitUntil(lambda: w.stack.currentWidget() is w.welcome, timeout=10_000)
     monkeypatch.setattr(model_folders, "ask_for_folder", lambda parent: str(mine))
-    w.add_folder()
-    qtbot.waitUntil(lambda: w.has_models, timeout=10_000)
+    w.library.add_folder()
+    qtbot.waitUntil(lambda: w.library.has_models, timeout=10_000)
     assert model_folders.saved_folders(w.settings) == [str(mine)], "the folder is remembered for next time"
-    assert w.sources.extra == (mine,), "the folder is scanned for models now"
+    assert w.library.sources.extra == (mine,), "the folder is scanned for models now"
     assert w.banner.text() == ""
-    w.add_folder()  # the same folder again is not listed twice
+    w.library.add_folder()  # the same folder again is not listed twice
     qtbot.waitUntil(lambda: not w.background.jobs, timeout=10_000)
     assert model_folders.saved_folders(w.settings) == [str(mine)]
     w.close()
