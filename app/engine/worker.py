@@ -4,6 +4,10 @@ MLX streams belong to the thread that created them, so loading and generating bo
 Callers submit the commands of protocol.py and receive `WorkerMessage`s through a callback that
 the worker calls on its own thread; the UI forwards them to the GUI thread. Nothing here blocks
 the caller except `shutdown`.
+
+It is one module past 400 lines because the queue, its cancellation and every command's handler
+share the thread's state (the loaded pair, its session, a main split across machines); the work
+each command does lives in decoding/, features/ and distributed/.
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ submitted, and a change that cannot be committed is reported through `failed` wh
 stays in the composer and the transcript stays as stored; the growing answer is checkpointed at
 least twice a second and on every stop, so a killed app loses well under a second. Every engine
 call here is a non-blocking submit or cancel.
+
+It is one module past 400 lines because a load, a send and the stream all turn on the same state:
+a load stops the answer in flight, an answer is recorded against the pair that wrote it, and a lost
+machine reloads the pair mid-answer. What can stand alone already does (the live answer, the plain
+baselines, the waits, the drafts, the losslessness check).
 """
 
 from __future__ import annotations

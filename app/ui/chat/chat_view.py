@@ -5,6 +5,10 @@ its change notifications; it keeps no copy of the conversation. Only the last me
 while streaming, drawn as markdown as it grows (app.ui.chat.text.live_markdown). The browser loads nothing:
 `loadResource` answers every URL with nothing and links go through a confirmation before the
 system browser sees them.
+
+It is one module past 400 lines because drawing a turn, its token tint, its action links and the
+hover that reads them back all work on the same document positions; the text's own layout
+(markdown, long runs, bubbles) is already in app.ui.chat.text.
 """
 
 from __future__ import annotations
