@@ -83,7 +83,10 @@ def test_greedy_answers_are_plain_decodings_whatever_the_mode(toy_pair, mode):
     if mode == "fixed":
         assert any(t.provenance is Provenance.DRAFT for t in tokens)
     if mode in ("off", "plain"):  # "plain" is the older word for off, still accepted
-        assert {t.provenance for t in tokens} == {Provenance.MAIN} and answer.stats.proposed == 0
+        assert {t.provenance for t in tokens} == {Provenance.MAIN}, (
+            "with speculation off, every token is the main's"
+        )
+        assert answer.stats.proposed == 0, "nothing is drafted"
 
 
 def test_refused_drafts_ride_on_the_token_the_main_chose_instead(toy_pair):
@@ -154,7 +157,8 @@ def test_a_pair_that_cannot_speculate_says_so_before_its_first_token(toy_pair):
     main = toy_pair.main
     wrapped = LoadedModel(_RecurrentLike(main.model), main.tokenizer, main.config, main.source)
     pair = LoadedPair(ModelPair(wrapped, toy_pair.draft))
-    assert not pair.can_speculate and "cannot be rewound" in (pair.speculation_refusal or "")
+    assert not pair.can_speculate, "a cache that cannot be rewound stops speculation"
+    assert "cannot be rewound" in (pair.speculation_refusal or ""), "the refusal says why"
     answer = pair.stream(QUESTION, mode="fixed", max_tokens=10)
     next(answer)
     assert [n.kind for n in answer.notices] == ["notice"]
@@ -182,7 +186,9 @@ def test_bad_settings_fail_before_any_model_work(toy_pair):
 
 def test_compatibility_accepts_the_toy_draft(toy_models):
     verdict = check_compatibility(toy_models.main, toy_models.draft)
-    assert verdict.compatible and verdict.reason == "compatible" and verdict.reasons == ()
+    assert verdict.compatible, "the toy draft fits the toy main"
+    assert verdict.reason == "compatible", "the reason says compatible"
+    assert verdict.reasons == (), "with no warnings"
 
 
 def test_compatibility_refuses_a_draft_whose_ids_mean_other_text(toy_models, toy_mismatched_draft):

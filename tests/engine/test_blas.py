@@ -90,10 +90,12 @@ def test_debian_paths_follow_the_machine() -> None:
 def test_found_library_is_what_mlx_calls() -> None:
     path = installed()
     found = probe(None)
-    assert found["path"] == str(path) and found["name"].startswith("OpenBLAS")  # type: ignore[union-attr]
+    assert found["path"] == str(path), "the probe finds the library at its path"
+    assert found["name"].startswith("OpenBLAS"), "it is OpenBLAS"  # type: ignore[union-attr]
     assert found["bound"] is not None and os.path.realpath(found["bound"]) == os.path.realpath(path)
     chosen = probe(str(path))
-    assert chosen["path"] == str(path) and chosen["bound"] == found["bound"]
+    assert chosen["path"] == str(path), "asking for the path chooses it"
+    assert chosen["bound"] == found["bound"], "the same library is bound"
 
 
 @pytest.mark.skipif(not LINUX, reason="MLX uses Accelerate on macOS; nothing is loaded")
@@ -115,7 +117,8 @@ def test_a_library_without_blas_symbols_is_refused() -> None:
         if Path(p).is_file()
     )
     result = probe(libc)
-    assert result["path"] is None and "lacks cblas_sgemm" in str(result["note"])
+    assert result["path"] is None, "a library without cblas_sgemm is not used"
+    assert "lacks cblas_sgemm" in str(result["note"]), "the note says what it lacks"
 
 
 @pytest.mark.skipif(not LINUX, reason="MLX uses Accelerate on macOS; nothing is loaded")
@@ -128,13 +131,16 @@ def test_too_late_says_so_instead_of_pretending() -> None:
 
 def test_descriptions_name_the_library_or_the_reason() -> None:
     fast = BlasStatus("OpenBLAS 0.3.21 (Haswell, pthreads)", "/usr/lib/libopenblas.so.0")
-    assert (
-        fast.optimized
-        and fast.describe() == "OpenBLAS 0.3.21 (Haswell, pthreads) (/usr/lib/libopenblas.so.0)"
+    assert fast.optimized, "OpenBLAS counts as optimized"
+    assert fast.describe() == "OpenBLAS 0.3.21 (Haswell, pthreads) (/usr/lib/libopenblas.so.0)", (
+        "its description names the library and its path"
     )
     assert fast.advice() == ""
     slow = BlasStatus(BUILTIN, note="no OpenBLAS found on this machine")
-    assert not slow.optimized and slow.describe() == f"{BUILTIN} (no OpenBLAS found on this machine)"
+    assert not slow.optimized, "the built-in BLAS does not count as optimized"
+    assert slow.describe() == f"{BUILTIN} (no OpenBLAS found on this machine)", (
+        "its description says OpenBLAS was not found"
+    )
     assert ("libopenblas0-pthread" in slow.advice()) == LINUX
 
 

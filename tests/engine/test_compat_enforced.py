@@ -67,7 +67,10 @@ def test_the_worker_answers_an_incompatible_pair_with_a_load_error(toy_models, t
         assert worker.shutdown(timeout=30)
     event = message.event
     assert not isinstance(event, PairLoaded)
-    assert isinstance(event, EngineError) and event.kind == "load" and REASON in event.message
+    assert isinstance(event, EngineError) and event.kind == "load", (
+        "a mismatched pair is refused as a load error"
+    )
+    assert REASON in event.message, "the error gives the reason"
     # the window's headline, in plain words; the token detail stays in the message for Details
     assert event.plain == "the draft model can't guess ahead for this main model (different vocabulary)"
 
@@ -90,4 +93,5 @@ def test_the_arena_refuses_an_incompatible_candidate_with_its_reason(
     done = out[-1]
     assert isinstance(done, ArenaFinished)
     [result] = done.results
-    assert result.error is not None and REASON in result.error and result.speedup == 0.0
+    assert result.error is not None and REASON in result.error, "the arena run fails with the reason"
+    assert result.speedup == 0.0, "a refused candidate has no speedup"

@@ -70,9 +70,11 @@ def run(worker, command) -> list:
 def test_settings_keep_their_stored_strings():
     """Settings files and stored answers hold these strings: the enums must read and print them."""
     settings = SpeculationSettings("lookup", 3, "residual")
-    assert settings.mode is SpeculationMode.LOOKUP and settings.acceptance is AcceptanceRule.RESIDUAL
+    assert settings.mode is SpeculationMode.LOOKUP, "the mode is read as the app's lookup"
+    assert settings.acceptance is AcceptanceRule.RESIDUAL, "the acceptance rule is read as residual"
     assert settings.mode == "lookup" and f"{settings.mode}" == "lookup"
-    assert SpeculationSettings().mode == "adaptive" and SpeculationSettings().acceptance is None
+    assert SpeculationSettings().mode == "adaptive", "the default mode is adaptive"
+    assert SpeculationSettings().acceptance is None, "the default acceptance is left to the sampling"
     assert [m.value for m in SpeculationMode] == ["off", "fixed", "adaptive", "lookup"]
     assert [r.value for r in FinishReason] == ["stop", "length", "cancelled"]
     assert {k.value for k in ErrorKind} >= {"crash", "load", "state", "template", "notice"}
@@ -104,7 +106,8 @@ def test_the_worker_answers_every_command_it_accepted_before(worker, toy_models,
     for ask in asks:
         done = run(worker, ask)[-1]
         assert isinstance(done, GenerationFinished), (ask.speculation, done)
-        assert done.reason in ("stop", "length") and done.stats.tokens > 0
+        assert done.reason in ("stop", "length"), "the answer ends normally"
+        assert done.stats.tokens > 0, "the answer has tokens"
 
     # the same question again reuses the cached conversation; after a reset, nothing
     assert run(worker, asks[0])[-1].stats.reused_tokens > 0
@@ -117,9 +120,13 @@ def test_the_worker_answers_every_command_it_accepted_before(worker, toy_models,
     assert isinstance(report, LosslessReport) and report.verdict == "identical"
     done = run(worker, arena)[-1]
     assert isinstance(done, ArenaFinished) and [r.candidate for r in done.results] == [LOOKUP]
-    assert done.saved is None and not done.cancelled
+    assert done.saved is None, "an arena run that is not saved says so"
+    assert not done.cancelled, "an arena run that ran through is not cancelled"
     measured = run(worker, baseline)[-1]
-    assert isinstance(measured, BaselineMeasured) and measured.main == main and measured.tokens == 8
+    assert isinstance(measured, BaselineMeasured) and measured.main == main, (
+        "the plain baseline is measured for the loaded main"
+    )
+    assert measured.tokens == 8, "the baseline reads its 8 tokens"
     assert not [m for m in worker.seen if m.request == reset]  # a reset has no reply
     assert not [m for m in worker.seen if isinstance(m.event, EngineError)]
 

@@ -42,9 +42,8 @@ def test_worker_loads_generates_cancels_and_shuts_down(toy_models):
     try:
         bad = worker.submit(LoadPair("/nonexistent/model"))
         [error] = _collect(inbox, bad, _is_final)
-        assert (
-            isinstance(error, EngineError) and error.kind == "load" and "/nonexistent/model" in error.message
-        )
+        assert isinstance(error, EngineError) and error.kind == "load", "a missing model is a load error"
+        assert "/nonexistent/model" in error.message, "the error names the path"
 
         early = worker.submit(Generate(({"role": "user", "content": "hi"},)))
         [state] = _collect(inbox, early, _is_final)
@@ -71,7 +70,8 @@ def test_worker_loads_generates_cancels_and_shuts_down(toy_models):
             first = inbox.get(timeout=120)
         worker.cancel()
         events = _collect(inbox, request, _is_final)
-        assert events[-1].reason == "cancelled" and events[-1].stats.tokens < 5000
+        assert events[-1].reason == "cancelled", "a cancel ends the answer as cancelled"
+        assert events[-1].stats.tokens < 5000, "the answer stopped well before its length"
     finally:
         assert worker.shutdown(timeout=30)
     assert threads == {"specchat-engine"}
@@ -104,7 +104,10 @@ def test_a_request_cancelled_before_it_starts_ends_at_once_and_spares_the_runnin
         worker.cancel(running)
         assert _collect(inbox, running, _is_final)[-1].reason == "cancelled"
         done = _collect(inbox, waiting, _is_final)[-1]
-        assert isinstance(done, GenerationFinished) and done.reason == "cancelled" and done.stats.tokens == 0
+        assert isinstance(done, GenerationFinished) and done.reason == "cancelled", (
+            "a cancel before the first token ends the answer as cancelled"
+        )
+        assert done.stats.tokens == 0, "with no tokens"
     finally:
         assert worker.shutdown(timeout=30)
 
@@ -133,13 +136,15 @@ def test_a_pair_loaded_for_a_gpu_compiles_every_draft_length_before_it_is_report
         events = _collect(inbox, load, _is_final)
         total = 8 + 2 * len(PASS_SIZES)  # a round per draft length, a read per pass size and model
         assert [(e.done, e.total) for e in events[:-1]] == [(i, total) for i in range(total + 1)]
-        assert isinstance(events[-1], PairLoaded) and played == list(range(1, 9))
+        assert isinstance(events[-1], PairLoaded), "the pair loads after its warm-up"
+        assert played == list(range(1, 9)), "the warm-up plays every draft length from 1 to 8"
 
         played.clear()
         again = worker.submit(LoadPair(str(toy_models.main), str(toy_models.draft), warm_up=True))
         ask = worker.submit(Generate(({"role": "user", "content": "hi"},), max_tokens=8))  # waits behind it
         events = _collect(inbox, again, _is_final)
-        assert isinstance(events[-1], PairLoaded) and len(played) < 8
+        assert isinstance(events[-1], PairLoaded), "the pair loads"
+        assert len(played) < 8, "the warm-up stopped early for the waiting answer"
         assert isinstance(_collect(inbox, ask, _is_final)[-1], GenerationFinished)
 
         plain = worker.submit(LoadPair(str(toy_models.main), None, warm_up=True))  # nothing to compile for

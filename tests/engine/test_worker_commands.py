@@ -94,7 +94,8 @@ def test_arena_ranks_persists_and_cancels(worker, toy_models, tmp_path, monkeypa
     events = run(worker, RunArena(main, candidates, prompts, k=3, max_tokens=10))
     progress = [e for e in events if isinstance(e, ArenaProgress)]
     done = events[-1]
-    assert isinstance(done, ArenaFinished) and not done.cancelled and done.saved
+    assert isinstance(done, ArenaFinished) and not done.cancelled, "the arena finishes without a cancel"
+    assert done.saved, "and saves its results"
     assert progress[-1].done == progress[-1].total == 4
     ranks = [r.candidate for r in done.results]
     assert ranks.index(str(toy_models.draft)) < ranks.index(str(toy_models.draft_random))
@@ -107,7 +108,8 @@ def test_arena_ranks_persists_and_cancels(worker, toy_models, tmp_path, monkeypa
         RunArena(main, candidates, prompts * 3, k=3, max_tokens=10),
         on_event=lambda e: isinstance(e, ArenaProgress) and e.done == 1 and worker.cancel(),
     )
-    assert events[-1].cancelled and events[-1].saved is None
+    assert events[-1].cancelled, "a cancelled arena says so"
+    assert events[-1].saved is None, "a cancelled arena saves nothing"
     assert load_results(main) == list(done.results)  # a cancelled arena keeps the last full one
 
     [bad] = run(worker, RunArena(str(tmp_path / "nope"), candidates))

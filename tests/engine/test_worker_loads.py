@@ -89,7 +89,8 @@ def test_a_load_while_answering_stops_the_answer_and_says_it_waits(worker, toy_m
     again = worker.submit(LoadPair(str(toy_models.main), None, warm_up=False))
     stopped = time.perf_counter()
     done = events_of(worker, answer, (GenerationFinished,))[-1]
-    assert done.reason == "cancelled" and 0 < done.stats.tokens < 5000
+    assert done.reason == "cancelled", "a load cancels the running answer"
+    assert 0 < done.stats.tokens < 5000, "the answer stopped after some tokens, well before its length"
     assert time.perf_counter() - stopped < 5.0
     loaded = events_of(worker, again, (PairLoaded, EngineError))[-1]
     assert isinstance(loaded, PairLoaded) and loaded.draft is None
@@ -105,7 +106,8 @@ def test_a_load_that_waits_says_for_what_and_when_it_begins(worker, toy_models, 
     assert isinstance(events_of(worker, running, (PairLoaded, EngineError))[-1], PairLoaded)
     events = events_of(worker, waiting, (PairLoaded, EngineError))
     assert [type(e) for e in events] == [LoadQueued, LoadStarted, PairLoaded]
-    assert not events[0].stopping and events[-1].draft is None
+    assert not events[0].stopping, "the waiting load does not say it is stopping another"
+    assert events[-1].draft is None, "the pair loads without a draft"
 
 
 def test_a_load_stops_an_arena_run(worker, toy_models):

@@ -35,7 +35,8 @@ def test_a_split_main_answers_through_the_worker(toy_models) -> None:
         here, here_rounds = _answer(worker, inbox, LoadPair(str(toy_models.main), str(toy_models.draft)))
     finally:
         assert worker.shutdown(timeout=60)
-    assert split.token_ids == here.token_ids and split.text == here.text
+    assert split.token_ids == here.token_ids, "two ranks give the tokens of one process"
+    assert split.text == here.text, "two ranks give the text of one process"
     # rank 0 decodes the refused drafts, as the worker does for a pair loaded here
     assert [r.refused_text for r in split_rounds] == [r.refused_text for r in here_rounds]
     assert any(r.refused_text for r in split_rounds)
@@ -60,7 +61,8 @@ def test_the_window_load_refuses_a_permuted_draft_before_any_rank(
     started = []
     monkeypatch.setattr("app.engine.worker.ShardedPair", lambda *a, **k: started.append(a))
     event = _refusal(LoadPair(str(toy_models.main), str(toy_mismatched_draft), ranks=2))
-    assert "token 300 differs" in event.message and started == []
+    assert "token 300 differs" in event.message, "a mismatched draft is refused with the token that differs"
+    assert started == [], "no rank is started"
     assert event.plain == "the draft model can't guess ahead for this main model (different vocabulary)"
 
 
@@ -70,9 +72,13 @@ def test_the_window_load_refuses_a_main_too_large_for_the_machines(toy_models, t
     monkeypatch.setattr("app.engine.worker.ShardedPair", lambda *a, **k: started.append(a))
     big = write_oversized_main(toy_models.main, tmp_path / "big")
     event = _refusal(LoadPair(str(big), str(toy_models.draft), ranks=2))
-    assert "big split over 2 ranks needs" in event.message and started == []
+    assert "big split over 2 ranks needs" in event.message, (
+        "a main too big for the ranks is refused with what it needs"
+    )
+    assert started == [], "no rank is started"
     assert event.plain == "the main model does not fit in this computer's memory, even split"
     hosts = tmp_path / "hosts.json"
     hosts.write_text('[{"ssh": "-oProxyCommand=id", "ips": ["10.0.0.1"]}]')
     event = _refusal(LoadPair(str(toy_models.main), hostfile=str(hosts)))
-    assert "starts with '-'" in event.message and started == []
+    assert "starts with '-'" in event.message, "a host name starting with '-' is refused"
+    assert started == [], "no rank is started"

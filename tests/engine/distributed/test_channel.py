@@ -81,14 +81,16 @@ def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 def test_only_this_sessions_well_formed_messages_are_read(stand_in: Path) -> None:
     pair = ShardedPair("main", None, Placement(ranks=2), floor_s=20.0, load_timeout_s=60.0)
     try:
-        assert [r.host for r in pair.ranks] == ["stand-in"] and pair.context_length == 64
+        assert [r.host for r in pair.ranks] == ["stand-in"], "the stand-in rank's host is read"
+        assert pair.context_length == 64, "its context length is read"
         assert pair.render([{"role": "user", "content": "Hi"}]) == [1, 2, 3]
         assert pair.refused >= 3  # the framed pickle, the foreign token, the malformed JSON
         events = list(pair.generate([1, 2, 3], PolicySpec("plain"), max_tokens=4))
     finally:
         pair.close(timeout=5.0)
     assert len(events) == 1 and isinstance(events[0], EngineError)
-    assert events[0].kind == ErrorKind.RANKS_LOST and "cannot read" in events[0].message
+    assert events[0].kind == ErrorKind.RANKS_LOST, "an unreadable message means the ranks are lost"
+    assert "cannot read" in events[0].message, "the error says the message could not be read"
     assert not stand_in.exists()  # nothing was ever unpickled
 
 

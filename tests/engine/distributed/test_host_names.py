@@ -88,10 +88,15 @@ def test_the_connection_test_never_hands_a_bad_name_to_ssh(tmp_path):
         return ["touch", str(marker)]
 
     result = probe_host(f"-oProxyCommand=touch {marker}", runner, "true", timeout=5)
-    assert not result.reachable and result.problem is not None and "starts with '-'" in result.problem
-    assert started == [] and not marker.exists()
+    assert not result.reachable, "a host name starting with '-' is not reachable"
+    assert result.problem is not None and "starts with '-'" in result.problem, (
+        "the problem says the name starts with '-'"
+    )
+    assert started == [], "no ssh is started for it"
+    assert not marker.exists(), "no command ran"
     [listed] = probe_hosts(["a;b"], runner=runner, script="true", timeout=5)
-    assert listed.problem is not None and "holds ';'" in listed.problem and started == []
+    assert listed.problem is not None and "holds ';'" in listed.problem, "a host name with ';' is refused"
+    assert started == [], "no ssh is started for it"
 
 
 def test_ssh_itself_reads_the_name_after_dashes_as_a_machine(tmp_path):

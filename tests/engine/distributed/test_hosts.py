@@ -250,7 +250,8 @@ def test_too_many_addresses_or_settings_are_refused():
 def test_a_name_ssh_could_misread_is_refused_in_a_file_and_typed(name):
     with pytest.raises(HostfileError, match="is not a machine name ssh can use") as in_file:
         parse_hostfile(json.dumps([{"ssh": name, "ips": ["10.0.0.1"]}, GOOD[1]]))
-    assert "machine 1" in str(in_file.value) and "\n" not in str(in_file.value)
+    assert "machine 1" in str(in_file.value), "the error names the machine's place in the file"
+    assert "\n" not in str(in_file.value), "the error is one line"
     with pytest.raises(HostfileError, match="is not a machine name ssh can use"):
         parse_host_lines(f"{name.replace(' ', '')} 10.0.0.1\nb 10.0.0.2")
 
@@ -262,5 +263,8 @@ def test_an_address_with_a_command_for_an_interface_is_refused():
 
 def test_the_public_warning_names_each_open_address():
     warning = parse_host_lines("a 169.254.1.1\nb 203.0.113.5").public_warning()
-    assert warning is not None and warning.startswith(NOT_PRIVATE) and "(b at 203.0.113.5)" in warning
+    assert warning is not None and warning.startswith(NOT_PRIVATE), (
+        "a hub on a public address gets the not-private warning"
+    )
+    assert "(b at 203.0.113.5)" in warning, "the warning names the machine and its address"
     assert parse_host_lines("a 169.254.1.1\nb 10.0.0.2").public_warning() is None

@@ -59,7 +59,8 @@ def two_ranks(toy_models: ToyModels) -> Iterator[ShardedPair]:
 
 
 def test_two_ranks_plain_is_token_identical(two_ranks: ShardedPair, toy_models: ToyModels) -> None:
-    assert two_ranks.can_speculate and len(two_ranks.pids) == 2
+    assert two_ranks.can_speculate, "two ranks can speculate"
+    assert len(two_ranks.pids) == 2, "one process per rank"
     _conversation(two_ranks, toy_models, PolicySpec("plain"))
 
 
@@ -98,5 +99,6 @@ def test_three_ranks_agree_and_close_cleanly(toy_models: ToyModels) -> None:
         _conversation(pair, models, PolicySpec("fixed", 2))
     finally:
         closing = pair.close()
-    assert closing.get("t") == "closed" and int(closing["collectives"]) > TOKENS
+    assert closing.get("t") == "closed", "the ranks close cleanly"
+    assert int(closing["collectives"]) > TOKENS, "rank 0 counts the collectives the answers shared"
     assert pair.exit_code == 0, "every rank ends cleanly on close"

@@ -33,9 +33,13 @@ def test_a_silent_rank_ends_the_answer_and_the_pair_answers_locally(toy_models: 
     finally:
         pair.close()
     tokens = [e for e in events if isinstance(e, TokenEvent)]
-    assert tokens and not any(isinstance(e, GenerationFinished) for e in events)
+    assert tokens, "tokens came before the rank was lost"
+    assert not any(isinstance(e, GenerationFinished) for e in events), (
+        "the answer does not claim to have finished"
+    )
     last = events[-1]
-    assert isinstance(last, EngineError) and "lost a rank" in last.message and "no word" in last.message
+    assert isinstance(last, EngineError) and "lost a rank" in last.message, "a lost rank is said in words"
+    assert "no word" in last.message, "the words say the rank stopped answering"
     # what was streamed is the main's own answer so far, and the pair still loads and answers here
     local = ChatSession(load_pair(toy_models.main, toy_models.draft))
     done = [
@@ -70,4 +74,5 @@ def test_a_main_that_cannot_be_split_is_refused_by_every_rank(toy_models: ToyMod
         ShardedPair(toy_models.main, None, Placement(ranks=3))
     message = str(refused.value)
     assert message.startswith("could not start the ranks")
-    assert all(f"rank {r} (" in message for r in range(3)) and "does not divide by 3 ranks" in message
+    assert all(f"rank {r} (" in message for r in range(3)), "every rank is named"
+    assert "does not divide by 3 ranks" in message, "the reason says the model does not divide by 3 ranks"

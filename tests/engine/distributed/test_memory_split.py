@@ -95,10 +95,12 @@ def test_each_machine_gets_its_share_and_the_draft_stays_on_this_mac(toy_models)
     assert [s.host for s in shares] == ["this-mac", "studio"]
     assert all(s.weights == 2 * GIB + 19 * GIB for s in shares)
     assert all(s.kv == 320 * 1024 * 8192 // 2 for s in shares)
-    assert shares[0].draft == draft.size_bytes + draft.kv_bytes_per_token * 8192 and shares[1].draft == 0
+    assert shares[0].draft == draft.size_bytes + draft.kv_bytes_per_token * 8192, "rank 0 holds the draft"
+    assert shares[1].draft == 0, "the other rank holds no draft"
     assert shares[0].need == 21 * GIB + shares[0].kv + shares[0].draft + OVERHEAD
     assert [s.verdict for s in shares] == [Verdict.FITS, Verdict.FITS]
-    assert "of 32.0 GB free" in shares[1].explain() and "draft" not in shares[1].explain()
+    assert "of 32.0 GB free" in shares[1].explain(), "the explanation gives the free memory"
+    assert "draft" not in shares[1].explain(), "a rank without the draft says nothing about one"
 
 
 def test_fits_tight_does_not_fit_and_unknown():

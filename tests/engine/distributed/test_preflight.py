@@ -180,7 +180,8 @@ def test_each_machines_part_must_fit_what_it_has_free(toy_models, tmp_path, libr
         SplitRefused, match=r"^big's part does not fit on here: it needs model part 512\.0 GB"
     ) as no:
         _listed(toy_models, library, path, main=big)
-    assert "(and 1 more)" in str(no.value) and "add a machine or choose a smaller model" in str(no.value)
+    assert "(and 1 more)" in str(no.value), "the refusal counts the machines it did not name"
+    assert "add a machine or choose a smaller model" in str(no.value), "the refusal says what to do"
 
 
 def test_public_addresses_are_warned_about_as_soon_as_the_list_is_read(toy_models, tmp_path, library):

@@ -69,7 +69,9 @@ def test_a_reachable_machine_reports_its_versions_and_memory():
     [result] = probe_hosts(
         ["localhost"], runner=local_runner, script=script(), timeout=60, on_result=seen.append
     )
-    assert result.reachable and result.ok and result.problem is None
+    assert result.reachable, "this machine answers"
+    assert result.ok, "its versions match"
+    assert result.problem is None, "no problem is reported"
     assert result.info is not None and result.info.specchat_version == __version__
     assert result.info.mlx_version == local_info().mlx_version
     assert seen == [result]
@@ -90,7 +92,9 @@ def test_failures_keep_their_reason_and_order():
 
 def test_ssh_runs_without_prompts_and_127_0_0_1_runs_here():
     argv = ssh_runner("studio.local", "echo hi")
-    assert argv[0] == "ssh" and argv[-2:] == ["studio.local", "echo hi"] and "BatchMode=yes" in argv
+    assert argv[0] == "ssh", "the probe runs ssh"
+    assert argv[-2:] == ["studio.local", "echo hi"], "ssh runs the command on the named machine"
+    assert "BatchMode=yes" in argv, "ssh never stops to ask for a password"
     assert ssh_runner("127.0.0.1", "echo hi") == ["bash", "-c", "echo hi"]  # as mlx.launch does
     [result] = probe_hosts(["127.0.0.1"], script=script(), timeout=60)  # the default runner, no ssh
     assert result.ok
@@ -149,7 +153,8 @@ def test_a_missing_ssh_program_is_said():
 def test_different_versions_are_refused_naming_both():
     here = replace(local_info(), mlx_version="0.99.0", specchat_version="9.9.9")
     [result] = probe_hosts(["localhost"], runner=local_runner, script=script(), timeout=60, here=here)
-    assert result.reachable and not result.ok
+    assert result.reachable, "a machine with other versions answers"
+    assert not result.ok, "the other versions make it not ok"
     theirs = local_info().mlx_version
     assert result.mismatch is not None
     assert f"MLX {theirs} there but 0.99.0 on {this_machine()}" in result.mismatch
@@ -157,7 +162,8 @@ def test_different_versions_are_refused_naming_both():
     assert result.differs == ("MLX", "SpecChat")
     here = replace(local_info(), mlx_version=None)
     [result] = probe_hosts(["localhost"], runner=local_runner, script=script(), timeout=60, here=here)
-    assert result.differs == ("MLX",) and result.mismatch is not None
+    assert result.differs == ("MLX",), "only MLX differs"
+    assert result.mismatch is not None, "the mismatch is said in words"
     assert (
         f"MLX {theirs} there but missing on {this_machine()}" in result.mismatch
         and "SpecChat" not in result.mismatch
@@ -190,7 +196,8 @@ def test_a_long_reply_is_read_whole_after_other_output():
     info = replace(local_info(), hostname="m" * 300)  # longer than any quoted error line
     reply = "Last login: today\n" + json.dumps(info.to_json()) + "\n"
     [result] = probe_hosts(["mac"], runner=lambda h, s: ["printf", "%s", reply])
-    assert result.ok and result.info == info
+    assert result.ok, "a login banner before the answer is skipped"
+    assert result.info == info, "the machine's facts are read"
 
 
 def test_a_long_list_is_asked_a_few_machines_at_a_time(monkeypatch):

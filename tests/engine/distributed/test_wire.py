@@ -57,7 +57,8 @@ def _roundtrip(event: object) -> object:
 def test_a_long_message_is_cut_into_short_lines_and_put_back() -> None:
     message = {"t": "generate", "ids": list(range(2000))}
     lines = encode(message, TOKEN).splitlines()
-    assert len(lines) > 1 and all(len(line) <= LINE + 80 for line in lines)
+    assert len(lines) > 1, "a long message is split over several lines"
+    assert all(len(line) <= LINE + 80 for line in lines), "no line is much longer than the limit"
     assert all(line.startswith(f"{TO_CALLER} {TOKEN} ") for line in lines)
     assert list(decode_lines(iter(lines), TOKEN)) == [message]
 
