@@ -30,7 +30,8 @@ def test_ranks_candidates_and_persists(toy_pair, toy_models, tmp_path, specchat_
     assert seen[-1].total == len(prompts) * (1 + len(candidates))
     ok = [r for r in results if r.error is None]
     assert {r.candidate for r in ok} == set(candidates[:3])
-    assert results[-1].candidate == candidates[3] and results[-1].error
+    assert results[-1].candidate == candidates[3], "the failing candidate is reported last"
+    assert results[-1].error, "with its error"
     assert [r.speedup for r in ok] == sorted((r.speedup for r in ok), reverse=True)
     by_name = {r.candidate: r for r in ok}
     matched, unrelated = by_name[str(toy_models.draft)], by_name[str(toy_models.draft_random)]
@@ -39,7 +40,8 @@ def test_ranks_candidates_and_persists(toy_pair, toy_models, tmp_path, specchat_
     assert all(r.speedup > 0 and r.plain_tok_s > 0 for r in ok)
     assert {c for c, _ in matched.by_class} == {"code", "repetitive"}
     path = save_results("/models/toy-main", results)
-    assert path == results_path("/models/toy-main") and str(specchat_home_engine) in str(path)
+    assert path == results_path("/models/toy-main"), "results are saved where the app reads them"
+    assert str(specchat_home_engine) in str(path), "inside SpecChat's own folder"
     assert load_results("/models/toy-main") == results
 
 
@@ -61,7 +63,8 @@ def test_cancel_stops_between_runs(toy_pair, toy_models):
         progress=progress,
         cancel=cancel,
     )
-    assert results == [] and len(seen) == 2
+    assert results == [], "a cancelled arena gives no results"
+    assert len(seen) == 2, "no progress after the run that saw the cancel"
 
 
 def test_missing_results_are_empty(specchat_home_engine):

@@ -52,7 +52,8 @@ def test_cache_smooths_per_bucket_and_persists(tmp_path):
     cache.add("other", 300, 99.0)
     again = BaselineCache(path)
     assert again.get("m", 260) == pytest.approx(43.0)
-    assert again.get("m", 700) == 20.0 and again.get("m", 2048) is None
+    assert again.get("m", 700) == 20.0, "a saved rate is read back for its bucket"
+    assert again.get("m", 2048) is None, "a bucket never measured has no rate"
     assert again.entries("m")[256].samples == 2
     assert again.get("other", 300) == 99.0
     assert cache.add("m", 300, 0.0) is None and cache.add(None, 300, 10.0) is None
@@ -70,7 +71,9 @@ def test_a_damaged_cache_file_reads_as_empty(tmp_path):
 def test_measure_plain_times_decoding_at_the_asked_context(toy_pair):
     result = measure_plain(toy_pair.main, 300, tokens=24)
     assert isinstance(result, BaselineMeasured) and not result.cancelled
-    assert result.context_tokens == 300 and result.bucket == 256 and result.tokens == 24
+    assert result.context_tokens == 300, "the measurement keeps the context it was asked for"
+    assert result.bucket == 256, "it is filed under that context's bucket"
+    assert result.tokens == 24, "it timed the asked number of tokens"
     assert result.tok_s is not None and result.tok_s > 0
     assert result.main == toy_pair.main.source
 
@@ -83,7 +86,9 @@ def test_measure_plain_stops_when_other_work_is_waiting(toy_pair):
         return waiting["n"] > 5
 
     result = measure_plain(toy_pair.main, 200, tokens=5000, cancel=Preemptible(threading.Event(), pending))
-    assert result.cancelled and result.tok_s is None and result.tokens < 10
+    assert result.cancelled, "a measurement cancelled by waiting work says so"
+    assert result.tok_s is None, "a cancelled measurement has no rate"
+    assert result.tokens < 10, "it stopped within a few tokens"
 
 
 def _until(inbox: queue.Queue, request: int, kind: type, timeout: float = 120.0) -> list:
@@ -109,19 +114,26 @@ def test_worker_measures_reports_context_and_yields_to_a_new_message(toy_models)
         )
         events = _until(inbox, worker.submit(ask), GenerationFinished)
         assert isinstance(events[0], GenerationContext)
-        assert events[0].prompt_tokens == events[-1].stats.prompt_tokens and events[0].main == str(
-            toy_models.main
+        assert events[0].prompt_tokens == events[-1].stats.prompt_tokens, (
+            "the context is reported with the prompt's length"
         )
+        assert events[0].main == str(toy_models.main), "and the loaded main"
 
         [done] = _until(
             inbox, worker.submit(MeasureBaseline(events[0].prompt_tokens, tokens=16)), BaselineMeasured
         )
-        assert done.tok_s and done.tokens == 16 and done.bucket == context_bucket(events[0].prompt_tokens)
+        assert done.tok_s, "the measurement gives a rate"
+        assert done.tokens == 16, "it timed the asked 16 tokens"
+        assert done.bucket == context_bucket(events[0].prompt_tokens), (
+            "it is filed under the answer's context bucket"
+        )
 
         long = worker.submit(MeasureBaseline(200, tokens=100_000))
         chat = worker.submit(ask)  # queued behind it: the measurement must give way
         [stopped] = _until(inbox, long, BaselineMeasured)
-        assert stopped.cancelled and stopped.tok_s is None and stopped.tokens < 100_000
+        assert stopped.cancelled, "a measurement gives way to a queued chat"
+        assert stopped.tok_s is None, "a cancelled measurement has no rate"
+        assert stopped.tokens < 100_000, "it stopped well before its length"
         assert _until(inbox, chat, GenerationFinished)[-1].reason != "cancelled"
 
         explicit = worker.submit(MeasureBaseline(200, tokens=100_000))
@@ -135,6 +147,9 @@ def test_worker_measures_reports_context_and_yields_to_a_new_message(toy_models)
             if message.request == explicit:
                 cancelled = message.event
                 break
-        assert isinstance(cancelled, BaselineMeasured) and cancelled.cancelled and cancelled.tokens < 100_000
+        assert isinstance(cancelled, BaselineMeasured) and cancelled.cancelled, (
+            "a cancelled measurement says so"
+        )
+        assert cancelled.tokens < 100_000, "it stopped well before its length"
     finally:
         assert worker.shutdown(timeout=30)

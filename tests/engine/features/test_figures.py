@@ -35,11 +35,9 @@ def test_a_speedup_needs_a_draft_that_ran_and_a_plain_speed():
     plain_only = answer_figures(
         plain_tok_s=20.0, **{**kw, "proposed": 0, "accepted": 0, "drafting_rounds": 0}
     )
-    assert (
-        plain_only.acceptance is None
-        and plain_only.accepted_per_round is None
-        and plain_only.draft_share is None
-    )
+    assert plain_only.acceptance is None, "a plain-only answer has no acceptance"
+    assert plain_only.accepted_per_round is None, "no accepted tokens per round"
+    assert plain_only.draft_share is None, "no draft share"
     # a stored answer from before drafting rounds were counted: no per-round figure rather than a wrong one
     assert answer_figures(plain_tok_s=20.0, **{**kw, "drafting_rounds": None}).accepted_per_round is None
 

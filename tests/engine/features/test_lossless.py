@@ -24,7 +24,8 @@ def speculative_answer(pair, prompt, n=20) -> list[int]:
 def test_speculative_greedy_answer_is_identical(toy_pair, toy_prompt):
     answer = speculative_answer(toy_pair, toy_prompt)
     report = check_lossless(toy_pair, toy_prompt, answer)
-    assert report.verdict == "identical" and report.compared == len(answer)
+    assert report.verdict == "identical", "a speculative greedy answer replays identically"
+    assert report.compared == len(answer), "every token is compared"
     assert "Identical" in report.message
 
 
@@ -36,7 +37,8 @@ def test_tampered_answer_reports_first_divergence_at_a_wide_margin(toy_pair, toy
     report = check_lossless(toy_pair, toy_prompt, tampered)
     assert report.position == 5 and report.compared == 5
     assert report.answer_token == worst and report.plain_token == answer[5]
-    assert report.verdict == "wide-margin" and "bug" in report.message
+    assert report.verdict == "wide-margin", "a wide margin is called that"
+    assert "bug" in report.message, "a wide margin is called a bug"
     assert report.top2_margin is not None and report.top2_margin >= 0
     assert report.answer_gap > report.top2_margin
 
@@ -46,7 +48,8 @@ def test_second_choice_with_a_generous_threshold_is_a_near_tie(toy_pair, toy_pro
     logits = next_token_logits(toy_pair, toy_prompt + answer[:3])
     second = int(mx.argsort(-logits)[1].item())
     report = check_lossless(toy_pair, toy_prompt, answer[:3] + [second], near_tie=1e9)
-    assert report.position == 3 and report.verdict == "near-tie"
+    assert report.position == 3, "the divergence is found where it was made"
+    assert report.verdict == "near-tie", "the second choice is a near-tie"
     assert abs(report.answer_gap - report.top2_margin) < 1e-4
 
 

@@ -84,7 +84,9 @@ def test_oracle_predicts_from_measured_rounds():
 
 def test_empty_telemetry_is_safe():
     s = Telemetry().summary()
-    assert s.tokens == 0 and s.achieved_speedup is None and s.oracle_k is None
+    assert s.tokens == 0, "no tokens recorded"
+    assert s.achieved_speedup is None, "no speedup without rounds"
+    assert s.oracle_k is None, "no best k without rounds"
     assert "not measured" in markdown_report(Telemetry())
 
 
@@ -92,12 +94,14 @@ def test_csv_and_markdown_export(tmp_path):
     t = Telemetry(plain_tok_s=50.0)
     replay(t)
     rows = list(csv.DictReader(io.StringIO(t.csv_text())))
-    assert tuple(rows[0]) == CSV_FIELDS and len(rows) == len(RECORDED)
+    assert tuple(rows[0]) == CSV_FIELDS, "the CSV has the documented columns"
+    assert len(rows) == len(RECORDED), "one row per recorded round"
     assert [int(r["k"]) for r in rows] == [k for k, _ in RECORDED]
     assert rows[2]["bypassed"] == "True"
     report = export_report(t, tmp_path / "r", {"Tokens per second": b"\x89PNG fake"})
     text = report.read_text()
-    assert "2.00×" in text and "![Tokens per second](tokens-per-second.png)" in text
+    assert "2.00×" in text, "the report gives the speedup"
+    assert "![Tokens per second](tokens-per-second.png)" in text, "the report shows the chart"
     assert (tmp_path / "r" / "tokens-per-second.png").read_bytes() == b"\x89PNG fake"
     assert (tmp_path / "r" / "rounds.csv").read_text() == t.csv_text()
 
@@ -121,7 +125,8 @@ def test_a_round_left_out_of_timing_is_logged_with_its_shapes_and_kept_from_the_
                 left_out=slow if i == 3 else None,
             )
         )  # fmt: skip
-    assert t.left_out == [(3, slow)] and t.summary().slow_rounds == 1
+    assert t.left_out == [(3, slow)], "the slow round is left out of the figures"
+    assert t.summary().slow_rounds == 1, "the summary counts it as slow"
     assert same.summary().slow_rounds == 0
     # the oracle prices k from the other rounds only: one 100x round would price k = 4 dear
     assert t.oracle() is not None and t.oracle().best_k == same.oracle().best_k

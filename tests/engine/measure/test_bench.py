@@ -75,7 +75,8 @@ def test_bench_command_prints_ratios_and_writes_json(toy_models, tmp_path):
     # the child finds the same BLAS this process loaded (tests/conftest.py), and names it
     assert f"BLAS: {ensure_blas().describe()}" in result.stdout.splitlines()
     runs = json.loads(out.read_text())
-    assert {r["mode"] for r in runs} == {"plain", "mlx_lm", "fixed"} and all(set(r) >= REQUIRED for r in runs)
+    assert {r["mode"] for r in runs} == {"plain", "mlx_lm", "fixed"}, "plain, mlx_lm and fixed are all run"
+    assert all(set(r) >= REQUIRED for r in runs), "every run has every documented field"
 
 
 def test_bench_refuses_draft_modes_without_a_draft(toy_models):
@@ -85,7 +86,8 @@ def test_bench_refuses_draft_modes_without_a_draft(toy_models):
         text=True,
         timeout=120,
     )
-    assert result.returncode == 2 and "need a draft model" in result.stderr
+    assert result.returncode == 2, "fixed without a draft is a usage error (exit 2)"
+    assert "need a draft model" in result.stderr, "the error says a draft model is needed"
 
 
 def test_without_a_draft_mlx_lm_is_its_plain_loop_and_ours_keeps_up(toy_pair):
@@ -97,7 +99,8 @@ def test_without_a_draft_mlx_lm_is_its_plain_loop_and_ours_keeps_up(toy_pair):
     prompts = [p for p in BUILTIN_PROMPTS if p.id == "code-1"]
     runs = list(run_benchmark(plain_pair, prompts, modes=("plain", "mlx_lm"), max_tokens=24, warmup_tokens=2))
     assert [r.mode for r in runs] == ["plain", "mlx_lm"]
-    assert all(r.identical_to_plain and r.tokens > 1 for r in runs) and all(r.proposed == 0 for r in runs)
+    assert all(r.identical_to_plain and r.tokens > 1 for r in runs), "both plain modes give plain's answer"
+    assert all(r.proposed == 0 for r in runs), "neither drafts"
 
 
 def test_off_is_plain_as_everywhere_else(toy_pair):
@@ -107,7 +110,8 @@ def test_off_is_plain_as_everywhere_else(toy_pair):
     prompts = [p for p in BUILTIN_PROMPTS if p.id == "code-1"]
     runs = list(run_benchmark(plain_pair, prompts, modes=("off", "plain"), max_tokens=8, warmup_tokens=2))
     assert [r.mode for r in runs] == ["plain"]  # one word for one thing: timed once
-    assert runs[0].proposed == 0 and runs[0].identical_to_plain
+    assert runs[0].proposed == 0, "plain drafts nothing"
+    assert runs[0].identical_to_plain, "plain is identical to itself"
 
 
 def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair):
@@ -120,11 +124,14 @@ def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair):
     )
     # the second repeat runs the variants in another order, but reports them in the same one
     assert [r.label for r in runs] == ["plain", "fixed1", "fixed3", "adaptive", "lookup"] * 2
-    assert all(r.identical_to_plain for r in runs) and all(r.round_log for r in runs)
+    assert all(r.identical_to_plain for r in runs), "every variant gives plain's answer"
+    assert all(r.round_log for r in runs), "every run keeps its round log"
     assert "adaptive" in format_table(runs)
     oracle = format_oracle(runs).splitlines()[1].split()
     drafted = max(x.k for r in runs for x in r.round_log if x.source == "draft")
-    assert oracle[0] == "repetitive-2" and oracle[1] == "exact" and 1 <= int(oracle[2]) <= drafted
+    assert oracle[0] == "repetitive-2", "the oracle names the prompt"
+    assert oracle[1] == "exact", "the oracle names the acceptance rule"
+    assert 1 <= int(oracle[2]) <= drafted, "its best k is one the run drafted"
     # the JSON keeps each adaptive round's reason and prediction, so a surprising ratio can be explained
     # (whether it drafts, bypasses or probes depends on this machine's timings)
     adaptive_rounds = [x for r in runs if r.mode == "adaptive" for x in r.to_json()["round_log"]]
@@ -191,7 +198,8 @@ def test_repeats_are_paired_with_plain_and_plain2_shows_the_noise(toy_useless_pa
     assert float(row[2]) == pytest.approx(ratios[1], abs=1e-3)  # the median of three paired ratios
     assert (float(row[3]), float(row[4]), int(row[5])) == (round(ratios[0], 2), round(ratios[2], 2), 3)
     worst = {line.split()[2]: line.split() for line in table if line.startswith("worst prompt")}
-    assert set(worst) == {"plain2", "adaptive"} and worst["adaptive"][4] in ("code-1", "prose-1")
+    assert set(worst) == {"plain2", "adaptive"}, "the worst prompt is reported per mode"
+    assert worst["adaptive"][4] in ("code-1", "prose-1"), "adaptive's worst prompt is one of the prompts run"
 
 
 def test_bench_header_says_when_mlx_runs_on_its_own_blas(toy_models):

@@ -126,4 +126,5 @@ def test_cli_writes_models(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert refused.returncode == 2 and "not empty" in refused.stderr
+    assert refused.returncode == 2, "a folder that is not empty is refused (exit 2)"
+    assert "not empty" in refused.stderr, "the error says the folder is not empty"

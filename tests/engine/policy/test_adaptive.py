@@ -125,7 +125,8 @@ def test_probes_stay_within_their_budget_and_read_little(costs):
     probes = [e for e in after if e.decision.reason is Reason.PROBE]
     spent = sum(e.draft_seconds + e.verify_seconds for e in probes)
     total = sum(e.draft_seconds + e.verify_seconds for e in after)
-    assert probes and spent <= 1.5 * policy.settings.probe_share * total
+    assert probes, "the controller probed"
+    assert spent <= 1.5 * policy.settings.probe_share * total, "probes stay within their share of the time"
     assert all(e.catch_up <= policy.settings.probe_read for e in probes)
 
 
@@ -153,7 +154,8 @@ def test_bypassed_plain_steps_are_queued():
 def test_it_starts_from_a_sensible_k_before_anything_is_measured():
     policy = AdaptiveDraftLength()
     plan = policy.choose(RoundContext(True, 100, 0))
-    assert plan.k == policy.settings.start_k and policy.decision().reason is Reason.LEARN
+    assert plan.k == policy.settings.start_k, "the first round drafts the starting k"
+    assert policy.decision().reason is Reason.LEARN, "the controller says it is learning"
     assert policy.wants_draft_prefill()
 
 
@@ -196,7 +198,8 @@ def test_lookup_proposes_only_where_the_prompt_has_a_match():
     policy = AdaptiveDraftLength(use_draft=False)
     assert policy.choose(RoundContext(False, 100, 0, lookup_len=0)).k == 0
     plan = policy.choose(RoundContext(False, 100, 0, lookup_len=2, lookup=(5, 6)))
-    assert plan.source is Provenance.LOOKUP and 1 <= plan.k <= 2
+    assert plan.source is Provenance.LOOKUP, "without a draft round, lookup supplies the tokens"
+    assert 1 <= plan.k <= 2, "no more than the lookup found"
     assert not policy.wants_draft_prefill()
 
 
@@ -205,7 +208,8 @@ def test_a_draft_almost_never_right_is_named_in_the_decision():
     for seed in range(6):
         policy.play("0" * 400, BANDWIDTH, seed)
     right, judged = policy.decision().draft_right or (None, None)
-    assert right == 0 and judged is not None and judged >= 16
+    assert right == 0, "a draft that is never right is judged so"
+    assert judged is not None and judged >= 16, "on at least 16 rounds"
     assert Decision(Reason.BYPASS, 0).bypassed and not Decision(Reason.PROBE, 2).bypassed
 
 

@@ -105,7 +105,10 @@ def test_a_pair_saves_after_an_answer_and_the_next_load_starts_from_it(toy_pair)
     assert saved == {}
     _answer(toy_pair, first.policy(SpeculationMode.ADAPTIVE))
     first.answered(SpeculationMode.ADAPTIVE)
-    assert set(saved) == {SpeculationMode.ADAPTIVE} and not first.restored
+    assert set(saved) == {SpeculationMode.ADAPTIVE}, (
+        "the adaptive controller's state is saved after an answer"
+    )
+    assert not first.restored, "a new controller was not restored"
 
     again = PairPolicies(load, save)
     again.policy(SpeculationMode.ADAPTIVE)

@@ -74,7 +74,10 @@ def test_with_padded_keys_every_size_meets_every_key_width(toy_pair, toy_prompt)
     choices = ChatSession(pair, padded_keys=True).step_choices
     assert choices.draft is not None
     for spy, choice, sizes in ((main, choices.main, (1, 2)), (draft, choices.draft, DRAFT_STEP_SIZES)):
-        assert choice.reason == "measured" and choice.timing is not None and choice.timing.sizes == sizes
+        assert choice.reason == "measured", "the choice comes from a measurement"
+        assert choice.timing is not None and choice.timing.sizes == sizes, (
+            "the measurement timed the sizes this model steps in"
+        )
         assert choice.compiled == choice.timing.faster
         shapes = compiled_step(spy).shapes
         if choice.compiled:  # the sizes that won, at every key width
@@ -98,7 +101,8 @@ def test_a_cancel_stops_the_warm_up_between_steps(toy_pair, toy_prompt):
 
     compile_pass_shapes(pair, toy_prompt, max_k=2, cancel=stop, progress=progress)
     assert steps == [1, 2, 3, 4, 5]
-    assert main.sizes[calls[0] :] == [1, 2, 3] and len(draft.sizes) == calls[1]
+    assert main.sizes[calls[0] :] == [1, 2, 3], "after the rounds, the main read its pass sizes in order"
+    assert len(draft.sizes) == calls[1], "the cancel came before the draft's reads"
 
 
 def test_compiled_passes_are_built_per_key_width_only_where_sessions_will_run_them(toy_pair, toy_prompt):
