@@ -182,7 +182,8 @@ def test_any_json_is_a_machine_list_or_says_what_is_wrong(value):
         assert "\n" not in str(exc)
         return
     assert 1 <= len(hostfile.hosts) <= MAX_MACHINES
-    assert all(host_name_problem(h.ssh) is None and h.ips for h in hostfile.hosts)
+    assert [h.ssh for h in hostfile.hosts if host_name_problem(h.ssh)] == [], "every name is one ssh can use"
+    assert [h.ssh for h in hostfile.hosts if not h.ips] == [], "every machine has an address"
 
 
 @given(st.text(max_size=200))

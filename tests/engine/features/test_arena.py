@@ -37,7 +37,8 @@ def test_ranks_candidates_and_persists(toy_pair, toy_models, tmp_path, specchat_
     matched, unrelated = by_name[str(toy_models.draft)], by_name[str(toy_models.draft_random)]
     assert matched.acceptance > unrelated.acceptance  # the toy draft is distilled from the main
     assert matched.best_k is not None and 1 <= matched.best_k <= 3
-    assert all(r.speedup > 0 and r.plain_tok_s > 0 for r in ok)
+    assert all(r.speedup > 0 for r in ok), "every candidate that ran has a speedup"
+    assert all(r.plain_tok_s > 0 for r in ok), "every candidate that ran has a plain rate to compare with"
     assert {c for c, _ in matched.by_class} == {"code", "repetitive"}
     path = save_results("/models/toy-main", results)
     assert path == results_path("/models/toy-main"), "results are saved where the app reads them"

@@ -33,7 +33,9 @@ def test_a_read_is_whole_chunks_then_one_padded_pass_where_caches_can_trim():
     assert passes(17, pad=False) == [(16, 16), (1, 1)]
     for n in range(1, 1100):
         assert sum(real for _, real in passes(n, pad=True)) == n
-        assert all(size in PASS_SIZES and real <= size for size, real in passes(n, pad=True))
+        padded = passes(n, pad=True)
+        assert all(size in PASS_SIZES for size, _ in padded), f"{n} tokens: every pass is a pass size"
+        assert all(real <= size for size, real in padded), f"{n} tokens: no pass holds more than its size"
 
 
 def _logits_and_offset(pair, ids, bucketed, cache=None):
