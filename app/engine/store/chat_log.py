@@ -5,11 +5,16 @@ same change to the `Transcript` the chat view draws, returning the turn that cha
 collection operations return what changed). A write that fails raises its own error and leaves
 the transcript as it was, so what is shown is always what the database holds. The text is cleaned
 once, by the store as it writes it; the transcript takes the text the store wrote.
+
+The one change shown before it is stored is the answer as it streams: the user reads it as it
+grows. If its save fails it stays on screen and is owed: the next operation writes it first, in
+its own transaction, so nothing after it is stored while it is not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from app.engine.store.conversations import ConversationStore
@@ -27,6 +32,30 @@ class ChatLog:
     def __init__(self, store: ConversationStore, transcript: Transcript | None = None) -> None:
         self.store = store
         self.transcript = transcript if transcript is not None else Transcript()
+        self.owed: AnswerTurn | None = None  # an answer on screen whose last save failed
+
+    def save_answer(self, turn: AnswerTurn) -> None:
+        """Write the streaming answer as it is shown; on failure it is owed and the error raised."""
+        self.owed = turn
+        self.store.save_answer(turn)
+        self.owed = None
+
+    def catch_up(self) -> None:
+        """Write an owed answer that is still shown; raises (and it stays owed) if it still fails."""
+        with self._writing():
+            pass
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One operation's transaction, an owed answer written first; it is owed no more only once
+        the whole transaction has committed."""
+        owed = self.owed
+        with self.store.transaction():
+            if owed is not None and self.transcript.find(owed.key) is owed:
+                self.store.save_answer(owed)
+            yield
+        if self.owed is owed:
+            self.owed = None
 
     def ask(
         self,
@@ -39,7 +68,7 @@ class ChatLog:
     ) -> tuple[int, UserTurn]:
         """Add the user's turn, creating the conversation when `conversation` is None; `also`
         runs in the same transaction (the draft's removal). Returns the conversation and turn."""
-        with self.store.transaction():
+        with self._writing():
             if conversation is None:
                 conversation = self.store.create(_title(text), system_prompt, settings)
             key, stored = self.store.append_text(conversation, Role.USER, text)
@@ -50,7 +79,7 @@ class ChatLog:
         self, conversation: int, key: int, text: str, *, also: Callable[[], None] = lambda: None
     ) -> UserTurn:
         """Replace the user turn `key` and drop every turn after it, together."""
-        with self.store.transaction():
+        with self._writing():
             stored = self.store.edit(key, text)
             self.store.truncate_after_message(conversation, key)
             also()
@@ -61,7 +90,8 @@ class ChatLog:
 
     def start_answer(self, conversation: int) -> AnswerTurn:
         """An empty answer after the last turn, saved as partial until it finishes."""
-        key, _ = self.store.append_text(conversation, Role.ASSISTANT, "", MessageState.PARTIAL)
+        with self._writing():
+            key, _ = self.store.append_text(conversation, Role.ASSISTANT, "", MessageState.PARTIAL)
         return self.transcript.start_answer(key)
 
     def regenerate(self, conversation: int, key: int | None = None) -> AnswerTurn | None:
@@ -71,7 +101,7 @@ class ChatLog:
         question = self.transcript.question_before(key)
         if question is None:
             return None
-        with self.store.transaction():
+        with self._writing():
             self.store.truncate_after_message(conversation, question.key)
             answer, _ = self.store.append_text(conversation, Role.ASSISTANT, "", MessageState.PARTIAL)
         self.transcript.drop_after(question.key)

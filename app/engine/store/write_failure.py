@@ -66,3 +66,23 @@ def answer_not_regenerated(exc: BaseException, path: Path) -> str:
         f"A new answer could not be started, so the earlier one is kept: {reason(exc)}.\n\n"
         f"Conversations database: {path}"
     )
+
+
+def answer_not_saved(exc: BaseException, path: Path) -> str:
+    return (
+        f"The answer could not be saved: {reason(exc)}. It stays on screen, and SpecChat saves it "
+        "before your next message.\n\n"
+        f"Conversations database: {path}"
+    )
+
+
+def speed_not_kept(exc: BaseException) -> str:
+    return f"This answer's speed could not be kept in the history: {reason(exc)}."
+
+
+def settings_not_saved(exc: BaseException, path: Path) -> str:
+    return (
+        f"The conversation's settings could not be saved: {reason(exc)}. They apply until you "
+        "switch conversations or quit.\n\n"
+        f"Conversations database: {path}"
+    )

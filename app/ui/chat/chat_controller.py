@@ -52,8 +52,11 @@ from app.engine.store.transcript import AnswerTurn, MessageState, Role
 from app.engine.store.write_failure import (
     STORAGE_ERRORS,
     answer_not_regenerated,
+    answer_not_saved,
     answer_not_started,
     message_not_sent,
+    settings_not_saved,
+    speed_not_kept,
 )
 from app.ui.chat.answer_speedups import fill_transcript, fill_turns
 from app.ui.chat.live_answer import Live
@@ -152,6 +155,7 @@ class ChatController(QObject):
     def open(self, conversation_id: int) -> bool:
         if self.live is not None:
             self.stop()
+        self._leave()
         try:
             c = self.store.load(conversation_id)
         except ConversationError as exc:
@@ -169,17 +173,29 @@ class ChatController(QObject):
     def new_conversation(self) -> None:
         if self.live is not None:
             self.stop()
+        self._leave()
         self.conversation = None
         self.editing = None
         self.transcript.reset()
         self.switched.emit()
         self.conversations_changed.emit()
 
+    def _leave(self) -> None:
+        """An answer whose save failed gets one more try before it leaves the screen."""
+        try:
+            self.log.catch_up()
+        except STORAGE_ERRORS:
+            pass  # the user was told when its save failed, and the file still refuses it
+
     def save_settings(self, settings: ChatSettings) -> None:
         self.chat_settings = settings
         if self.conversation is not None:
-            self.store.set_system_prompt(self.conversation, settings.system_prompt)
-            self.store.set_settings(self.conversation, settings.to_dict())
+            try:
+                with self.store.transaction():
+                    self.store.set_system_prompt(self.conversation, settings.system_prompt)
+                    self.store.set_settings(self.conversation, settings.to_dict())
+            except STORAGE_ERRORS as exc:
+                self.failed.emit(settings_not_saved(exc, self.store.path))
 
     # -- turns ----------------------------------------------------------------------------------
     def send(self, text: str) -> bool:
@@ -410,17 +426,26 @@ class ChatController(QObject):
         else:
             label = LOOKUP if mode == "lookup" or not draft else draft
         plain = self.plain.get(main, context) if mode != "off" else None
-        if self.history.record(live.run(label, plain, state, self.conversation)) is not None:
-            self.history_changed.emit()
+        try:
+            if self.history.record(live.run(label, plain, state, self.conversation)) is not None:
+                self.history_changed.emit()
+        except STORAGE_ERRORS as exc:  # the answer itself is saved; only its place in the history is lost
+            self.notice.emit(speed_not_kept(exc))
         # after a Stop the worker stays quiet: no measurement starts behind the user's back
         stopped = state is MessageState.CANCELLED
         if mode != "off" and plain is None and not stopped and self.plain.want(main, context):
             self.baseline_status.emit(BaselineStatus(main, context, None, True))
 
     def _checkpoint(self, live: Live, state: MessageState) -> None:
+        """A failed save is said once per answer; the log saves it again before the next change."""
         self.transcript.checkpoint(live.message, state, live.answer_stats())
-        self.store.save_answer(live.message)
         live.last_checkpoint = time.monotonic()
+        told = self.log.owed is live.message
+        try:
+            self.log.save_answer(live.message)
+        except STORAGE_ERRORS as exc:
+            if not told:
+                self.failed.emit(answer_not_saved(exc, self.store.path))
 
     def _finish(self, live: Live, state: MessageState) -> None:
         """Saved before it is drawn: rendering a long answer as markdown takes a while."""

@@ -58,3 +58,25 @@ def test_regenerate_cuts_by_stored_position_not_by_place(store: ConversationStor
     )
     assert stored[0][0] == first.key, "the first question keeps its key"
     assert stored[2][0] == second.key
+
+
+def test_an_answer_whose_save_failed_is_written_before_the_next_change(store: ConversationStore):
+    log = ChatLog(store)
+    cid, _ = log.ask(None, "first")
+    answer = log.start_answer(cid)
+    answer.answer.add_tail("Otters hold hands.")  # the text streamed so far
+    real = store.db
+    store.db = FailingConnection(real, "UPDATE messages", sqlite3.OperationalError(DISK_FULL))
+    with pytest.raises(sqlite3.OperationalError):
+        log.save_answer(answer)
+    assert log.owed is answer, "the answer on screen is owed to the file"
+    with pytest.raises(sqlite3.OperationalError):
+        log.ask(cid, "second")  # still failing: the question is not stored either
+    assert log.owed is answer, "a failed catch-up keeps the answer owed"
+    assert [m.content for m in store.load(cid).messages] == ["first", ""], "nothing after it was stored"
+    store.db = real
+    log.ask(cid, "second")
+    assert log.owed is None, "once written, nothing is owed"
+    shown, stored = pairs(log, cid)
+    assert shown == stored, "the screen and the file agree again"
+    assert [text for _, text in stored] == ["first", "Otters hold hands.", "second"]

@@ -133,3 +133,58 @@ def test_the_chat_shows_what_the_database_holds_through_failed_writes(qtbot, win
     assert again[1][3] == "complete", "the regenerated answer is complete"
     assert len(generates(window)) == 3, "three answers were asked of the engine in all"
     assert not failures, "no failure is left unreported"
+
+
+def test_an_answer_that_cannot_be_saved_stays_on_screen_and_is_saved_with_the_next_message(qtbot, window):
+    window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=8)
+    failures: list[str] = []
+    window.controller.failed.connect(failures.append)
+    failing = fail_once(window, "UPDATE messages SET content")  # the answer's save fails once
+    type_and_send(qtbot, window, "Why is the sky blue?")
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10_000)  # the chat is not left waiting
+    assert failing.failed, "the answer's save was tried"
+    text = said(window, failures)
+    assert LOCKED in text, "the user is told why the answer was not saved"
+    assert "stays on screen" in text, "the user is told the answer is not lost"
+    question, answer = shown(window)
+    assert answer[3] == "complete", "the answer is shown whole"
+    assert stored(window)[-1][2] != answer[2] or stored(window)[-1][3] != "complete", (
+        "the failed save left the database behind the screen (else the test injected nothing)"
+    )
+
+    type_and_send(qtbot, window, "And the sea?")
+    settle(qtbot, window)  # the earlier answer was saved before the new question
+    assert shown(window)[1] == answer, "the earlier answer is unchanged"
+    assert len(shown(window)) == 4, "the new question and its answer follow"
+    assert not failures, "nothing else failed"
+
+
+def test_an_answer_whose_speed_cannot_be_kept_is_still_shown_and_saved(qtbot, window):
+    window.controller.chat_settings = window.controller.chat_settings.__class__(max_tokens=40)
+    notices: list[str] = []
+    failures: list[str] = []
+    window.controller.notice.connect(notices.append)
+    window.controller.failed.connect(failures.append)
+    failing = fail_once(window, "INSERT INTO runs")  # the speed history's write fails
+    type_and_send(qtbot, window, "Why is the sky blue?")
+    settle(qtbot, window)
+    assert failing.failed, "the answer's speed was to be kept"
+    assert any(LOCKED in n for n in notices), f"the user is told the speed was not kept: {notices}"
+    assert shown(window)[-1][3] == "complete", "the answer is complete"
+    assert not failures, "the answer itself was saved"
+
+
+def test_settings_that_cannot_be_saved_are_said_and_still_apply(qtbot, window):
+    type_and_send(qtbot, window, "Why is the sky blue?")
+    settle(qtbot, window)
+    failures: list[str] = []
+    window.controller.failed.connect(failures.append)
+    failing = fail_once(window, "UPDATE conversations SET system_prompt")
+    wanted = window.controller.chat_settings.__class__(system_prompt="Answer like a pirate.", max_tokens=8)
+    window.controller.save_settings(wanted)
+    assert failing.failed, "the settings' save was tried"
+    text = said(window, failures)
+    assert LOCKED in text, "the user is told why the settings were not saved"
+    assert window.controller.chat_settings.system_prompt == "Answer like a pirate.", "they still apply"
+    cid = window.controller.conversation
+    assert window.store.load(cid).system_prompt == "", "half of the settings was not stored either"
