@@ -77,21 +77,6 @@ class TokenEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class SlowRound:
-    """A round whose passes took far longer than the controller's price for its shape: a
-    one-time cost (kernels compiled for a pass shape's first run), kept out of its cost tables."""
-
-    k: int
-    source: Provenance
-    draft_tokens: int  # tokens the draft was fed: the ones it caught up on and its proposals
-    main_tokens: int  # tokens the main's pass was fed: the pending one and the proposals
-    position: int  # answer tokens before the round
-    predicted_seconds: float  # the controller's price for the round's passes
-    seconds: float  # what they took
-    context: int = 0  # tokens of context before the round (prompt included), where the caller knows it
-
-
-@dataclass(frozen=True, slots=True)
 class RoundEvent:
     """Telemetry of one draft-and-verify round; k == 0 is a plain decoding step."""
 
@@ -112,9 +97,6 @@ class RoundEvent:
     # the refused drafts (`proposed[accepted:]`) decoded, for display. The worker fills it in
     # as it forwards the event, so the UI needs no tokenizer and the timed loop does no decoding
     refused_text: str = ""
-    # the controller left this round's time out of its costs (a one-time cost); the worker fills
-    # it in as it forwards the event, since the controller judges a round only once it is made
-    left_out: SlowRound | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 Rank 0 streams events to the caller over `wire.py`'s channel. The caller rebuilds each one only
 from fields of the expected type and range (`BadMessage` otherwise), so what a rank sends is
-data the caller reads, never code or an object it did not mean to build.
+data the caller reads, never code or an object it did not mean to build. Keys it does not read
+are ignored, so an event that still carries a field since retired decodes as well.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from app.engine.decoding.events import (
     Provenance,
     Reason,
     RoundEvent,
-    SlowRound,
     TokenEvent,
 )
 from app.engine.decoding.sampling import SamplingParams
@@ -121,21 +121,7 @@ def event_data(event: GenerationEvent) -> dict[str, Any]:
     return {"event": _KINDS[type(event)], **asdict(event)}
 
 
-def _slow(data: object) -> SlowRound:
-    return SlowRound(
-        k=_int(_get(data, "k")),
-        source=_enum(Provenance, _get(data, "source")),
-        draft_tokens=_int(_get(data, "draft_tokens")),
-        main_tokens=_int(_get(data, "main_tokens")),
-        position=_int(_get(data, "position")),
-        predicted_seconds=_float(_get(data, "predicted_seconds")),
-        seconds=_float(_get(data, "seconds")),
-        context=_int(_get(data, "context")),
-    )
-
-
 def _round(data: object) -> RoundEvent:
-    left_out = _get(data, "left_out")
     return RoundEvent(
         index=_int(_get(data, "index")),
         k=_int(_get(data, "k")),
@@ -149,7 +135,6 @@ def _round(data: object) -> RoundEvent:
         catch_up=_int(_get(data, "catch_up")),
         overlapped=_bool(_get(data, "overlapped")),
         refused_text=_str(_get(data, "refused_text")),
-        left_out=None if left_out is None else _slow(left_out),
     )
 
 

@@ -13,7 +13,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.engine.decoding.events import RoundEvent, SlowRound, TokenEvent
+from app.engine.decoding.events import RoundEvent, TokenEvent
 from app.engine.features.figures import (
     AnswerFigures,
     answer_figures,
@@ -42,7 +42,6 @@ CSV_FIELDS = (
     "bypassed",
     "policy_k",
     "expected_speedup",
-    "left_out",
 )
 
 
@@ -62,7 +61,6 @@ class RoundRow:
     bypassed: bool
     policy_k: int
     expected_speedup: float | None
-    left_out: bool = False  # the controller kept its time out of its costs (a one-time cost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +77,6 @@ class Summary:
     oracle_speedup: float | None  # best fixed k, estimated from this run's acceptance and costs
     acceptance: float  # accepted over proposed
     mean_accepted: float  # accepted drafts per drafting round
-    slow_rounds: int = 0  # rounds left out of the controller's timing (one-time costs)
     figures: AnswerFigures | None = None  # the same numbers as every view shows them
 
 
@@ -97,8 +94,6 @@ class Telemetry:
     hits: list[int] = field(default_factory=list)
     trials: list[int] = field(default_factory=list)
     histogram: list[int] = field(default_factory=list)  # index: accepted drafts in a drafting round
-    # rounds whose time the controller left out of its costs (a pass shape's first use), by round
-    left_out: list[tuple[int, SlowRound]] = field(default_factory=list)
     _tally: Tally = field(init=False, compare=False, repr=False)  # the oracle's sums, asked each batch
     # drafting rounds, their drafts, those kept, and those kept from the prompt: summed as rounds
     # come, since the dashboard asks for them every batch
@@ -155,13 +150,9 @@ class Telemetry:
                 decision.bypassed,
                 decision.k,
                 decision.expected_speedup or None,
-                event.left_out is not None,
             )
         )
-        if event.left_out is not None:
-            self.left_out.append((event.index, event.left_out))
-        if event.left_out is None:  # a one-time cost is no fixed k's price either (the oracle's)
-            self._tally.add(RoundRecord.of(event, wall))
+        self._tally.add(RoundRecord.of(event, wall))
         self.k_series.append((event.index, event.k))
         if event.k:
             self._drafting += 1
@@ -220,7 +211,6 @@ class Telemetry:
             oracle_speedup=o.predicted_speedup if o else None,
             acceptance=f.acceptance or 0.0,
             mean_accepted=f.accepted_per_round or 0.0,
-            slow_rounds=len(self.left_out),
             figures=f,
         )
 
@@ -274,34 +264,11 @@ def markdown_report(
     lines += [f"| {i + 1} | {h} | {n} | {h / n:.0%} |" for i, (h, n) in enumerate(zip(t.hits, t.trials)) if n]
     lines += ["", "## Accepted drafts per round", "", "| accepted | rounds |", "|---|---|"]
     lines += [f"| {a} | {n} |" for a, n in enumerate(t.histogram)]
-    lines += _left_out_section(t)
     for caption, path in (charts or {}).items():
         lines += ["", f"## {caption}", "", f"![{caption}]({path})"]
     if appendix:
         lines += ["", appendix.rstrip()]
     return "\n".join(lines) + "\n"
-
-
-def _left_out_section(t: Telemetry) -> list[str]:
-    """The rounds left out of the controller's timing, with their shapes, if there were any."""
-    if not t.left_out:
-        return []
-    lines = [
-        "",
-        "## Slow rounds left out of timing",
-        "",
-        "Rounds far slower than the controller's price for their shape: a one-time cost, such as "
-        "kernels compiled for a pass shape's first use. Their time did not enter its costs.",
-        "",
-        "| round | k | source | draft tokens | main tokens | context | predicted s | actual s |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for index, r in t.left_out:
-        lines.append(
-            f"| {index} | {r.k} | {r.source.value} | {r.draft_tokens} | {r.main_tokens} | {r.context} "
-            f"| {r.predicted_seconds:.3f} | {r.seconds:.3f} |"
-        )
-    return lines
 
 
 def export_report(

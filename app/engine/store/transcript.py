@@ -126,8 +126,6 @@ class AnswerStats:
     mode: str = ""
     draft_rarely_right: tuple[int, int] | None = None  # (right, judged) when the draft almost never is
     draft_stopped: str | None = None  # why drafting stopped mid-answer (the draft's context ended)
-    # rounds whose time the controller left out of its costs (a pass shape's first use); None: none
-    slow_rounds: int | None = None
     plain_tokens_per_second: float | None = None
     speedup: float | None = None
     finish_reason: str | None = None
@@ -159,7 +157,6 @@ class AnswerStats:
         "mode": ("mode", _str),
         "draft_rarely_right": ("draft_rarely_right", _pair),
         "draft_stopped": ("draft_stopped", _str),
-        "slow_rounds": ("slow_rounds", _int),
         "plain_tokens_per_second": ("plain_tok_s", _float),
         "speedup": ("speedup", _float),
         "finish_reason": ("reason", _str),

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 from app.engine.decoding.events import GenerationFinished, Provenance, RoundEvent, TokenEvent
 from app.engine.features.figures import per_round_text, percent_text, speed_text, speedup_text, stream_rate
 from app.engine.store.transcript import AnswerStats, AnswerTurn, Verdict
-from app.ui.common.stats_words import draft_share, figures, slow_rounds_words, summary
+from app.ui.common.stats_words import draft_share, figures, summary
 from app.ui.common.theme import Theme, current_theme
 
 IDENTICAL, NEAR_TIE, DIVERGENCE = "#2e8540", "#c77700", "#c0392b"
@@ -47,8 +47,6 @@ def stats_line(stats: AnswerStats) -> str:
         parts.append(f"{speedup_text(f.speedup)} vs plain {speed_text(f.plain_tok_s)}")
     if stats.draft_stopped:
         parts.append(stats.draft_stopped)
-    if stats.slow_rounds:
-        parts.append(slow_rounds_words(stats.slow_rounds))
     return " · ".join(parts)
 
 
@@ -83,7 +81,6 @@ class LiveStats:
     bypassed: bool = False
     rarely_right: tuple[int, int] | None = None  # (right, judged) when the draft is almost never right
     draft_stopped: str | None = None  # why drafting stopped (the draft's context ended)
-    slow_rounds: int = 0  # rounds the controller left out of its timing (one-time costs)
     finished: GenerationFinished | None = None
 
     def token(self, e: TokenEvent) -> None:
@@ -102,7 +99,6 @@ class LiveStats:
         self.k = decision.k
         self.bypassed = decision.bypassed and self.mode in ("adaptive", "lookup")
         self.rarely_right = decision.draft_right
-        self.slow_rounds += e.left_out is not None
         self.draft_stopped = decision.draft_stopped or self.draft_stopped
 
     def finish(self, e: GenerationFinished) -> None:
@@ -129,7 +125,6 @@ class LiveStats:
             mode=self.mode,
             draft_rarely_right=self.rarely_right,
             draft_stopped=self.draft_stopped,
-            slow_rounds=self.slow_rounds or None,
             plain_tokens_per_second=self.plain_speed or None,
             drafting_rounds=self.drafting_rounds,
             lookup_accepted=self.lookup_accepted,

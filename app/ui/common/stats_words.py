@@ -69,12 +69,6 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ),
     ("Refused guess", "A draft guess the main model did not agree with; it never enters the answer."),
     (
-        "Slow round left out of timing",
-        "The first time SpecChat runs a new kind of step, the computer may first prepare it, and "
-        "that one step takes far longer than usual. Such a step is left out when SpecChat decides "
-        "how far the draft should guess ahead, so a one-time wait does not make the draft look slow.",
-    ),
-    (
         "Oracle",
         "The best fixed draft length for an answer, found afterwards. Its speedup is estimated from "
         "the answer's own rounds, not measured; the draft arena measures real runs.",
@@ -90,12 +84,6 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
         "draft changed nothing.",
     ),
 )
-
-
-def slow_rounds_words(count: int) -> str:
-    """Rounds whose time the controller left out of its costs, in plain words."""
-    rounds = "slow round" if count == 1 else "slow rounds"
-    return f"{count} {rounds} left out of timing (first use of a pass shape)"
 
 
 def figures(stats: AnswerStats, plain_tok_s: float | None = None) -> AnswerFigures:

@@ -40,7 +40,7 @@ from app.engine.store.history import RunHistory
 from app.engine.store.transcript import AnswerStats
 from app.ui.common.error_banner import reason, show_error_dialog
 from app.ui.common.plain_speed import BaselineStatus
-from app.ui.common.stats_words import NO_DRAFT_MODES, draft_share, figures, slow_rounds_words
+from app.ui.common.stats_words import NO_DRAFT_MODES, draft_share, figures
 from app.ui.dashboard.chart import Chart
 from app.ui.dashboard.history_view import HistoryView
 
@@ -239,8 +239,6 @@ class Dashboard(QDockWidget):
             lines.append(" · ".join(guesses))
         s = self.telemetry.summary(f)
         lines.append(self.best_k_text(s))
-        if s.slow_rounds:
-            lines.append(slow_rounds_words(s.slow_rounds))
         return "<br>".join(lines)
 
     def best_k_text(self, s: Summary) -> str:

@@ -23,7 +23,6 @@ from app.engine.decoding.events import (
     Provenance,
     Reason,
     RoundEvent,
-    SlowRound,
     TokenEvent,
 )
 from app.engine.decoding.sampling import SamplingParams
@@ -87,13 +86,21 @@ def test_every_event_crosses_as_itself() -> None:
                 Reason.BEST, 3, expected_speedup=1.4, acceptance=(0.5, 0.25), draft_right=(1, 60)
             ),
             refused_text=" cat",
-            left_out=SlowRound(3, Provenance.DRAFT, 4, 4, 10, 0.01, 0.5, 12),
         ),
         PrefillProgress(64, 128, 0.125),
         GenerationFinished(FinishReason.LENGTH, "The fox", (1, 2), stats, tail="é"),
         EngineError("boom", kind=ErrorKind.CONTEXT, plain="too long"),
     ]
     assert [_roundtrip(event) for event in events] == events
+
+
+def test_a_round_from_an_older_rank_with_a_retired_field_still_decodes() -> None:
+    """An older SpecChat's round carried `left_out` (a slow round's record); it is read past."""
+    event = RoundEvent(2, 3, (5, 6, 7), 2, (5, 6, 9), 0.01, 0.02, Provenance.DRAFT, refused_text=" cat")
+    slow = {"k": 3, "source": "draft", "draft_tokens": 4, "main_tokens": 4, "position": 10, "seconds": 0.5}
+    for left_out in (None, slow):
+        data = json.loads(json.dumps({**event_data(event), "left_out": left_out}))
+        assert event_from_data(data) == event, f"a round with left_out={left_out!r} decodes as the round"
 
 
 def test_sampling_settings_cross_as_themselves() -> None:

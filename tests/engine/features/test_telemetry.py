@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent, SlowRound, TokenEvent
+from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent, TokenEvent
 from app.engine.features.telemetry import (
     CSV_FIELDS,
     RATE_POINT_S,
@@ -104,37 +104,6 @@ def test_csv_and_markdown_export(tmp_path):
     assert "![Tokens per second](tokens-per-second.png)" in text, "the report shows the chart"
     assert (tmp_path / "r" / "tokens-per-second.png").read_bytes() == b"\x89PNG fake"
     assert (tmp_path / "r" / "rounds.csv").read_text() == t.csv_text()
-
-
-def test_a_round_left_out_of_timing_is_logged_with_its_shapes_and_kept_from_the_oracle(tmp_path):
-    slow = SlowRound(3, Provenance.DRAFT, 4, 4, 12, 0.05, 37.7, context=212)
-    t, same = Telemetry(plain_tok_s=50.0), Telemetry(plain_tok_s=50.0)
-    replay(same)
-    rounds = [(4, 4), (4, 2), (0, 0), (4, 0), (4, 3), (2, 2), (0, 0), (4, 1)]
-    n = 0
-    for i, (k, acc) in enumerate(rounds):
-        emitted = tuple(range(n, n + acc + 1))
-        for token in emitted:
-            t.token(TokenEvent(token, "x", Provenance.MAIN, token * 0.01, i, token))
-        n += acc + 1
-        slowed = 100.0 if i == 3 else 1.0  # what the round cost, and the record of it left out
-        t.round(
-            RoundEvent(
-                i, k, tuple(range(k)), acc, emitted, 0.001 * k * slowed, (0.02 + 0.002 * k) * slowed,
-                Provenance.DRAFT if k else Provenance.MAIN, Decision(Reason.BEST, k),
-                left_out=slow if i == 3 else None,
-            )
-        )  # fmt: skip
-    assert t.left_out == [(3, slow)], "the slow round is left out of the figures"
-    assert t.summary().slow_rounds == 1, "the summary counts it as slow"
-    assert same.summary().slow_rounds == 0
-    # the oracle prices k from the other rounds only: one 100x round would price k = 4 dear
-    assert t.oracle() is not None and t.oracle().best_k == same.oracle().best_k
-    assert [r["left_out"] for r in csv.DictReader(io.StringIO(t.csv_text()))].count("True") == 1
-    text = markdown_report(t)
-    assert "## Slow rounds left out of timing" in text
-    assert "| 3 | 3 | draft | 4 | 4 | 212 | 0.050 | 37.700 |" in text
-    assert "left out of timing" not in markdown_report(same)
 
 
 def test_toy_pair_generation_feeds_telemetry(toy_pair, toy_prompt):

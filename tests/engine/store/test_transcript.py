@@ -123,6 +123,9 @@ def test_stats_round_trip_through_json_and_tolerate_what_they_cannot_read():
     assert stats.to_json()["tok_s"] == 12.5, "the rate is saved"
     assert "speedup" not in stats.to_json(), "a missing speedup is left out"
     assert AnswerStats.from_json({"tokens": 2, "from_a_later_version": 1}) == (AnswerStats(tokens=2), False)
+    assert AnswerStats.from_json({"tokens": 2, "slow_rounds": 3}) == (AnswerStats(tokens=2), False), (
+        "an answer stored with a count since retired loads, undamaged"
+    )
     assert AnswerStats.from_json({"tokens": True, "k": 2.5}) == (AnswerStats(), True)
     assert AnswerStats.from_json([1, 2]) == (AnswerStats(), True)
     assert replace(stats, lossless=None).to_json().get("lossless") is None

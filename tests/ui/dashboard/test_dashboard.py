@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
-from app.engine.decoding.events import Provenance, RoundEvent, SlowRound, TokenEvent
+from app.engine.decoding.events import Provenance, RoundEvent, TokenEvent
 from app.engine.features.baselines import context_bucket
 from app.engine.protocol import MeasureBaseline, WorkerMessage
 from app.ui.chat.settings_dialog import ChatSettings
@@ -71,26 +69,6 @@ def test_charts_show_recorded_telemetry(qtbot, tmp_path):
     png = (tmp_path / "report" / "tokens-per-second.png").read_bytes()
     assert png.startswith(b"\x89PNG")
     assert (tmp_path / "report" / "rounds.csv").read_text().count("\n") == len(RECORDED) + 1
-
-
-def test_the_dashboard_says_how_many_slow_rounds_were_left_out_of_timing(qtbot, tmp_path):
-    d = Dashboard()
-    qtbot.addWidget(d)
-    d.follow(7, plain_tok_s=40.0)
-    d.on_batch(recorded_batch(7))
-    assert "left out of timing" not in d.summary.text()
-    slow = SlowRound(4, Provenance.DRAFT, 4, 5, 11, 0.03, 4.2, context=60)
-    batch = tuple(
-        replace(m, event=replace(m.event, left_out=slow))
-        if isinstance(m.event, RoundEvent) and m.event.index == 3
-        else m
-        for m in recorded_batch(8)
-    )
-    d.follow(8, plain_tok_s=40.0)
-    d.on_batch(batch)
-    assert "1 slow round left out of timing (first use of a pass shape)" in d.summary.text()
-    text = d.export(tmp_path / "report").read_text()
-    assert "| 3 | 4 | draft | 4 | 5 | 60 | 0.030 | 4.200 |" in text
 
 
 def test_dashboard_says_when_no_baseline(qtbot):
