@@ -149,9 +149,15 @@ class BackgroundTasks:
         job.task = loop.create_task(supervise())
         job.task.add_done_callback(lambda _task: self.jobs.discard(job))
 
-    def run(self, fn: Callable[[], T], done: Callable[[T], None]) -> Job[None]:
+    def run(
+        self,
+        fn: Callable[[], T],
+        done: Callable[[T], None],
+        *,
+        failed: Callable[[Exception], None] | None = None,
+    ) -> Job[None]:
         """`start` for a function that neither reports progress nor can be cancelled."""
-        return self.start(lambda _job: fn(), done)
+        return self.start(lambda _job: fn(), done, failed=failed)
 
     def shutdown(self, *_: object) -> None:
         for job in list(self.jobs):

@@ -7,7 +7,7 @@ list) follows `scanned`; the window decides what to show, this object only what 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +42,9 @@ class ModelLibrary(QObject):
         self.sources = sources or default_sources(tuple(Path(p) for p in folders.saved_folders(settings)))
         self.has_models = False  # known after the first scan
 
-    def _run(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
-        """`done` gets the result, or the exception `fn` raised."""
-        self.background.start(lambda _job: fn(), done, failed=done)
-
     def scan(self) -> None:
         sources = self.sources
-        self._run(lambda: scan_library(sources, None), self._on_scanned)
+        self.background.run(lambda: scan_library(sources, None), self._on_scanned, failed=self._on_scanned)
 
     def _on_scanned(self, result: Any) -> None:
         if isinstance(result, Exception):
@@ -61,7 +57,8 @@ class ModelLibrary(QObject):
         """Kept only once a model is found in it; otherwise the banner says what a model folder holds."""
         folder = folders.ask_for_folder(self.window)
         if folder:
-            self._run(lambda: folders.holds_models(folder), lambda found: self._folder_checked(folder, found))
+            checked = partial(self._folder_checked, folder)  # gets the answer, or the error reading it
+            self.background.run(lambda: folders.holds_models(folder), checked, failed=checked)
 
     def _folder_checked(self, folder: str, found: object) -> None:
         if isinstance(found, Exception):
