@@ -11,6 +11,7 @@ from threading import Event
 from typing import Any
 
 import mlx.core as mx
+from mlx_lm.models.cache import KVCache
 
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import (
@@ -100,6 +101,27 @@ def copy_with_context(folder: Path, dest: Path, positions: int) -> Path:
     config["max_position_embeddings"] = positions
     (dest / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return dest
+
+
+class NoRewindCache(KVCache):
+    """A cache that refuses to be trimmed, like a recurrent (Mamba) layer's state."""
+
+    def is_trimmable(self) -> bool:
+        return False
+
+
+class RecurrentLike:
+    """A model whose caches cannot be rewound: `model` with `NoRewindCache` layers."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self.layers = model.layers
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._model(*args, **kwargs)
+
+    def make_cache(self) -> list[Any]:
+        return [NoRewindCache() for _ in self.layers]
 
 
 class ForwardSpy:

@@ -14,7 +14,7 @@ from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.policy import PlainDecoding
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.templates.chat import format_chat
-from tests.engine.decoding.test_untrimmable import _RecurrentLike
+from tests.engine.helpers import RecurrentLike
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 QUESTION = "Hello, how are you?"
@@ -155,7 +155,7 @@ def test_stats_wait_for_the_last_token(toy_pair):
 
 def test_a_pair_that_cannot_speculate_says_so_before_its_first_token(toy_pair):
     main = toy_pair.main
-    wrapped = LoadedModel(_RecurrentLike(main.model), main.tokenizer, main.config, main.source)
+    wrapped = LoadedModel(RecurrentLike(main.model), main.tokenizer, main.config, main.source)
     pair = LoadedPair(ModelPair(wrapped, toy_pair.draft))
     assert not pair.can_speculate, "a cache that cannot be rewound stops speculation"
     assert "cannot be rewound" in (pair.speculation_refusal or ""), "the refusal says why"

@@ -21,6 +21,9 @@ def layer_offsets(cache: list[Any]) -> list[int | None]:
 
 def misfit(cache: list[Any], expected: int) -> str | None:
     """None when every layer with an offset holds `expected` entries, else which ones do not."""
+    short = [i for i, layer in enumerate(cache) if getattr(layer, "inexact", False)]
+    if short:
+        return f"layer {short[0]} was rewound past the sliding window it keeps"
     wrong = [(i, o) for i, o in enumerate(layer_offsets(cache)) if o is not None and o != expected]
     if not wrong:
         return None

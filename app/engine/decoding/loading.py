@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.tokenizer_utils import TokenizerWrapper
 from mlx_lm.utils import load as mlx_load
 
@@ -52,9 +51,6 @@ class LoadedModel:
     @property
     def name(self) -> str:
         return Path(self.source).name or self.source
-
-    def cache_trimmable(self) -> bool:
-        return all(c.is_trimmable() for c in make_prompt_cache(self.model))
 
 
 @dataclass

@@ -27,6 +27,7 @@ from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.shapes import buckets
 from app.engine.decoding.shapes.compiled_step import ChosenStep, StepChoices, choose, compiled_step
 from app.engine.decoding.shapes.padded_cache import make_caches
+from app.engine.decoding.window_cache import can_trim, exactly_trimmable
 
 PREFILL_CHUNK = 512
 
@@ -44,7 +45,7 @@ def _rewind(cache: list[Any], length: int) -> bool:
     readable offset, not trimmable, or already shorter)."""
     for layer in cache:
         offset = getattr(layer, "offset", None)  # mlx-lm's caches keep it; a list of caches does not
-        if not isinstance(offset, int) or offset < length or not layer.is_trimmable():
+        if not isinstance(offset, int) or offset < length or not can_trim([layer], offset - length):
             return False
         if offset > length:
             layer.trim(offset - length)
@@ -94,9 +95,9 @@ class ChatSession:
         self.pending: int | None = None
         # tokens the main's cache holds beyond `tokens`: a queued plain step's (only mid-answer)
         self.main_ahead = 0
-        self.main_trimmable = all(c.is_trimmable() for c in self.main_cache)
+        self.main_trimmable = all(exactly_trimmable(c) for c in self.main_cache)
         self.draft_trimmable = self.draft_cache is not None and all(
-            c.is_trimmable() for c in self.draft_cache
+            exactly_trimmable(c) for c in self.draft_cache
         )
         self.speculation_refusal = self._speculation_refusal()
         self.compiled_steps = compiled_steps
@@ -132,7 +133,7 @@ class ChatSession:
         for role, cache in (("main", self.main_cache), ("draft", self.draft_cache)):
             if cache is None:
                 continue
-            bad = sorted({type(c).__name__ for c in cache if not c.is_trimmable()})
+            bad = sorted({type(c).__name__ for c in cache if not exactly_trimmable(c)})
             if bad:
                 return (
                     f"speculation is off: the {role} model's cache cannot be rewound "
@@ -186,18 +187,18 @@ class ChatSession:
         keep = min(keep, len(self.tokens))
         drop = len(self.tokens) - keep
         if drop:
-            if self.main_trimmable:
+            if self.main_trimmable and can_trim(self.main_cache, drop):
                 for c in self.main_cache:
                     c.trim(drop)
-            else:  # a recurrent state cannot be rewound: start over
+            else:  # a recurrent state, or a window already dropped, cannot be rewound: start over
                 self.main_cache = self.new_cache(self.pair.main)
                 keep = 0
             self.tokens = self.tokens[:keep]
         if self.draft_cache is not None and self.draft_len > keep:
-            if self.draft_trimmable:
-                # a cut inside a gap goes back to the gap's start: nothing after it was read
-                cut = next((start for start, end in self.draft_gaps if start < keep < end), keep)
-                drop = self.draft_offset - self._draft_slots(cut)
+            # a cut inside a gap goes back to the gap's start: nothing after it was read
+            cut = next((start for start, end in self.draft_gaps if start < keep < end), keep)
+            drop = self.draft_offset - self._draft_slots(cut)
+            if self.draft_trimmable and can_trim(self.draft_cache, drop):
                 if drop:
                     for c in self.draft_cache:
                         c.trim(drop)

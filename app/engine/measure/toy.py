@@ -204,7 +204,7 @@ def swap_into_place(tmp: Path, out_dir: Path) -> None:
 
 def _write_all(root: Path, seed: int, dtype: str, shape: ToyShape) -> None:
     tokenizer_json = train_tokenizer()
-    vocab = max(VOCAB_SIZE, _round_up(json.loads(tokenizer_json)["model"]["vocab"].__len__(), 64))
+    vocab = padded_vocab(tokenizer_json)
     eos_id = token_id(tokenizer_json, EOS_TOKEN)
 
     main = _random_weights(np.random.RandomState(seed), vocab, shape.main_layers, shape)
@@ -220,8 +220,13 @@ def _write_all(root: Path, seed: int, dtype: str, shape: ToyShape) -> None:
         folder.mkdir()
         write_json(folder / "config.json", _config(vocab, layers, eos_id, dtype, shape))
         write_tokenizer_files(folder, tokenizer_json)
-        _save_weights(folder / "model.safetensors", weights, dtype)
+        save_weights(folder / "model.safetensors", weights, dtype)
     write_json(root / MARKER, {"seed": seed, "dtype": dtype, "models": ["main", "draft", "draft_random"]})
+
+
+def padded_vocab(tokenizer_json: str) -> int:
+    """The embedding rows for the tokenizer: at least VOCAB_SIZE, a multiple of 64."""
+    return max(VOCAB_SIZE, _round_up(len(json.loads(tokenizer_json)["model"]["vocab"]), 64))
 
 
 def train_tokenizer() -> str:
@@ -377,7 +382,7 @@ def _layer_index(key: str) -> int | None:
     return None
 
 
-def _save_weights(path: Path, weights: dict[str, np.ndarray], dtype: str) -> None:
+def save_weights(path: Path, weights: dict[str, np.ndarray], dtype: str) -> None:
     import mlx.core as mx
 
     arrays = {k: mx.array(weights[k]).astype(getattr(mx, dtype)) for k in sorted(weights)}

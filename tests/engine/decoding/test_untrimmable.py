@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-from mlx_lm.models.cache import KVCache
-
 from app.engine.decoding.loading import LoadedModel, ModelPair
 from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
 from app.engine.decoding.session import ChatSession
-from tests.engine.helpers import drive
-
-
-class _NoRewindCache(KVCache):
-    def is_trimmable(self) -> bool:
-        return False
-
-
-class _RecurrentLike:
-    """The toy main, but with caches that refuse to be trimmed, like Mamba state."""
-
-    def __init__(self, model) -> None:
-        self._model = model
-        self.layers = model.layers
-
-    def __call__(self, *args, **kwargs):
-        return self._model(*args, **kwargs)
-
-    def make_cache(self):
-        return [_NoRewindCache() for _ in self.layers]
+from tests.engine.helpers import RecurrentLike, drive
 
 
 def test_untrimmable_main_refuses_speculation_with_a_reason_and_generates_plainly(toy_pair, toy_prompt):
     main = toy_pair.main
-    wrapped = LoadedModel(_RecurrentLike(main.model), main.tokenizer, main.config, main.source)
+    wrapped = LoadedModel(RecurrentLike(main.model), main.tokenizer, main.config, main.source)
     session = ChatSession(ModelPair(wrapped, toy_pair.draft))
     assert not session.can_speculate, "a cache that cannot be rewound stops speculation"
     assert "cannot be rewound" in session.speculation_refusal, "the refusal says why"

@@ -26,6 +26,7 @@ import mlx.core as mx
 from mlx_lm.models.cache import KVCache, make_prompt_cache
 
 from app.engine.decoding.shapes.buckets import on_gpu
+from app.engine.decoding.window_cache import plain_caches
 
 KEY_STEP = 256  # KVCache's own allocation step: a padded view is a slice of a buffer it has anyway
 
@@ -125,7 +126,7 @@ def paddable(model: Any) -> bool:
 
 def make_caches(model: Any, padded: bool | None = None) -> list[Any]:
     """The model's prompt cache; padded keys where `padded` (default: on a GPU) and the model
-    allows (`paddable`)."""
+    allows (`paddable`), and windowed layers that trim exactly (`window_cache.py`)."""
     if (on_gpu() if padded is None else padded) and paddable(model):
         return [PaddedKVCache() for _ in model.layers]
-    return make_prompt_cache(model)
+    return plain_caches(model)
