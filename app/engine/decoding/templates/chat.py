@@ -134,6 +134,51 @@ def _content_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+# Fence a message's content while the template renders, so the text between them is known to be
+# the user's; private-use characters, which no template or tokenizer gives a meaning
+FENCE_OPEN, FENCE_CLOSE = "\ue000", "\ue001"
+
+
+def _marked_contents(hf: Any, messages: list[dict[str, Any]]) -> bool:
+    """Whether some message's text holds a special token's text (a role marker, say), which
+    must reach the model as the characters typed, never as the marker itself."""
+    added = getattr(hf, "added_tokens_decoder", {}).values()
+    specials = [str(t.content) for t in added if getattr(t, "special", False) and str(t.content)]
+    texts = [_content_text(m.get("content")) for m in messages]
+    return any(token in text for text in texts for token in specials)
+
+
+def _fenced(content: Any) -> Any:
+    if isinstance(content, list):
+        return [
+            {**p, "text": FENCE_OPEN + str(p.get("text", "")) + FENCE_CLOSE}
+            if isinstance(p, dict) and "text" in p
+            else p
+            for p in content
+        ]
+    return FENCE_OPEN + _content_text(content) + FENCE_CLOSE
+
+
+def _encode_rendered(hf: Any, text: str, fenced: bool) -> list[int]:
+    """The rendered prompt's ids. Fenced contents are encoded with special tokens left as text;
+    the template's own text around them, with its markers, as usual."""
+    if not fenced:
+        return list(hf.encode(text, add_special_tokens=False))
+    pieces = text.split(FENCE_OPEN)
+    ids = list(hf.encode(pieces[0], add_special_tokens=False)) if pieces[0] else []
+    for piece in pieces[1:]:
+        if piece.count(FENCE_CLOSE) != 1:  # the template or the text moved a fence: never guess
+            raise TemplateError("a message holds characters the chat template cannot place (U+E000, U+E001)")
+        content, after = piece.split(FENCE_CLOSE)
+        if content:
+            ids += hf.encode(content, add_special_tokens=False, split_special_tokens=True)
+        if after:
+            ids += hf.encode(after, add_special_tokens=False)
+    if FENCE_CLOSE in pieces[0]:
+        raise TemplateError("a message holds characters the chat template cannot place (U+E000, U+E001)")
+    return ids
+
+
 def plain_format(
     messages: list[dict[str, Any]], *, add_generation_prompt: bool = True, bos: str | None = None
 ) -> str:
@@ -162,6 +207,9 @@ def format_chat(
     hf = _hf_tokenizer(tokenizer)
     special = _special_tokens(hf)
     template = _template_of(hf)
+    contents = _marked_contents(hf, messages)
+    if contents:
+        messages = [{**m, "content": _fenced(m.get("content"))} for m in messages]
     if template is None:
         text = plain_format(
             messages, add_generation_prompt=add_generation_prompt, bos=special.get("bos_token")
@@ -176,7 +224,7 @@ def format_chat(
             special=special,
             timeout=timeout,
         )
-    ids = list(hf.encode(clean_text(text), add_special_tokens=False))
+    ids = _encode_rendered(hf, clean_text(text), contents)
     if not ids:
         # Every caller (chat, bench, agreement, replay) would otherwise fail deep in prefill.
         where = getattr(hf, "name_or_path", "") or "the model"
