@@ -23,12 +23,19 @@ class Drafts:
 
     def get(self, conversation: int | None, limit: int | None = None) -> str:
         """At most `limit` characters: a draft saved by a version that kept more is read in the
-        time its start takes."""
-        text = "text" if limit is None else f"substr(text, 1, {int(limit)})"
-        row = self.store.db.execute(
-            f"SELECT {text} FROM drafts WHERE conversation_id=?", (_key(conversation),)
+        time its start takes. Read as bytes, since SQLite's text functions end a text at a NUL
+        and the draft must come back exactly as typed."""
+        if limit is None:
+            row = self.store.db.execute(
+                "SELECT text FROM drafts WHERE conversation_id=?", (_key(conversation),)
+            ).fetchone()
+            return str(row[0]) if row else ""
+        row = self.store.db.execute(  # a character takes at most 4 bytes of UTF-8
+            "SELECT substr(CAST(text AS BLOB), 1, ?) FROM drafts WHERE conversation_id=?",
+            (4 * int(limit), _key(conversation)),
         ).fetchone()
-        return str(row[0]) if row else ""
+        # a cut through the last character drops it; the limit then cuts by characters
+        return bytes(row[0]).decode("utf-8", "ignore")[:limit] if row else ""
 
     def put(self, conversation: int | None, text: str) -> None:
         """An empty or blank text removes the draft."""

@@ -123,3 +123,34 @@ def test_a_version_three_database_opens_and_keeps_drafts(tmp_path):
     Drafts(store).put(1, "more about otters")
     assert Drafts(store).get(1) == "more about otters", "drafts work on an old database"
     assert len(store.load(1).messages) == 2, "its messages are untouched"
+
+
+AS_TYPED = "before\x00after \u202eright to left\u202c \u200fmark " + "x" * 7000
+
+
+def test_drafts_come_back_exactly_as_typed_with_nul_and_direction_marks(tmp_path):
+    path = tmp_path / "c.sqlite3"
+    drafts = Drafts(ConversationStore(path))
+    drafts.put(None, AS_TYPED)
+    drafts.put(1, "é\x00" * 10)
+    drafts.store.close()
+    again = Drafts(ConversationStore(path))
+    assert again.get(None) == AS_TYPED, "the whole draft, past the NUL"
+    assert again.get(None, limit=8000) == AS_TYPED, "read with a cap it does not reach"
+    assert again.get(None, limit=9) == AS_TYPED[:9], "a cap cuts by characters"
+    assert again.get(1, limit=3) == "é\x00é", "a cap through a two-byte character keeps whole ones"
+    assert again.get(None, limit=10) == "before\x00aft"
+    assert Drafts(again.store).get(None, limit=20) == AS_TYPED[:20]
+    lone = "half \ud800 a pair"
+    again.put(None, lone)
+    assert again.get(None, limit=100) == "half \ufffd a pair", "a lone surrogate becomes U+FFFD"
+
+
+def test_messages_come_back_exactly_as_typed(tmp_path):
+    path = tmp_path / "c.sqlite3"
+    store = ConversationStore(path)
+    chat = store.create("as typed")
+    store.append(chat, Role.USER, AS_TYPED)
+    store.close()
+    again = ConversationStore(path)
+    assert [t.text for t in again.load(chat).turns()] == [AS_TYPED], "NUL and direction marks kept"
