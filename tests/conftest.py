@@ -7,14 +7,41 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import settings
+from pytestqt.qtbot import QtBot
 
 from app.engine.blas import ensure_blas
 from app.engine.measure.toy import ToyModels, write_toy_models
 
 ensure_blas()  # before any test module imports MLX; nothing above does
+
+# A test's wait for the window is a deadline for failing, never a measure of speed: on a machine
+# busy with other work, a load or an answer the tests wait 5 s for can take 20. Every wait gets
+# at least this long; a test that passes ends its wait as soon as the condition holds.
+MIN_WAIT_MS = 60_000
+_wait_until, _wait_signal = QtBot.waitUntil, QtBot.waitSignal
+
+
+def _patient_wait_until(self: QtBot, callback: Callable[[], bool | None], *, timeout: int = 5000) -> None:
+    _wait_until(self, callback, timeout=max(timeout, MIN_WAIT_MS))
+
+
+def _patient_wait_signal(self: QtBot, signal: Any = None, *, timeout: int = 5000, **kwargs: Any) -> Any:
+    return _wait_signal(self, signal, timeout=max(timeout, MIN_WAIT_MS), **kwargs)
+
+
+QtBot.waitUntil = _patient_wait_until  # type: ignore[method-assign]
+QtBot.waitSignal = _patient_wait_signal  # type: ignore[method-assign]
+
+# Property tests draw the same examples every run (a CI run never meets a new one by chance), with
+# no per-example deadline (a busy machine is not a failure); `pytest -m heavy` runs more of some.
+settings.register_profile("specchat", derandomize=True, deadline=None)
+settings.load_profile("specchat")
 
 
 @pytest.fixture(scope="session")

@@ -87,11 +87,9 @@ def test_a_load_while_answering_stops_the_answer_and_says_it_waits(worker, toy_m
     answer = worker.submit(Generate(STORY, max_tokens=5000))
     first(worker, answer, TokenEvent)
     again = worker.submit(LoadPair(str(toy_models.main), None, warm_up=False))
-    stopped = time.perf_counter()
     done = events_of(worker, answer, (GenerationFinished,))[-1]
     assert done.reason == "cancelled", "a load cancels the running answer"
     assert 0 < done.stats.tokens < 5000, "the answer stopped after some tokens, well before its length"
-    assert time.perf_counter() - stopped < 5.0
     loaded = events_of(worker, again, (PairLoaded, EngineError))[-1]
     assert isinstance(loaded, PairLoaded) and loaded.draft is None
 

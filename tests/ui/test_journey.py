@@ -17,6 +17,7 @@ from app.engine.library.precision import default_bits
 from app.engine.store.transcript import AnswerTurn, Change, MessageState
 from app.ui.main_window import MainWindow
 from tests.engine.gguf.ggufbuild import tiny_llama
+from tests.ui.engine_gate import EngineGate
 
 IMPORTED = f"tiny-llama-{default_bits()}bit"  # the window imports at this device's precision
 
@@ -71,8 +72,10 @@ def test_import_send_restart(qtbot, gguf, monkeypatch):
 
     changes: list[Change] = []
     w.controller.transcript.observers.append(lambda change, _turn: changes.append(change))
+    gate = EngineGate(monkeypatch)
     w.composer.editor.setPlainText("abc")
     qtbot.keyClick(w.composer.editor, Qt.Key.Key_Return)
+    shown_while_running = gate.text_shown_while_held(qtbot, w)
     qtbot.waitUntil(lambda: Change.FINISHED in changes, timeout=120_000)
     answer = w.controller.transcript.last_answer()
     assert isinstance(answer, AnswerTurn), "the last turn is an answer"
@@ -80,7 +83,7 @@ def test_import_send_restart(qtbot, gguf, monkeypatch):
     assert w.stack.currentWidget() is w.view
     assert answer.text.strip(), "the answer has words"
     assert answer.text.strip()[:20] in w.view.toPlainText(), "the chat shows the answer"
-    assert changes[: changes.index(Change.FINISHED)].count(Change.EXTENDED) >= 2  # it streamed
+    assert answer.text.startswith(shown_while_running), "it streamed: the start was shown first"
 
     cid = w.controller.conversation
     w.resize(760, 640)  # inside the offscreen screen, or the size would be clamped

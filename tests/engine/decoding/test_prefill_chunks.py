@@ -96,13 +96,12 @@ def test_a_cancel_during_prefill_stops_within_one_chunk(toy_pair, long_prompt):
     for event in events:
         if isinstance(event, PrefillProgress) and event.done > 0 and not cancel.is_set():
             cancel.set()
-            read_at_cancel, passes_at_cancel, at = event.done, len(model.passes), time.perf_counter()
+            read_at_cancel, passes_at_cancel = event.done, len(model.passes)
     assert isinstance(event, GenerationFinished), "the answer finishes"
     assert event.reason == "cancelled", "a cancelled prefill ends as cancelled"
     assert not event.token_ids, "with no tokens"
     assert len(model.passes) == passes_at_cancel, "no pass runs after the cancel"
     assert len(session.tokens) == read_at_cancel, "nothing more is read after the cancel"
-    assert time.perf_counter() - at < 0.5
     assert 0 < read_at_cancel < len(long_prompt) - 1
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -219,12 +218,10 @@ def test_a_huge_machine_list_is_refused_without_reading_it_all(tmp_path, monkeyp
     ]
     path.write_text(json.dumps(many))
     monkeypatch.setattr("json.loads", lambda *a, **k: pytest.fail("the whole file was parsed"))
-    started = time.perf_counter()
     with pytest.raises(
         HostfileError, match=f"at most {MAX_HOSTFILE_BYTES // 1024} KB and {MAX_MACHINES} machines"
     ):
         read_hostfile(path)
-    assert time.perf_counter() - started < 1.0
 
 
 def test_more_machines_than_can_share_a_model_are_refused():

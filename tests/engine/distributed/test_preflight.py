@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,10 +40,8 @@ def _hostfile(tmp_path: Path, *hosts: tuple[str, str]) -> Path:
 
 def test_more_ranks_than_cores_are_refused_before_the_model_is_read(tmp_path, monkeypatch):
     monkeypatch.setattr(preflight, "core_count", lambda: 4)
-    started = time.perf_counter()
     with pytest.raises(SplitRefused, match=r"^--ranks 999 is more than this computer can run: at most 4"):
         check_placement(tmp_path / "no-such-model", 999, None)  # the folder is never looked at
-    assert time.perf_counter() - started < 0.5
 
 
 def test_the_main_must_be_a_folder_here(tmp_path):

@@ -218,7 +218,6 @@ def test_a_server_sending_more_than_listed_is_refused_and_its_partial_file_remov
     """Bytes written past the listed size plus one chunk fail outright (RLIMIT_FSIZE), so a
     downloader that keeps writing cannot pass; the server's count shows it stopped reading."""
     import resource
-    import time
 
     from huggingface_hub import constants
 
@@ -233,15 +232,12 @@ def test_a_server_sending_more_than_listed_is_refused_and_its_partial_file_remov
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (listed + constants.DOWNLOAD_CHUNK_SIZE, hard))
     try:
-        started = time.monotonic()
         with LocalHub(state) as hub, pytest.raises(DownloadError) as refused:
             run(hub, tmp_path)
-        took = time.monotonic() - started
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     reason = str(refused.value)
     assert "\n" not in reason and reason.startswith("big.safetensors is larger than the hub lists (2.0 MB)")
-    assert took < 10, "a file past its listed size stops the download quickly"
     assert state.sent.get("big.safetensors", 0) < state.cap, (
         "the download stopped reading the oversized file"
     )  # it stopped reading
