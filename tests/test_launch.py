@@ -35,7 +35,19 @@ def test_app_starts_stays_up_and_quits_on_sigterm(tmp_path: Path, display: str) 
     flags = ["--xvfb"] if display == "xvfb" else []
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     result = subprocess.run(
-        [sys.executable, str(CHECK), *flags, "--home", str(home), "--", sys.executable, "-m", "app"],
+        [
+            sys.executable,
+            str(CHECK),
+            *flags,
+            "--stay",
+            "5",
+            "--home",
+            str(home),
+            "--",
+            sys.executable,
+            "-m",
+            "app",
+        ],
         capture_output=True,
         text=True,
         env=env,

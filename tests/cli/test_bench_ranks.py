@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from app.cli.bench_split import rank_arguments
 from app.engine.measure.toy import ToyModels
 
@@ -14,6 +16,7 @@ def test_each_rank_gets_the_bench_without_its_placement() -> None:
     assert rank_arguments(argv) == ["--main", "m", "--k", "3", "--split-rank"]
 
 
+@pytest.mark.heavy  # the split main is covered through generate; this is bench's use of it
 def test_bench_over_two_ranks_matches_plain(toy_models: ToyModels) -> None:
     result = subprocess.run(
         [

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from app.engine.measure.toy import ToyModels
 
 
@@ -38,6 +40,7 @@ def test_two_ranks_print_what_one_process_prints(toy_models: ToyModels) -> None:
     assert "[2 ranks]" in split.stderr and "[length] 10 tokens" in split.stderr
 
 
+@pytest.mark.heavy  # test_lost_rank covers a lost rank ending the answer, without the command line
 def test_a_killed_rank_ends_the_answer_with_the_text_so_far(toy_models: ToyModels) -> None:
     prompt = "Hello"
     run = subprocess.Popen(

@@ -63,7 +63,7 @@ def test_streaming_detokenizer_round_trips_on_the_real_qwen_tokenizer():
 
     from app.engine.decoding.text.detokenize import StreamingDetokenizer
 
-    tokenizer = load_tokenizer(imported("qwen0.5b", 4))
+    tokenizer = load_tokenizer(imported("qwen0.5b", 16))  # the copy fetch-models made
     text = (
         "日本語のテキストです。絵文字: 👩‍👩‍👧‍👦 🏳️‍🌈 👍🏽\n"
         "def f(x: int) -> dict:\n    return {\"key\": [1, 2.5, null], 'ü': x}\n"

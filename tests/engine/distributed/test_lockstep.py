@@ -89,6 +89,7 @@ def test_a_cancelled_answer_leaves_the_ranks_in_step(two_ranks: ShardedPair, toy
     _conversation(two_ranks, toy_models, PolicySpec("fixed", 3))
 
 
+@pytest.mark.heavy  # the two-rank tests above cover the split; a third rank only adds a start-up
 def test_three_ranks_agree_and_close_cleanly(toy_models: ToyModels) -> None:
     """A three-way split (heads and KV heads divide by 3) agrees too, and close ends cleanly
     with rank 0's count of the commands it shared."""

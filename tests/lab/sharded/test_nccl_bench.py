@@ -82,7 +82,8 @@ def test_missing_backend_is_a_clear_error(
     assert "no-such-backend" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("bits", ["16", "4"])
+# 4 bits is the same decode loop over quantized weights
+@pytest.mark.parametrize("bits", ["16", pytest.param("4", marks=pytest.mark.heavy)])
 def test_two_ring_ranks_decode_like_one(tmp_path: Path, bits: str) -> None:
     base = tmp_path / "base.json"
     env = {k: v for k, v in os.environ.items() if k not in nccl_bench.LAUNCH_ENV}

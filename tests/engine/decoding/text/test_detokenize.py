@@ -143,7 +143,7 @@ def test_random_byte_runs_match_decode(tokenizer, pieces: list[int | str | bytes
 @pytest.mark.parametrize("run", [b"\x80", b"\xf0\x9f\x98", b"\xed\xa0\xe2\x82"])
 def test_never_completing_byte_run_is_linear(tokenizer, run: bytes) -> None:
     # Each add must decode a bounded window, not the whole run held back behind U+FFFD.
-    ids = (_piece_ids(tokenizer, run) * 10_000)[:10_000]
+    ids = (_piece_ids(tokenizer, run) * 2_000)[:2_000]  # quadratic work would be 50x the budget
     budget = 20 * len(ids)
     decoded: list[int] = []
 
