@@ -180,7 +180,7 @@ def _differential(examples: int):
 
 
 test_every_answer_is_a_fresh_plain_decode = pytest.mark.parametrize("architecture", ARCHITECTURES)(
-    _differential(examples=4)
+    _differential(examples=3)
 )
 test_many_more_answers_are_fresh_plain_decodes = pytest.mark.heavy(
     pytest.mark.parametrize("architecture", ARCHITECTURES)(_differential(examples=60))

@@ -110,7 +110,11 @@ def setup(fast_pair, toy_prompt):
     return fast_pair, toy_prompt, _exact_joint(fast_pair, toy_prompt, params)
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+# compiled passes compute the same logits (test_compiled_step) and answer as plain decoding does
+# (test_cache_property); their sampling is checked again under -m heavy
+@pytest.mark.parametrize(
+    "compiled", [False, pytest.param(True, marks=pytest.mark.heavy)], ids=["eager", "compiled"]
+)
 def test_residual_speculation_samples_the_main_distribution(setup, compiled):
     pair, prompt, joint = setup
     counts, verdicts = _sample(pair, prompt, lambda: FixedDraftLength(2), "residual", compiled)

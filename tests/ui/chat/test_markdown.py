@@ -129,7 +129,7 @@ def visible(text: str, block: Block) -> str:
     return "".join(text[s.start : s.end] for s in block.spans)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
 def test_what_people_write_reads_back_as_written(doc: Doc) -> None:
     blocks = parse(doc.text)
@@ -294,7 +294,7 @@ def shifted(
 MARKDOWNISH = st.text(alphabet="*_`[]()!\\<>#-+> \n~|ab1.", max_size=300)
 
 
-@settings(max_examples=400)
+@settings(max_examples=150)
 @given(st.one_of(MARKDOWNISH, documents().map(lambda d: d.text)), st.data())
 def test_a_cut_found_while_streaming_holds_for_the_whole_text(text: str, data: st.DataObject) -> None:
     """What the live view draws as final before the cut is what the whole answer parses to, and the
