@@ -65,7 +65,7 @@ for display in offscreen xvfb; do
     fi
     if ! (cd "$OUT/cwd" && env -u PYTHONPATH -u PYTHONHOME -u VIRTUAL_ENV \
             "${PYTHON:-python3}" "$ROOT/packaging/launch_check.py" ${flags[@]+"${flags[@]}"} \
-            --home "$OUT/launch-$display" -- "$EXECUTABLE"); then
+            --stay "${SPECCHAT_LAUNCH_STAY:-8}" --home "$OUT/launch-$display" -- "$EXECUTABLE"); then
         echo "smoke: the bundle did not launch and quit as a user's app must ($display)" >&2
         exit 1
     fi

@@ -170,7 +170,6 @@ def _differential(examples: int):
     @given(mode=st.sampled_from(MODES), k=st.integers(1, 8), steps=st.lists(STEPS, min_size=2, max_size=4))
     @example(mode=SpeculationMode.ADAPTIVE, k=4, steps=ACROSS_THE_WINDOW)
     @example(mode=SpeculationMode.FIXED, k=6, steps=ACROSS_THE_WINDOW)
-    @example(mode=SpeculationMode.LOOKUP, k=4, steps=ACROSS_THE_WINDOW)
     def check(families, architecture, mode, k, steps):
         pair = families[architecture]
         for tie in converse(pair, ChatSession(pair), make_policy(mode, k), steps):

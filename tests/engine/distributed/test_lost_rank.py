@@ -71,6 +71,7 @@ def test_a_hostfile_that_is_not_there_is_named(tmp_path) -> None:
         ShardedPair("main", None, Placement(hostfile=str(tmp_path / "hosts.json")))
 
 
+@pytest.mark.heavy  # the preflight refuses it before any rank starts (test_split_refusals)
 def test_a_main_that_cannot_be_split_is_refused_by_every_rank(toy_models: ToyModels) -> None:
     """The toy main's 4 heads do not divide by 3: each rank says so before loading weights."""
     with pytest.raises(RanksLost) as refused:

@@ -137,6 +137,7 @@ def _content_text(content: Any) -> str:
 # Fence a message's content while the template renders, so the text between them is known to be
 # the user's; private-use characters, which no template or tokenizer gives a meaning
 FENCE_OPEN, FENCE_CLOSE = "\ue000", "\ue001"
+MOVED_FENCE = "a message holds characters the chat template cannot place (U+E000, U+E001)"
 
 
 def _marked_contents(hf: Any, messages: list[dict[str, Any]]) -> bool:
@@ -168,14 +169,14 @@ def _encode_rendered(hf: Any, text: str, fenced: bool) -> list[int]:
     ids = list(hf.encode(pieces[0], add_special_tokens=False)) if pieces[0] else []
     for piece in pieces[1:]:
         if piece.count(FENCE_CLOSE) != 1:  # the template or the text moved a fence: never guess
-            raise TemplateError("a message holds characters the chat template cannot place (U+E000, U+E001)")
+            raise TemplateError(MOVED_FENCE)
         content, after = piece.split(FENCE_CLOSE)
         if content:
             ids += hf.encode(content, add_special_tokens=False, split_special_tokens=True)
         if after:
             ids += hf.encode(after, add_special_tokens=False)
     if FENCE_CLOSE in pieces[0]:
-        raise TemplateError("a message holds characters the chat template cannot place (U+E000, U+E001)")
+        raise TemplateError(MOVED_FENCE)
     return ids
 
 
@@ -207,8 +208,8 @@ def format_chat(
     hf = _hf_tokenizer(tokenizer)
     special = _special_tokens(hf)
     template = _template_of(hf)
-    contents = _marked_contents(hf, messages)
-    if contents:
+    fenced = _marked_contents(hf, messages)
+    if fenced:
         messages = [{**m, "content": _fenced(m.get("content"))} for m in messages]
     if template is None:
         text = plain_format(
@@ -224,7 +225,7 @@ def format_chat(
             special=special,
             timeout=timeout,
         )
-    ids = _encode_rendered(hf, clean_text(text), contents)
+    ids = _encode_rendered(hf, clean_text(text), fenced)
     if not ids:
         # Every caller (chat, bench, agreement, replay) would otherwise fail deep in prefill.
         where = getattr(hf, "name_or_path", "") or "the model"
