@@ -3,13 +3,13 @@ on a slow device, and never a different answer."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from threading import Event
 from typing import Any
 
 import pytest
 
+from app.engine.decoding import session as session_module
 from app.engine.decoding.chunking import FIRST_CHUNK, FIXED_SHARE, ChunkPacer, fit
 from app.engine.decoding.decode import generate
 from app.engine.decoding.events import GenerationFinished, PrefillProgress
@@ -19,21 +19,42 @@ from app.engine.decoding.session import ChatSession
 from tests.engine.helpers import ForwardSpy, drive
 
 
+class DeviceClock:
+    """The session's clock, moved only by the simulated device: chunk sizes and progress times
+    then follow the device's speed, never how busy this machine is."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
 class SlowModel(ForwardSpy):
     """The real model, taking `per_pass` seconds more per pass and `per_token` more per token
-    read: a slow CPU's prefill (there a pass reads every weight once, whatever its length)."""
+    read on `clock`: a slow CPU's prefill (there a pass reads every weight once, whatever its
+    length)."""
 
-    def __init__(self, model: Any, per_token: float, per_pass: float) -> None:
+    def __init__(self, model: Any, clock: DeviceClock, per_token: float, per_pass: float) -> None:
         super().__init__(model)
-        self.per_token, self.per_pass = per_token, per_pass
+        self.clock, self.per_token, self.per_pass = clock, per_token, per_pass
 
     def __call__(self, inputs: Any, cache: Any = None) -> Any:
-        time.sleep(self.per_pass + self.per_token * int(inputs.shape[-1]))
+        self.clock.now += self.per_pass + self.per_token * int(inputs.shape[-1])
         return super().__call__(inputs, cache)
 
 
-def slow(pair: ModelPair, per_token: float, per_pass: float = 0.0) -> tuple[ModelPair, SlowModel]:
-    model = SlowModel(pair.main.model, per_token, per_pass)
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> DeviceClock:
+    device = DeviceClock()
+    monkeypatch.setattr(session_module, "time", device)
+    return device
+
+
+def slow(
+    pair: ModelPair, clock: DeviceClock, per_token: float, per_pass: float = 0.0
+) -> tuple[ModelPair, SlowModel]:
+    model = SlowModel(pair.main.model, clock, per_token, per_pass)
     return replace(pair, main=replace(pair.main, model=model), draft=None), model
 
 
@@ -59,8 +80,8 @@ def test_small_chunks_give_the_same_answer_as_one_pass(toy_pair, long_prompt, po
     assert tiny.tokens == whole.tokens, "a tiny chunk reads the same tokens as the whole"
 
 
-def test_a_slow_device_reads_in_chunks_that_report_well_within_a_second(toy_pair, long_prompt):
-    pair, model = slow(toy_pair, per_token=0.02)  # 50 tokens a second
+def test_a_slow_device_reads_in_chunks_that_report_well_within_a_second(toy_pair, long_prompt, clock):
+    pair, model = slow(toy_pair, clock, per_token=0.02)  # 50 tokens a second
     session = ChatSession(pair)
     seen: list[float] = []
     for event in generate(session, long_prompt, policy=PlainDecoding(), max_tokens=1, stop_ids=[]):
@@ -74,10 +95,10 @@ def test_a_slow_device_reads_in_chunks_that_report_well_within_a_second(toy_pair
     assert seen[-1] > 2.0  # the prompt took seconds: without chunks, seconds without news
 
 
-def test_a_fixed_cost_per_pass_does_not_shrink_the_chunks_to_nothing(toy_pair, long_prompt):
+def test_a_fixed_cost_per_pass_does_not_shrink_the_chunks_to_nothing(toy_pair, long_prompt, clock):
     """A 0.5B model in 32-bit on this CPU: 0.18 s a pass plus 0.014 s a token. Its speed timed
     on 16 tokens (46 tokens a second) would ask for 4-token chunks, at 13 tokens a second."""
-    pair, model = slow(toy_pair, per_token=0.014, per_pass=0.18)
+    pair, model = slow(toy_pair, clock, per_token=0.014, per_pass=0.18)
     session = ChatSession(pair)
     for _ in generate(session, long_prompt, policy=PlainDecoding(), max_tokens=1, stop_ids=[]):
         pass
@@ -87,8 +108,8 @@ def test_a_fixed_cost_per_pass_does_not_shrink_the_chunks_to_nothing(toy_pair, l
     assert max(reads) <= 32, f"no read past 32 tokens: {reads}"  # 0.4-0.6 s each
 
 
-def test_a_cancel_during_prefill_stops_within_one_chunk(toy_pair, long_prompt):
-    pair, model = slow(toy_pair, per_token=0.01)
+def test_a_cancel_during_prefill_stops_within_one_chunk(toy_pair, long_prompt, clock):
+    pair, model = slow(toy_pair, clock, per_token=0.01)
     session = ChatSession(pair)
     cancel = Event()
     events = generate(session, long_prompt, policy=PlainDecoding(), max_tokens=8, cancel=cancel, stop_ids=[])
