@@ -129,15 +129,10 @@ def can_trim(cache: list[Any], n: int) -> bool:
     )
 
 
-def with_exact_windows(cache: list[Any]) -> list[Any]:
-    """`cache` with each rotating window layer (mlx-lm's, without kept first tokens) replaced by
-    a `WindowedKVCache` of the same window."""
+def plain_caches(model: Any) -> list[Any]:
+    """The model's own cache, each rotating window layer (mlx-lm's, without kept first tokens)
+    replaced by a `WindowedKVCache` of the same window: what every unpadded session uses."""
     return [
         WindowedKVCache(layer.max_size) if isinstance(layer, RotatingKVCache) and layer.keep == 0 else layer
-        for layer in cache
+        for layer in make_prompt_cache(model)
     ]
-
-
-def plain_caches(model: Any) -> list[Any]:
-    """The model's own cache with exact windows: what every unpadded session uses."""
-    return with_exact_windows(make_prompt_cache(model))
