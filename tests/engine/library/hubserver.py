@@ -3,7 +3,7 @@
 Serves repo info, the recursive tree listing and `resolve` URLs (HEAD and GET, ETag,
 X-Repo-Commit, Content-Length, Range). Faults per file: "truncate_once" sends half the body on
 the first GET and closes the connection; "truncate_then_503" does that and then answers every
-later GET with 503; "flip" serves the body with its last byte changed; "endless" sends the body and then more
+later GET with 503; "truncate_then_whole" does that and then ignores Range, sending the whole body; "flip" serves the body with its last byte changed; "endless" sends the body and then more
 bytes until the client hangs up, with no length in the headers; "oversized" announces and sends
 `overflow` bytes more than the body. Neither sends more than `cap` bytes in all. A GET of a file
 in `gates` waits for that event. The tree listing carries git blob ids and, for .safetensors, LFS SHA-256s
@@ -99,7 +99,7 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                     return self._too_long(name, body, fault)
                 if fault == "truncate_then_503" and count > 1:
                     return self.send_error(503)
-                if fault in ("truncate_once", "truncate_then_503") and count == 1:
+                if fault in ("truncate_once", "truncate_then_503", "truncate_then_whole") and count == 1:
                     self.send_response(200)
                     self.send_header("Content-Length", str(len(body)))
                     self.send_header("ETag", f'"{etag}"')
@@ -109,7 +109,8 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                     self.wfile.flush()
                     self.close_connection = True
                     return
-            if rng and rng.startswith("bytes=") and self.command == "GET":
+            honours_range = state.faults.get(name) != "truncate_then_whole"
+            if rng and rng.startswith("bytes=") and self.command == "GET" and honours_range:
                 start = int(rng[6:].split("-")[0])
                 self.send_response(206)
                 self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
