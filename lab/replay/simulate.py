@@ -197,6 +197,7 @@ def replay(
     seed: int = 0,
     has_draft: bool = True,
     slow: Mapping[int, float] | None = None,
+    lookup: bool = True,
 ) -> ReplayResult:
     """Run `policy` over `trace` round by round, as `decode.generate` would, on simulated time.
 
@@ -204,6 +205,7 @@ def replay(
     skipped tokens in its first step (the last `read_limit` of them where the plan says so), as
     in the real loop. Pass the clock the policy was built with. `slow` maps a round's index to
     how many times its passes take (a stall, or a one-time cost such as a shape compiled).
+    `lookup=False` skips prompt lookup's matching, which a draft-model policy never reads.
     """
     rng = random.Random(seed)
     clock = clock or SimulatedClock()
@@ -212,14 +214,14 @@ def replay(
         return seconds * math.exp(rng.gauss(0.0, costs.noise)) if costs.noise else seconds
 
     answer, hits = trace.answer, trace.draft_hits
-    lookup = PromptLookup(trace.prompt)
+    matcher = PromptLookup(trace.prompt) if lookup else None
     result = ReplayResult(0, 0.0, 0)
     policy.begin_answer()
     t, lag, start = 0, 0, clock.now
     queued = False  # this round's plain step was queued under the last (choose_ahead said so)
     while t < len(answer):
         remaining = len(answer) - t
-        candidates = lookup.propose(min(MAX_DRAFT, remaining - 1))[0]
+        candidates = matcher.propose(min(MAX_DRAFT, remaining - 1))[0] if matcher else []
         tick = time.perf_counter()
         plan = (
             DraftPlan(0, Provenance.MAIN)
@@ -275,7 +277,8 @@ def replay(
         result.policy_seconds += time.perf_counter() - tick
         # the draft holds every kept token but the last it proposed when all of them passed
         lag = (1 if accepted == k else 0) if source is Provenance.DRAFT else lag + len(emitted)
-        lookup.extend(emitted)
+        if matcher:
+            matcher.extend(emitted)
         t += len(emitted)
         result.rounds += 1
         result.accepted += accepted

@@ -39,6 +39,9 @@ __all__ = ["MAX_K", "AdaptiveDraftLength", "ControllerSettings"]
 
 STATE_VERSION = 2  # what `export_state` writes; any other is another controller's, not restored
 PRIOR = 0.5  # acceptance before any round, held at `prior_rounds` rounds' weight
+RETIME_EVERY = 4  # plain is re-timed for one step after `window` times this many draft rounds
+PRICE_SHRINK = 3.0  # passes' weight of the line through every size, in a size's own price
+HOPELESS_SHARE = 1 / 8  # of `probe_share`: probing a draft that could not pay were it always right
 
 
 def median(values: Iterable[float]) -> float:
@@ -79,6 +82,8 @@ class AdaptiveDraftLength:
         self.since_plain = 0  # draft rounds since plain was last timed
         self.retime = 0  # plain steps still to time before the source plays again
         self._rates: list[float] | None = None  # tokens/s by k, until something they rest on changes
+        # tokens/s were every proposal accepted, until a draft round (or a restore) changes a price
+        self._best_if_right: float | None = None
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
         self._last_observed: float | None = None
         self._decision = Decision(Reason.LEARN, s.start_k, self.source)
@@ -93,7 +98,7 @@ class AdaptiveDraftLength:
         scale = min(1.0, self.settings.prior_rounds / max(self.trials[0], 1e-9))
         self.hits = [h * scale for h in self.hits]
         self.trials = [t * scale for t in self.trials]
-        self._rates = None
+        self._invalidate(prices=False)
 
     def wants_draft_prefill(self) -> bool:
         """The draft reads the prompt unless it starts the answer bypassed (a probe then reads
@@ -170,7 +175,11 @@ class AdaptiveDraftLength:
     def _learning(self) -> bool:
         """Too little measured to price a round: the proposer's first rounds, or plain's."""
         s = self.settings
-        return self.drafted < s.learn_rounds or len(self.queued) + len(self.alone) < s.learn_rounds
+        timed = len(self.queued) + len(self.alone)
+        if self.drafted >= s.learn_rounds and timed >= s.learn_rounds:
+            return False
+        # no acceptance would make a draft that dear pay: nothing more to learn now
+        return not (timed and self.drafted and not self._could_pay())
 
     def acceptance(self) -> list[float]:
         """Acceptance by position: recent counts shrunk towards the draft's life-long record
@@ -202,6 +211,11 @@ class AdaptiveDraftLength:
         for n in range(sizes[-1] + 1, up_to + 1 if untried_at_best else 0):
             measured[n] = measured[sizes[-1]]
         line = fit_line([(n, measured[n], len(self.main[n])) for n in sizes])
+        for n in sizes[1:] if sizes[0] == 1 else sizes:  # a plain step is no point on the line
+            # a size seen a few times is held near the line through all of them: one unlucky
+            # pass would otherwise price it out for good, as a size not played is not re-timed
+            seen, on_line = len(self.main[n]), line[0] + line[1] * n
+            measured[n] = (seen * measured[n] + PRICE_SHRINK * on_line) / (seen + PRICE_SHRINK)
         return cost_curve(measured, line, up_to)
 
     def draft_costs(self, up_to: int) -> list[float]:
@@ -222,13 +236,21 @@ class AdaptiveDraftLength:
         plain = self.plain_cost()
         return [rate * plain for rate in self._rates]
 
+    def _invalidate(self, prices: bool = True) -> None:
+        self._rates = None
+        if prices:
+            self._best_if_right = None
+
     def _could_pay(self) -> bool:
         """Whether some k would pay were every proposal accepted: else only prices can change."""
-        max_k, overhead, plain = self.settings.max_k, median(self.overhead), self.plain_cost()
-        # on measured prices only: a probe's follow-up must rest on what was seen
-        main, draft = self.main_costs(max_k + 1, untried_at_best=False), self.draft_costs(max_k)
-        best = max((k + 1) / (draft[k - 1] + main[k] + overhead) for k in range(1, max_k + 1))
-        return best * plain >= self.settings.margin
+        if self._best_if_right is None:
+            max_k, overhead = self.settings.max_k, median(self.overhead)
+            # on measured prices only: a probe's follow-up must rest on what was seen
+            main, draft = self.main_costs(max_k + 1, untried_at_best=False), self.draft_costs(max_k)
+            self._best_if_right = max(
+                (k + 1) / (draft[k - 1] + main[k] + overhead) for k in range(1, max_k + 1)
+            )
+        return self._best_if_right * self.plain_cost() >= self.settings.margin
 
     def probe_price(self) -> float:
         """What a probe costs: as measured, or before any, its passes as priced."""
@@ -249,23 +271,24 @@ class AdaptiveDraftLength:
         elif event.k == 0:
             self.main.setdefault(1, deque(maxlen=self.settings.window)).append(event.verify_seconds)
             self.alone.append(wall if wall is not None else event.verify_seconds)
-            self._rates = None
+            self._invalidate(prices=False)  # a plain step is no draft round's price
         if event.k == 0:
             self.since_plain = 0
             self.retime = max(0, self.retime - 1)
             if reason is Reason.BYPASS:
                 self._forget()  # the budget grows with the time spent bypassed, up to a probe
                 share = self.settings.probe_share * self.plain_cost() * len(event.emitted)
+                share *= 1.0 if self._could_pay() else HOPELESS_SHARE  # a probe can win nothing
                 self.credit = min(self.credit + share, self.probe_price())
             return
         if event.source is not self.source:
             return
         self._count(event.k, event.accepted)
         self.since_plain += 1
-        if self.since_plain >= self.settings.window * self.settings.learn_rounds:
+        if self.since_plain >= self.settings.window * RETIME_EVERY:
             # plain is timed only while the source sits out: steps caught in a host stall would
-            # price it high for as long as the source plays, so fresh steps join the window
-            self.retime, self.since_plain = self.settings.learn_rounds, 0
+            # price it high for as long as the source plays, so a fresh step joins the window
+            self.retime, self.since_plain = 1, 0
         self.main.setdefault(event.k + 1, deque(maxlen=self.settings.window)).append(event.verify_seconds)
         if event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
             self.drafts.append((event.k, event.draft_seconds))
@@ -278,13 +301,13 @@ class AdaptiveDraftLength:
             self._follow_up = event.accepted == event.k and self._could_pay()
         else:
             self._follow_up = False
-        self._rates = None
+        self._invalidate()
 
     def _forget(self) -> None:
         forget = self.settings.forget
         self.hits = [h * forget for h in self.hits]
         self.trials = [t * forget for t in self.trials]
-        self._rates = None
+        self._invalidate(prices=False)
 
     def _count(self, k: int, accepted: int) -> None:
         self._forget()
@@ -328,7 +351,7 @@ class AdaptiveDraftLength:
             return False
         for name, value in restored.items():
             setattr(self, name, value)
-        self._rates = None
+        self._invalidate()
         return True
 
     def _read_state(self, state: object) -> dict[str, object] | None:

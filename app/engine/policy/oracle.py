@@ -78,16 +78,22 @@ def expected_tokens(rates: Sequence[float]) -> float:
 
 def fit_line(points: Sequence[tuple[int, float, float]]) -> tuple[float, float]:
     """(intercept, slope >= 0) of the weighted least-squares line through (n, cost, weight);
-    proportional to n while only one size is measured."""
-    w = sum(c for _, _, c in points)
-    if not points or w <= 0:
+    proportional to n while only one size is measured. One pass: the controller fits every round."""
+    w = sum_n = sum_v = sum_nn = sum_nv = 0.0
+    for n, v, c in points:
+        cn = c * n
+        w += c
+        sum_n += cn
+        sum_v += c * v
+        sum_nn += cn * n
+        sum_nv += cn * v
+    if w <= 0:
         return 0.0, 0.0
-    mean_n = sum(c * n for n, _, c in points) / w
-    mean_v = sum(c * v for _, v, c in points) / w
-    var = sum(c * (n - mean_n) ** 2 for n, _, c in points)
-    if var <= 1e-9 * sum(c * n * n for n, _, c in points):  # one size: proportional to n
+    mean_n, mean_v = sum_n / w, sum_v / w
+    var = sum_nn - sum_n * mean_n  # the weighted sum of (n - mean_n)**2
+    if var <= 1e-9 * sum_nn:  # one size: proportional to n
         return 0.0, mean_v / mean_n if mean_n else 0.0
-    slope = max(0.0, sum(c * (n - mean_n) * (v - mean_v) for n, v, c in points) / var)
+    slope = max(0.0, (sum_nv - sum_n * mean_v) / var)
     return mean_v - slope * mean_n, slope
 
 

@@ -39,7 +39,9 @@ def test_replay_records_saves_and_replays_the_same_answers(
     assert [t["label"] for t in data["traces"]] == ["code-1", "code-2"]
     assert all(len(t["answer"]) == len(t["draft_hits"]) == 24 for t in data["traces"])
     assert len(data["costs"]["verify"]) == 17, "one verify cost for each pass size"
-    assert data["costs"]["draft_step"] > 0, "the draft step costs time"
+    # drafting costs time; how it splits between a fixed part and a part per token is this
+    # machine's timing (a busy machine can make the fitted part per token zero)
+    assert data["costs"]["draft_fixed"] + 8 * data["costs"]["draft_step"] > 0, "drafting costs time"
     for header in ("measured:", "bandwidth:"):
         assert header in first and "fixed4" in first
     # the saved answers replay without the models, to the same numbers (no noise: deterministic)
