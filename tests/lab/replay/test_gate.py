@@ -12,14 +12,14 @@ from app.engine.decoding.policy import FixedDraftLength, PlainDecoding
 from lab.replay.gate import SHAPES, grid, play, run_grid, summary, synthetic_trace
 from lab.replay.simulate import CostModel, replay
 
-# every eleventh cell of the grid: each shape, draft cost, acceptance, burstiness and length
-# appears, in mixed combinations, at a cost that fits the CI run (about 40 s of CPU time;
+# every nineteenth cell of the grid: each shape, acceptance, burstiness and length appears, in
+# mixed combinations, at a cost that fits the CI run (about 20 s of CPU time;
 # `python -m lab.replay.gate` runs all 620 cells)
-STRIDE = 11
+STRIDE = 19
 # what the default controller holds on those cells today, so that no change makes it worse: the
-# controller before the gate missed the targets in 16 of them and kept 0.967 of plain where no
-# k pays. The targets themselves (`CellResult.verdict`) are stricter; misses are printed.
-FLOOR_PAYS, FLOOR_NO_PAY, MISSED_AT_MOST = 0.77, 0.97, 9
+# controller before the gate missed the targets in 7 of them and kept 0.968 of plain where no k
+# pays. The targets themselves (`CellResult.verdict`) are stricter; misses are printed.
+FLOOR_PAYS, FLOOR_NO_PAY, MISSED_AT_MOST = 0.94, 0.975, 3
 
 
 @pytest.mark.parametrize("shape", SHAPES)
