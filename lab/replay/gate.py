@@ -219,7 +219,7 @@ def run_cell(cell: Cell, settings: ControllerSettings | None = None) -> CellResu
     )
 
 
-def grid(full: bool = True) -> list[Cell]:
+def grid() -> list[Cell]:
     """Every cell: synthetic answers at each acceptance, independent and bursty, each draft cost,
     shape and length; the recorded answers at each draft cost and shape."""
     cells = [
