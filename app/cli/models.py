@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.engine.library.discovery import Sources, default_sources, scan_library
     from app.engine.library.roles import check_drafts, describe_library
+    from app.engine.library.vocab import Vocabulary
 
     base = default_sources(tuple(Path(p).expanduser() for p in args.folder))
     sources = Sources(
@@ -40,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
         fetched=None if args.no_fetched else base.fetched,
     )
     facts, ggufs = scan_library(sources)
-    verdicts = {f.path: check_drafts(f, facts) for f in facts if f.usable}
+    read: dict[Path, Vocabulary] = {}  # every main's check reads the same tokenizers
+    verdicts = {f.path: check_drafts(f, facts, vocabularies=read) for f in facts if f.usable}
     listing = describe_library(facts, verdicts)
     if args.json:
         print(json.dumps({"models": listing, "gguf_files": [str(g.path) for g in ggufs]}, indent=2))

@@ -181,12 +181,18 @@ def _model_reasons(main: ModelFacts, draft: ModelFacts) -> list[Reason]:
     return out
 
 
+# vocabularies one scan keeps (about 20 MB each for 150k tokens); past that they are re-read, so
+# a large library costs time, never memory without bound
+KEEP_VOCABULARIES = 8
+
+
 def _vocabulary(folder: Path, kept: dict[Path, Vocabulary] | None) -> Vocabulary:
-    if kept is None:
-        return read_vocabulary(folder)
-    if folder not in kept:
-        kept[folder] = read_vocabulary(folder)
-    return kept[folder]
+    if kept is not None and folder in kept:
+        return kept[folder]
+    vocabulary = read_vocabulary(folder)
+    if kept is not None and len(kept) < KEEP_VOCABULARIES:
+        kept[folder] = vocabulary
+    return vocabulary
 
 
 def check_pair(
@@ -196,8 +202,8 @@ def check_pair(
     vocabularies: dict[Path, Vocabulary] | None = None,
 ) -> Verdict:
     """The verdict for one pair; cached by both folders' fingerprints. `vocabularies`, when given,
-    keeps each vocabulary read, so checking many drafts for one main parses the main's tokenizer
-    (seconds for a large vocabulary) once instead of once per draft."""
+    keeps the vocabularies read (up to `KEEP_VOCABULARIES`), so checking many pairs parses each
+    tokenizer (seconds for a large vocabulary) once instead of once per pair."""
     store = store or Store()
     main = model_facts(Path(main_dir), store=store)
     draft = model_facts(Path(draft_dir), store=store)
@@ -209,7 +215,7 @@ def check_pair(
     try:
         main_vocab, draft_vocab = (
             _vocabulary(Path(main_dir), vocabularies),
-            _vocabulary(Path(draft_dir), None),
+            _vocabulary(Path(draft_dir), vocabularies),
         )
     except VocabError as exc:
         reasons.append(Reason("tokenizer_missing", REFUSE, str(exc)))

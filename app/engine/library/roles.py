@@ -169,11 +169,13 @@ def check_drafts(
     library: list[ModelFacts],
     store: Store | None = None,
     on_checked: Callable[[int], None] | None = None,
+    vocabularies: dict[Path, Vocabulary] | None = None,
 ) -> list[tuple[ModelFacts, Verdict]]:
     """Every other model's verdict as a draft for `main`, as the picker asks for them; the main's
     vocabulary is read once. `on_checked(n)` follows each verdict, so a picker can say how far
-    it has got: a first check of a large library reads every tokenizer and takes a while."""
-    vocabularies: dict[Path, Vocabulary] = {}
+    it has got: a first check of a large library reads every tokenizer and takes a while.
+    `vocabularies` carries what was read from one main's check to the next."""
+    vocabularies = {} if vocabularies is None else vocabularies
     out = []
     for d in draft_candidates(main, library):
         out.append((d, check_pair(Path(main.path), Path(d.path), store, vocabularies)))

@@ -97,3 +97,21 @@ def test_checking_drafts_reads_the_mains_vocabulary_once_and_counts(toy_models, 
     assert counted == [1, 2, 3], "progress is reported after each draft"
     assert read.count(main) == 1, "the main is read once"
     assert sorted(read[1:]) == drafts, "each draft is read once"
+
+
+def test_checking_every_main_of_a_library_reads_each_tokenizer_once(toy_models, tmp_path, monkeypatch):
+    """`python -m app models` checks every pair: each tokenizer is parsed once, not once per pair."""
+    from app.engine.library import compat
+    from app.engine.library.facts import facts_for
+    from app.engine.library.roles import check_drafts
+    from app.engine.library.vocab import Vocabulary
+
+    folders = [copy(Path(toy_models.main), tmp_path / f"model-{n}") for n in range(3)]
+    read, real = [], compat.read_vocabulary
+    monkeypatch.setattr(compat, "read_vocabulary", lambda folder: read.append(folder) or real(folder))
+    store = Store(tmp_path / "cache.sqlite3")
+    library = facts_for(folders, store=store)
+    kept: dict[Path, Vocabulary] = {}
+    for main in library:
+        check_drafts(main, library, store, vocabularies=kept)
+    assert sorted(read) == folders, "each model's tokenizer is read once for all six pairs"
