@@ -21,6 +21,24 @@ fi
 OUT="$ROOT/build/smoke"
 rm -rf "$OUT"
 mkdir -p "$OUT/home" "$OUT/cwd"
+
+# The frozen app started as a user starts it (no arguments): its real window must come up, stay
+# up and quit cleanly on SIGTERM, offscreen and, where xvfb-run exists, on a real X server. These
+# checks mostly wait, so they run beside the smoke test below.
+launches=()
+for display in offscreen xvfb; do
+    flags=()
+    if [ "$display" = xvfb ]; then
+        command -v xvfb-run >/dev/null || { echo "smoke: no xvfb-run; launch checked offscreen only"; continue; }
+        flags=(--xvfb)
+    fi
+    (cd "$OUT/cwd" && env -u PYTHONPATH -u PYTHONHOME -u VIRTUAL_ENV \
+        "${PYTHON:-python3}" "$ROOT/packaging/launch_check.py" ${flags[@]+"${flags[@]}"} \
+        --stay "${SPECCHAT_LAUNCH_STAY:-8}" --home "$OUT/launch-$display" -- "$EXECUTABLE" \
+        >"$OUT/launch-$display.txt" 2>&1) &
+    launches+=("$display:$!")
+done
+
 # Run from an empty folder with a clean Python environment, so nothing outside the bundle helps.
 status=0
 (
@@ -51,22 +69,15 @@ fi
 if [ "$fail" -ne 0 ]; then
     echo "smoke: FAILED; full stderr in $OUT/stderr.txt:" >&2
     sed 's/^/    /' "$OUT/stderr.txt" >&2
-    exit 1
+else
+    echo "smoke: passed ($(wc -l <"$OUT/stderr.txt" | tr -d ' ') allowed stderr lines)"
 fi
-echo "smoke: passed ($(wc -l <"$OUT/stderr.txt" | tr -d ' ') allowed stderr lines)"
-
-# The frozen app started as a user starts it (no arguments): its real window must come up, stay
-# up and quit cleanly on SIGTERM, offscreen and, where xvfb-run exists, on a real X server.
-for display in offscreen xvfb; do
-    flags=()
-    if [ "$display" = xvfb ]; then
-        command -v xvfb-run >/dev/null || { echo "smoke: no xvfb-run; launch checked offscreen only"; continue; }
-        flags=(--xvfb)
-    fi
-    if ! (cd "$OUT/cwd" && env -u PYTHONPATH -u PYTHONHOME -u VIRTUAL_ENV \
-            "${PYTHON:-python3}" "$ROOT/packaging/launch_check.py" ${flags[@]+"${flags[@]}"} \
-            --stay "${SPECCHAT_LAUNCH_STAY:-8}" --home "$OUT/launch-$display" -- "$EXECUTABLE"); then
+for launch in ${launches[@]+"${launches[@]}"}; do
+    display="${launch%%:*}"
+    if ! wait "${launch#*:}"; then
         echo "smoke: the bundle did not launch and quit as a user's app must ($display)" >&2
-        exit 1
+        fail=1
     fi
+    cat "$OUT/launch-$display.txt"
 done
+exit "$fail"
