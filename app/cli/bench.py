@@ -39,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--classes", help="only these prompt classes (comma-separated)")
     parser.add_argument("--json", metavar="OUT", help="write every run as JSON")
     parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="start adaptive from nothing, not from what the app learnt about the pair on this device",
+    )
+    parser.add_argument(
         "--device",
         choices=("default", "cpu", "gpu"),
         default="default",
@@ -185,6 +190,7 @@ def measure(args: argparse.Namespace, pair: ModelPair) -> int:
     from app.engine.blas import ensure_blas
     from app.engine.decoding.loading import ModelLoadError
     from app.engine.decoding.sampling import SamplingParams
+    from app.engine.library.store import Store
     from app.engine.measure.bench import load_prompts, run_benchmark
 
     try:
@@ -204,6 +210,9 @@ def measure(args: argparse.Namespace, pair: ModelPair) -> int:
             acceptances=acceptances,
             repeats=args.repeats,
             progress=lambda s: print(s, file=sys.stderr, flush=True),
+            # as the window: adaptive starts from what it learnt about this pair here (a split
+            # main's costs are not this device's, so it starts cold)
+            memory=None if args.cold or args.split_rank else Store(),
         ):
             runs.append(r)
     except (ModelLoadError, ValueError, OSError) as exc:

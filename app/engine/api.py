@@ -34,7 +34,7 @@ from app.engine.library.compat import REFUSE, Reason, Verdict, check_pair
 from app.engine.library.discovery import resolve_model
 from app.engine.library.pairing import IncompatiblePair, load_checked_pair
 from app.engine.library.store import Store
-from app.engine.policy.modes import PairPolicies, SpeculationMode
+from app.engine.policy.modes import Memory, PairPolicies, SpeculationMode, remembered
 from app.engine.policy.warmup import compile_pass_shapes, compiles_per_shape
 
 __all__ = [
@@ -143,12 +143,16 @@ class LoadedPair:
 
     The caches are kept between answers, so an answer that extends the previous conversation
     reuses its prompt; adaptive controllers are kept too, since what they learnt (the pair's
-    costs on this machine) still holds."""
+    costs on this machine) still holds. With a `memory` (`load_pair` gives the app's store) they
+    start from what the pair's last session learnt on this device and save to it after each answer,
+    as the window does."""
 
-    def __init__(self, models: ModelPair) -> None:
+    def __init__(self, models: ModelPair, memory: Memory | None = None) -> None:
         self.models = models
         self._session = ChatSession(models)
-        self._policies = PairPolicies()
+        self._policies = (
+            PairPolicies() if memory is None else remembered(memory, models.main.source, self.draft_source)
+        )
         self._streaming: AnswerStream | None = None
 
     @property
@@ -220,10 +224,15 @@ class LoadedPair:
             cancel=cancel,
             acceptance=acceptance,
         )
-        self._streaming = AnswerStream(self.models, events, cancel, on_end=self._streamed)
+        learnt = SpeculationMode.parse(mode) if policy is None else None  # a policy of yours is not saved
+        self._streaming = AnswerStream(
+            self.models, events, cancel, on_end=lambda stream: self._streamed(stream, learnt)
+        )
         return self._streaming
 
-    def _streamed(self, stream: AnswerStream) -> None:
+    def _streamed(self, stream: AnswerStream, mode: SpeculationMode | None) -> None:
+        if mode is not None:
+            self._policies.answered(mode)
         if self._streaming is stream:
             self._streaming = None
 
@@ -235,7 +244,12 @@ class LoadedPair:
 
 
 def load_pair(
-    main: str | Path, draft: str | Path | None = None, *, force: bool = False, warm_up: bool | None = None
+    main: str | Path,
+    draft: str | Path | None = None,
+    *,
+    force: bool = False,
+    warm_up: bool | None = None,
+    remember: bool = True,
 ) -> LoadedPair:
     """Load a main model and, optionally, a draft: local MLX folders or hub repo ids.
 
@@ -244,8 +258,10 @@ def load_pair(
     IncompatiblePair carries the verdict). `force` loads such a draft anyway, for experiments.
     `warm_up`: compile every pass shape the adaptive controller may play before the first
     answer, as the app does after loading a pair; None: where the device builds kernels per
-    shape (a GPU), where a shape's first pass would otherwise cost several times the next."""
-    pair = LoadedPair(load_checked_pair(main, draft, force=force))
+    shape (a GPU), where a shape's first pass would otherwise cost several times the next.
+    `remember`: the adaptive controller starts from, and saves to, what the app learnt about
+    this pair on this device (False: it starts from nothing and keeps nothing)."""
+    pair = LoadedPair(load_checked_pair(main, draft, force=force), Store() if remember else None)
     models = pair.models
     if (
         models.draft is not None

@@ -282,6 +282,7 @@ class EngineWorker:
                     save=command.save,
                     cancel=self._cancel,
                     emit=reply,
+                    memory=self._memory,
                 )
             case MeasureBaseline():  # background work: yields to any queued command
                 if self._pair is None:

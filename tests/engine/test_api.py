@@ -118,6 +118,21 @@ def test_the_next_turn_reuses_the_conversation_in_the_caches(toy_pair):
     assert second.stats.reused_tokens > 0
 
 
+def test_a_pair_loaded_again_starts_from_what_it_learnt(toy_pair, tmp_path):
+    """As the window does: the adaptive controller of a pair's next session starts from the last
+    one's, saved after each answer; a policy of the caller's own is not saved."""
+    from app.engine.library.store import Store
+
+    store = Store(tmp_path / "store.sqlite3")
+    first = LoadedPair(toy_pair, store)
+    list(first.stream(QUESTION, max_tokens=12))
+    learnt = first.policy("adaptive", 4).export_state()
+    assert LoadedPair(toy_pair, store).policy("adaptive", 4).export_state() == learnt
+    list(first.stream(QUESTION, max_tokens=12, policy=PlainDecoding()))
+    assert LoadedPair(toy_pair, store).policy("adaptive", 4).export_state() == learnt
+    assert LoadedPair(toy_pair).policy("adaptive", 4).export_state() != learnt, "no memory: from nothing"
+
+
 def test_an_answer_left_half_read_is_stopped_before_the_next(toy_pair):
     pair = LoadedPair(toy_pair)
     first = pair.stream(QUESTION, mode="fixed", max_tokens=40)

@@ -26,7 +26,7 @@ from app.engine.features.prompts import BUILTIN_PROMPTS, BenchPrompt
 from app.engine.features.timed_run import run_timed
 from app.engine.library.pairing import require_compatible
 from app.engine.library.paths import app_data_dir
-from app.engine.policy.modes import PairPolicies, SpeculationMode, make_policy
+from app.engine.policy.modes import Memory, SpeculationMode, make_policy, remembered
 from app.engine.policy.oracle import RoundRecord, best_fixed
 
 LOOKUP = "lookup"  # the candidate that needs no model: prompt lookup
@@ -84,8 +84,10 @@ def run_arena(
     progress: Callable[[ArenaProgress], None] | None = None,
     cancel: threading.Event | None = None,
     load: Callable[[str], LoadedModel] = load_model,
+    memory: Memory | None = None,
 ) -> list[ArenaResult]:
-    """Rank `candidates` by measured speedup over plain, best first. Checks `cancel` between runs."""
+    """Rank `candidates` by measured speedup over plain, best first. Checks `cancel` between runs.
+    With a `memory`, prompt lookup starts from, and saves to, what the app learnt about it."""
     prompts = list(prompts or ARENA_PROMPTS)
     sampling = SamplingParams()
     encoded = [format_chat(main.tokenizer, [{"role": "user", "content": p.text}]) for p in prompts]
@@ -121,7 +123,8 @@ def run_arena(
             done += len(prompts)
             results.append(ArenaResult(candidate, 0.0, 0.0, None, 0.0, _mean(plain), error=refusal))
             continue
-        policies = PairPolicies()  # the candidate's own, as a freshly loaded pair's
+        # the candidate's own, as a freshly loaded pair's: from what the app learnt about it here
+        policies = remembered(memory, main.source, None if candidate == LOOKUP else candidate)
         run_timed(pair, encoded[0], policies.policy(_mode(candidate), k), sampling, warmup_tokens)
         rates: list[float] = []
         ratios: list[float] = []
@@ -132,6 +135,7 @@ def run_arena(
             if step(f"{Path(candidate).name} · {p.id}"):
                 return _ranked(results)
             t = run_timed(pair, ids, policies.policy(_mode(candidate), k), sampling, max_tokens)
+            policies.answered(_mode(candidate))
             rate = t.decode_rate
             rates.append(rate)
             ratio = rate / base if base > 0 and rate > 0 else 0.0
@@ -168,6 +172,7 @@ def run_arena_job(
     save: bool,
     cancel: threading.Event,
     emit: Callable[[ArenaProgress | ArenaFinished | EngineError], None],
+    memory: Memory | None = None,
 ) -> None:
     """The arena as the worker runs it: checks, progress, the saved ranking or an error.
 
@@ -209,6 +214,7 @@ def run_arena_job(
             progress=emit,
             cancel=cancel,
             load=load,
+            memory=memory,
         )
     except TemplateError as exc:
         emit(EngineError(f"the main model's chat template failed: {exc}", kind=ErrorKind.TEMPLATE))

@@ -19,7 +19,7 @@ from app.engine.decoding.sampling import SamplingParams
 from app.engine.decoding.templates.chat import format_chat
 from app.engine.features.prompts import BUILTIN_PROMPTS, BenchPrompt
 from app.engine.features.timed_run import TimedRun, run_timed
-from app.engine.policy.modes import PairPolicies, SpeculationMode
+from app.engine.policy.modes import Memory, PairPolicies, SpeculationMode, remembered
 from app.engine.policy.oracle import RoundRecord
 from app.engine.policy.warmup import compile_pass_shapes
 
@@ -198,8 +198,12 @@ def run_benchmark(
     repeats: int = 1,
     warmup_tokens: int = 8,
     progress: Callable[[str], None] | None = None,
+    memory: Memory | None = None,
 ) -> Iterator[BenchRun]:
     """Yield one BenchRun per (prompt, repeat, mode variant), interleaved per prompt.
+
+    With a `memory` (the app's store), adaptive starts from what the app learnt about the pair
+    on this device and saves to it after each run, so it measures what a user of the window gets.
 
     `fixed` runs once per k in `ks` (default: just `k`, which mlx_lm also uses). When sampling,
     our speculative modes run once per acceptance rule (default: exact and residual). "off"
@@ -231,8 +235,13 @@ def run_benchmark(
     def once(mode: str, kk: int, rule: str, prompt: list[int], tokens: int) -> TimedRun:
         if mode == "mlx_lm":
             return run_mlx_lm(pair, prompt, kk, sampling, tokens)
-        policy = policies.setdefault(rule, PairPolicies()).policy(POLICY_MODES[mode], kk)
-        return run_timed(pair, prompt, policy, sampling, tokens, rule or None)
+        if rule not in policies:
+            draft = pair.draft.source if pair.draft is not None else None
+            policies[rule] = remembered(memory, pair.main.source, draft)
+        policy = policies[rule].policy(POLICY_MODES[mode], kk)
+        run = run_timed(pair, prompt, policy, sampling, tokens, rule or None)
+        policies[rule].answered(POLICY_MODES[mode])
+        return run
 
     encoded = [format_chat(pair.tokenizer, [{"role": "user", "content": p.text}]) for p in prompts]
     limit = context_length(pair.main.config)

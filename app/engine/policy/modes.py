@@ -2,8 +2,10 @@
 
 Every path that answers (the app's worker, the public API, the sharded server, `bench`, the
 arena, `gpu_bench`) turns a mode into a policy here, so "adaptive" is the same controller
-everywhere, kept across a loaded pair's answers and restored from what it learnt about the pair
-before (`PairPolicies`).
+everywhere, kept across a loaded pair's answers (`PairPolicies`). The window, the server,
+`load_pair`, `bench` and the arena start it from what it learnt about the pair on this device
+and save it after each answer (`remembered`), so a benchmark measures what a user gets; a split
+main starts cold, since its costs are no one device's.
 """
 
 from __future__ import annotations
@@ -117,13 +119,19 @@ def state_key(main: str, draft: str | None, device: str, mode: str) -> str:
     return "|".join((main, draft or "", device, mode))
 
 
-def remembered(memory: Memory | None, main: str, draft: str | None, device: str) -> PairPolicies:
+def remembered(
+    memory: Memory | None, main: str, draft: str | None, device: str | None = None
+) -> PairPolicies:
     """A pair's policies whose adaptive controllers start from, and save to, `memory` under
-    the pair's two models and the device (what a controller learns is this machine's costs);
-    None: they keep nothing beyond the pair's life."""
+    the pair's two models and the device (what a controller learns is this machine's costs;
+    None: MLX's default device); no memory: they keep nothing beyond the pair's life."""
     if memory is None:
         return PairPolicies()
     store = memory
+    if device is None:
+        import mlx.core as mx
+
+        device = str(mx.default_device())
 
     def key(mode: SpeculationMode) -> str:
         return state_key(main, draft, device, mode)

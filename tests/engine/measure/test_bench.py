@@ -115,14 +115,24 @@ def test_off_is_plain_as_everywhere_else(toy_pair):
     assert runs[0].identical_to_plain, "plain is identical to itself"
 
 
-def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair):
+def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair, tmp_path):
     from app.cli.bench import format_oracle, format_table
+    from app.engine.library.store import Store
+    from app.engine.policy.modes import SpeculationMode, remembered
 
     prompts = [p for p in BUILTIN_PROMPTS if p.id == "repetitive-2"]
     modes = ("plain", "fixed", "adaptive", "lookup")
+    store = Store(tmp_path / "store.sqlite3")
     runs = list(
-        run_benchmark(toy_pair, prompts, modes=modes, ks=(1, 3), max_tokens=16, warmup_tokens=2, repeats=2)
+        run_benchmark(
+            toy_pair, prompts, modes=modes, ks=(1, 3), max_tokens=16, warmup_tokens=2, repeats=2, memory=store
+        )
     )
+    # as in the window, what adaptive learnt about the pair is there for its next session
+    again = remembered(store, toy_pair.main.source, toy_pair.draft.source)
+    for mode in (SpeculationMode.ADAPTIVE, SpeculationMode.LOOKUP):
+        again.policy(mode)
+    assert again.restored == {SpeculationMode.ADAPTIVE, SpeculationMode.LOOKUP}
     # the second repeat runs the variants in another order, but reports them in the same one
     assert [r.label for r in runs] == ["plain", "fixed1", "fixed3", "adaptive", "lookup"] * 2
     assert all(r.identical_to_plain for r in runs), "every variant gives plain's answer"
