@@ -124,6 +124,8 @@ def test_residual_speculation_samples_the_main_distribution(setup, compiled):
     assert p_value > 1e-3
 
 
+# a check of the statistical test's power, not of a path: the test above covers residual sampling
+@pytest.mark.heavy
 def test_always_accepting_fails_the_same_test(setup, monkeypatch):
     def always(p, q, proposed, sampler):
         _, draws = acceptance.residual(p, q, proposed, sampler)
