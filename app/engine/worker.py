@@ -230,7 +230,7 @@ class EngineWorker:
     def _pair_policies(self) -> PairPolicies:
         """Adaptive controllers live as long as the loaded pair (costs are the machine's), and
         start from what the last session learnt about it on this device."""
-        return remembered(self._memory, *self._loaded, str(mx.default_device()))
+        return remembered(self._memory, *self._loaded)  # keyed by MLX's default device
 
     def _preemptible(self) -> Preemptible:
         """The cancel flag of background work: also set while another command waits."""
