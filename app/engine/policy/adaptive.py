@@ -37,11 +37,13 @@ from app.engine.policy.settings import (
 
 __all__ = ["MAX_K", "AdaptiveDraftLength", "ControllerSettings"]
 
-STATE_VERSION = 2  # what `export_state` writes; any other is another controller's, not restored
+STATE_VERSION = 3  # what `export_state` writes; any other is another controller's, not restored
 PRIOR = 0.5  # acceptance before any round, held at `prior_rounds` rounds' weight
 RETIME_EVERY = 4  # plain is re-timed for one step after `window` times this many draft rounds
 PRICE_SHRINK = 3.0  # passes' weight of the line through every size, in a size's own price
 HOPELESS_SHARE = 1 / 8  # of `probe_share`: probing a draft that could not pay were it always right
+CLEAR = 1.25  # of `margin`: a speedup no plain step's noise could undo, so learning may stop
+GROW = 2  # a learning round right on all it proposed is followed by one this much longer
 
 
 def median(values: Iterable[float]) -> float:
@@ -75,17 +77,24 @@ class AdaptiveDraftLength:
         self.probes: deque[float] = deque(maxlen=s.window)  # what probes really cost
         self.hits, self.trials = [0.0] * s.max_k, [0.0] * s.max_k  # by position, forgetting
         self.record = ([0.0] * s.max_k, [0.0] * s.max_k)  # the same over the draft's life
+        # the first proposal's (hits, trials) after a round right on all it proposed, and after
+        # one that was not: text is right and wrong in runs, so the last round tells the next
+        self.after = {True: [0.0, 0.0], False: [0.0, 0.0]}
+        self._context: bool | None = None  # whether the source's last round was all right, if it was the last
         self.right, self.judged = 0, 0  # the draft's proposals over its life, for the status strip
         self.drafted = 0  # rounds the source proposed in
         self.credit = 0.0  # seconds of probing the budget affords now
         self._follow_up = False  # the last probe was right on all it proposed: probe again
         self.since_plain = 0  # draft rounds since plain was last timed
         self.retime = 0  # plain steps still to time before the source plays again
-        self._rates: list[float] | None = None  # tokens/s by k, until something they rest on changes
+        self._rates: dict[bool | None, list[float]] = {}  # tokens/s by k, by context, until something changes
         # tokens/s were every proposal accepted, until a draft round (or a restore) changes a price
         self._best_if_right: float | None = None
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
+        # plain committed a round early: (the round being played, the one after it)
+        self._committed = (False, False)
         self._last_observed: float | None = None
+        self._last_draft = (0, 0)  # the source's last round: (proposed, accepted)
         self._decision = Decision(Reason.LEARN, s.start_k, self.source)
 
     # -- what the loop asks -------------------------------------------------------------------
@@ -94,10 +103,11 @@ class AdaptiveDraftLength:
         """A new answer: keep everything learnt, but the pause is no round's cost, and new
         text is not the last answer's: recent acceptance is held at `prior_rounds` rounds' weight
         (a draft right on code started a poem at k = 7)."""
-        self._last_observed, self._ahead = None, None
+        self._last_observed, self._ahead, self._committed = None, None, (False, False)
         scale = min(1.0, self.settings.prior_rounds / max(self.trials[0], 1e-9))
         self.hits = [h * scale for h in self.hits]
         self.trials = [t * scale for t in self.trials]
+        self._context = None
         self._invalidate(prices=False)
 
     def wants_draft_prefill(self) -> bool:
@@ -122,6 +132,7 @@ class AdaptiveDraftLength:
         if plan.k:
             self._ahead = plan
             return False
+        self._committed = (self._committed[0], True)
         return True
 
     def _available(self, context: RoundContext) -> int:
@@ -134,9 +145,13 @@ class AdaptiveDraftLength:
         s, source = self.settings, self.source
         available = self._available(context)
         if self._learning():
-            if available and self.drafted < s.learn_rounds:  # two sizes: a fixed part and one per token
-                k = min(s.start_k if self.drafted % 2 == 0 else 1, available)
-                return self._decide(DraftPlan(k, source, s.probe_read), Reason.LEARN)
+            # a draft model's learning starts with a plain step: a draft no acceptance could
+            # make pay is then seen as such after its first round, before a longer one
+            priced = self.queued or self.alone or source is Provenance.LOOKUP
+            if available and self.drafted < s.learn_rounds and priced:
+                return self._decide(
+                    DraftPlan(min(self._learning_k(), available), source, s.probe_read), Reason.LEARN
+                )
             return self._decide(DraftPlan(0, Provenance.MAIN), Reason.LEARN)
         if self.retime:  # plain is re-timed now and then while the source plays (see `observe`)
             return self._decide(DraftPlan(0, Provenance.MAIN), Reason.LEARN)
@@ -147,6 +162,11 @@ class AdaptiveDraftLength:
             return self._decide(DraftPlan(0, Provenance.MAIN), would, speedups, 1.0)
         paying = speedups[k - 1] >= s.margin
         if paying and not self._decision.bypassed:
+            # whether to draft rests on acceptance overall; how long, on what the last round saw
+            speedups = self.speedups(self._context)
+            k = max(range(1, available + 1), key=lambda k: speedups[k - 1])
+            if speedups[k - 1] < 1.0:  # after a miss, in a wrong run: one plain step
+                return self._decide(DraftPlan(0, Provenance.MAIN), Reason.BEST, speedups, 1.0)
             return self._decide(DraftPlan(k, source, s.probe_read), Reason.BEST, speedups, speedups[k - 1])
         # a bypassed draft comes back through a probe (it is the cheap round that checks the
         # estimates' drift back towards the record), otherwise when the budget affords one
@@ -178,17 +198,43 @@ class AdaptiveDraftLength:
         timed = len(self.queued) + len(self.alone)
         if self.drafted >= s.learn_rounds and timed >= s.learn_rounds:
             return False
-        # no acceptance would make a draft that dear pay: nothing more to learn now
-        return not (timed and self.drafted and not self._could_pay())
+        if not (timed and self.drafted):
+            return True
+        if not self._could_pay():  # no acceptance would make a draft that dear pay: nothing to learn
+            return False
+        # drafting pays by more than one plain step's noise could hide: more plain steps would
+        # only cost (which k is best does not depend on plain's price, and plain is re-timed)
+        return not (
+            self.drafted >= s.learn_rounds and timed >= 2 and max(self.speedups()) >= CLEAR * s.margin
+        )
 
-    def acceptance(self) -> list[float]:
+    def _learning_k(self) -> int:
+        """A learning round's length: `start_k`, then longer after a round right on all it
+        proposed (a good draft is not held short while learning, and deep positions are seen),
+        else 1 until two sizes are timed (they tell drafting's fixed part from its part per
+        token), then the same again."""
+        proposed, accepted = self._last_draft
+        if not proposed:
+            return self.settings.start_k
+        if accepted == proposed:
+            return min(proposed + GROW, self.settings.max_k)
+        if len({k for k, _ in self.drafts}) >= 2:  # two sizes timed already: no need to go short
+            return proposed
+        return 1 if proposed > 1 else self.settings.start_k
+
+    def acceptance(self, context: bool | None = None) -> list[float]:
         """Acceptance by position: recent counts shrunk towards the draft's life-long record
         where they are thin (so as they fade while the draft sits out, it drifts back to its
-        record: a draft dropped on a hard stretch returns, one useless overall never does)."""
+        record: a draft dropped on a hard stretch returns, one useless overall never does).
+        With a `context` (whether the last round was right on all it proposed), the first
+        proposal's is that context's, shrunk towards the overall one."""
         weight, before, out = self.settings.prior_rounds, PRIOR, []
         for hits, trials, ever_hit, ever_tried in zip(self.hits, self.trials, *self.record):
             before = (ever_hit + weight * before) / (ever_tried + weight)  # the record, by position
             out.append((hits + weight * before) / (trials + weight))
+        if context is not None:
+            hits, trials = self.after[context]
+            out[0] = (hits + weight * out[0]) / (trials + weight)
         return out
 
     def plain_cost(self) -> float:
@@ -225,19 +271,21 @@ class AdaptiveDraftLength:
         fixed, per_token = fit_line([(n, seconds, 1.0) for n, seconds in self.drafts])
         return [max(0.0, fixed + per_token * k) for k in range(1, up_to + 1)]
 
-    def speedups(self) -> list[float]:
-        """Expected speed of k = 1..max_k over plain decoding."""
-        if self._rates is None:
-            max_k, rates, overhead = self.settings.max_k, self.acceptance(), median(self.overhead)
+    def speedups(self, context: bool | None = None) -> list[float]:
+        """Expected speed of k = 1..max_k over plain decoding (after a round that was, or was
+        not, right on all it proposed, with a `context`)."""
+        rates = self._rates.get(context)
+        if rates is None:
+            max_k, accepted, overhead = self.settings.max_k, self.acceptance(context), median(self.overhead)
             main, draft = self.main_costs(max_k + 1), self.draft_costs(max_k)
-            self._rates = [
-                leviathan_rate(rates[:k], draft[k - 1], main[k], overhead) for k in range(1, max_k + 1)
+            rates = self._rates[context] = [
+                leviathan_rate(accepted[:k], draft[k - 1], main[k], overhead) for k in range(1, max_k + 1)
             ]
         plain = self.plain_cost()
-        return [rate * plain for rate in self._rates]
+        return [rate * plain for rate in rates]
 
     def _invalidate(self, prices: bool = True) -> None:
-        self._rates = None
+        self._rates = {}
         if prices:
             self._best_if_right = None
 
@@ -266,13 +314,19 @@ class AdaptiveDraftLength:
         wall = now - self._last_observed if self._last_observed is not None else None
         self._last_observed = now
         reason = event.decision.reason
-        if event.overlapped:  # a queued plain step: the time between reads is a token's real cost
+        committed, self._committed = self._committed[0], (self._committed[1], False)
+        if (
+            event.overlapped and committed
+        ):  # a queued plain step: the time between reads is a token's real cost
             self.queued.append(event.draft_seconds + event.verify_seconds)
+        elif event.overlapped:
+            pass  # the first of a queue: a step timed alone, with some of the next one's work
         elif event.k == 0:
             self.main.setdefault(1, deque(maxlen=self.settings.window)).append(event.verify_seconds)
             self.alone.append(wall if wall is not None else event.verify_seconds)
             self._invalidate(prices=False)  # a plain step is no draft round's price
         if event.k == 0:
+            self._context = None  # the draft's state after tokens it did not propose is not known
             self.since_plain = 0
             self.retime = max(0, self.retime - 1)
             if reason is Reason.BYPASS:
@@ -284,6 +338,8 @@ class AdaptiveDraftLength:
         if event.source is not self.source:
             return
         self._count(event.k, event.accepted)
+        self._context = event.accepted == event.k
+        self._last_draft = (event.k, event.accepted)
         self.since_plain += 1
         if self.since_plain >= self.settings.window * RETIME_EVERY:
             # plain is timed only while the source sits out: steps caught in a host stall would
@@ -307,10 +363,17 @@ class AdaptiveDraftLength:
         forget = self.settings.forget
         self.hits = [h * forget for h in self.hits]
         self.trials = [t * forget for t in self.trials]
+        for counts in self.after.values():
+            counts[0] *= forget
+            counts[1] *= forget
         self._invalidate(prices=False)
 
     def _count(self, k: int, accepted: int) -> None:
         self._forget()
+        if self._context is not None:
+            counts = self.after[self._context]
+            counts[0] += accepted > 0
+            counts[1] += 1
         for i in range(min(accepted + 1, k, self.settings.max_k)):
             for hits, trials in ((self.hits, self.trials), self.record):
                 trials[i] += 1
@@ -337,6 +400,7 @@ class AdaptiveDraftLength:
             "hits": list(self.hits),
             "trials": list(self.trials),
             "record": [list(self.record[0]), list(self.record[1])],
+            "after": [self.after[True], self.after[False]],
             "counts": [self.right, self.judged, self.drafted],
         }
 
@@ -387,6 +451,9 @@ class AdaptiveDraftLength:
             map(math.isfinite, ever_tried)
         ):
             return None
+        after = [[float(h), float(t)] for h, t in state["after"]]
+        if len(after) != 2 or any(not 0 <= h <= t or not math.isfinite(t) for h, t in after):
+            return None
         right, judged, drafted = (int(c) for c in state["counts"])
         if not 0 <= right <= judged or drafted < 0:
             return None
@@ -400,6 +467,7 @@ class AdaptiveDraftLength:
             "hits": hits,
             "trials": trials,
             "record": (ever_hit, ever_tried),
+            "after": {True: after[0], False: after[1]},
             "right": right,
             "judged": judged,
             "drafted": drafted,

@@ -31,7 +31,7 @@ class ControllerSettings:
     window: int = 15
     # while bypassed, probes may cost at most this share of the time plain decoding takes: a
     # draft that never pays then costs about this much against plain
-    probe_share: float = 0.02
+    probe_share: float = 0.015
     # a probe drafts this many tokens: enough to see whether the draft is right again
     probe_k: int = 2
     # a draft never reads more than the last this many tokens it skipped while bypassed: on a
