@@ -128,6 +128,7 @@ class AdaptiveDraftLength:
         """Choose the next round during this plain one: plain commits it (the loop queues its
         pass under this one's, so a bypassed draft decodes as fast as plain); a draft round is
         kept for the next `choose`."""
+        self._context = None  # after this plain step the draft's state is not known
         plan = self._choose(context)
         if plan.k:
             self._ahead = plan
