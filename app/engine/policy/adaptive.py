@@ -91,8 +91,7 @@ class AdaptiveDraftLength:
         # tokens/s were every proposal accepted, until a draft round (or a restore) changes a price
         self._best_if_right: float | None = None
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
-        # plain committed a round early: (the round being played, the one after it)
-        self._committed = (False, False)
+        self._chosen = False  # `choose` ran for the round being played (a queued one skips it)
         self._last_observed: float | None = None
         self._last_draft = (0, 0)  # the source's last round: (proposed, accepted)
         self._decision = Decision(Reason.LEARN, s.start_k, self.source)
@@ -103,7 +102,7 @@ class AdaptiveDraftLength:
         """A new answer: keep everything learnt, but the pause is no round's cost, and new
         text is not the last answer's: recent acceptance is held at `prior_rounds` rounds' weight
         (a draft right on code started a poem at k = 7)."""
-        self._last_observed, self._ahead, self._committed = None, None, (False, False)
+        self._last_observed, self._ahead, self._chosen = None, None, False
         scale = min(1.0, self.settings.prior_rounds / max(self.trials[0], 1e-9))
         self.hits = [h * scale for h in self.hits]
         self.trials = [t * scale for t in self.trials]
@@ -119,6 +118,7 @@ class AdaptiveDraftLength:
         return self._decision
 
     def choose(self, context: RoundContext) -> DraftPlan:
+        self._chosen = True
         if self._ahead is not None:  # chosen a round early (choose_ahead)
             plan, self._ahead = self._ahead, None
             return plan
@@ -133,7 +133,6 @@ class AdaptiveDraftLength:
         if plan.k:
             self._ahead = plan
             return False
-        self._committed = (self._committed[0], True)
         return True
 
     def _available(self, context: RoundContext) -> int:
@@ -315,13 +314,12 @@ class AdaptiveDraftLength:
         wall = now - self._last_observed if self._last_observed is not None else None
         self._last_observed = now
         reason = event.decision.reason
-        committed, self._committed = self._committed[0], (self._committed[1], False)
-        if (
-            event.overlapped and committed
-        ):  # a queued plain step: the time between reads is a token's real cost
-            self.queued.append(event.draft_seconds + event.verify_seconds)
-        elif event.overlapped:
-            pass  # the first of a queue: a step timed alone, with some of the next one's work
+        queued, self._chosen = not self._chosen, False
+        if event.overlapped:
+            # a queued plain step: the time between reads is a token's real cost; the first of
+            # a queue (chosen, not queued) was timed alone with some of the next one's work
+            if queued:
+                self.queued.append(event.draft_seconds + event.verify_seconds)
         elif event.k == 0:
             self.main.setdefault(1, deque(maxlen=self.settings.window)).append(event.verify_seconds)
             self.alone.append(wall if wall is not None else event.verify_seconds)
