@@ -114,7 +114,7 @@ def test_a_useless_draft_costs_little_and_only_in_the_first_answer(costs):
         a.tokens_per_second / p.tokens_per_second for a, p in zip(results["adaptive"], results["plain"])
     ]
     assert ratios[0] >= 0.93, ratios  # learning: a few draft rounds
-    assert min(ratios[1:]) >= 0.975, ratios  # probes within their 2% budget
+    assert min(ratios[1:]) >= 0.975, ratios  # probes within their 1.5% budget
     assert results["fixed2"][0].tokens_per_second < 0.8 * results["plain"][0].tokens_per_second
 
 
