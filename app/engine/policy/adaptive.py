@@ -88,6 +88,9 @@ class AdaptiveDraftLength:
         self.since_plain = 0  # draft rounds since plain was last timed
         self.retime = 0  # plain steps still to time before the source plays again
         self._rates: dict[bool | None, list[float]] = {}  # tokens/s by k, by context, until something changes
+        self._prices: tuple[list[float], list[float], float] | None = (
+            None  # (main, draft, overhead) behind them
+        )
         # tokens/s were every proposal accepted, until a draft round (or a restore) changes a price
         self._best_if_right: float | None = None
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
@@ -276,8 +279,10 @@ class AdaptiveDraftLength:
         not, right on all it proposed, with a `context`)."""
         rates = self._rates.get(context)
         if rates is None:
-            max_k, accepted, overhead = self.settings.max_k, self.acceptance(context), median(self.overhead)
-            main, draft = self.main_costs(max_k + 1), self.draft_costs(max_k)
+            max_k, accepted = self.settings.max_k, self.acceptance(context)
+            if self._prices is None:  # both contexts' rates rest on the same prices
+                self._prices = (self.main_costs(max_k + 1), self.draft_costs(max_k), median(self.overhead))
+            main, draft, overhead = self._prices
             rates = self._rates[context] = [
                 leviathan_rate(accepted[:k], draft[k - 1], main[k], overhead) for k in range(1, max_k + 1)
             ]
@@ -285,7 +290,7 @@ class AdaptiveDraftLength:
         return [rate * plain for rate in rates]
 
     def _invalidate(self, prices: bool = True) -> None:
-        self._rates = {}
+        self._rates, self._prices = {}, None
         if prices:
             self._best_if_right = None
 
