@@ -95,6 +95,8 @@ class AdaptiveDraftLength:
         self._best_if_right: float | None = None
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
         self._chosen = False  # `choose` ran for the round being played (a queued one skips it)
+        self._plain: float | None = None  # plain_cost, until a round is observed
+        self._learnt = False  # learning found the draft could not pay: it does not start again
         self._last_observed: float | None = None
         self._last_draft = (0, 0)  # the source's last round: (proposed, accepted)
         self._decision = Decision(Reason.LEARN, s.start_k, self.source)
@@ -136,7 +138,9 @@ class AdaptiveDraftLength:
         if plan.k:
             self._ahead = plan
             return False
-        return True
+        # learning's first plain step is not priced until it is observed: queued now, the next
+        # step would be plain too, and a draft that then reads several tokens is not timed
+        return bool(self.queued or self.alone) or self._decision.reason is not Reason.LEARN
 
     def _available(self, context: RoundContext) -> int:
         cap = min(self.settings.max_k, context.remaining - 1)
@@ -199,11 +203,14 @@ class AdaptiveDraftLength:
         """Too little measured to price a round: the proposer's first rounds, or plain's."""
         s = self.settings
         timed = len(self.queued) + len(self.alone)
-        if self.drafted >= s.learn_rounds and timed >= s.learn_rounds:
+        if self._learnt or (self.drafted >= s.learn_rounds and timed >= s.learn_rounds):
             return False
         if not (timed and self.drafted):
             return True
-        if not self._could_pay():  # no acceptance would make a draft that dear pay: nothing to learn
+        if not self._could_pay():
+            # no acceptance would make a draft that dear pay: nothing to learn, and a plain step
+            # priced a little higher later does not make it worth learning again
+            self._learnt = True
             return False
         # drafting pays by more than one plain step's noise could hide: more plain steps would
         # only cost (which k is best does not depend on plain's price, and plain is re-timed)
@@ -241,8 +248,12 @@ class AdaptiveDraftLength:
         return out
 
     def plain_cost(self) -> float:
-        """Seconds per token of plain decoding as the loop plays it: queued where it queues."""
-        return median(self.queued or self.alone)
+        """Seconds per token of plain decoding as the loop plays it: queued where it queues, and
+        never dearer than a step timed alone (a queue only hides work, so dearer is a stall)."""
+        if self._plain is None:
+            queued, alone = median(self.queued), median(self.alone)
+            self._plain = min(queued, alone) if queued and alone else queued or alone
+        return self._plain
 
     def main_costs(self, up_to: int, untried_at_best: bool = True) -> list[float]:
         """Seconds of a main pass over n = 1..up_to tokens: measured sizes at their median,
@@ -317,7 +328,7 @@ class AdaptiveDraftLength:
     def observe(self, event: RoundEvent) -> None:
         now = self._clock()
         wall = now - self._last_observed if self._last_observed is not None else None
-        self._last_observed = now
+        self._last_observed, self._plain = now, None
         reason = event.decision.reason
         queued, self._chosen = not self._chosen, False
         if event.overlapped:
@@ -419,6 +430,7 @@ class AdaptiveDraftLength:
             return False
         for name, value in restored.items():
             setattr(self, name, value)
+        self._plain = None
         self._invalidate()
         return True
 

@@ -194,6 +194,39 @@ def test_plain_is_priced_from_steps_queued_behind_another():
     assert policy.queued and all(seconds == pytest.approx(QUEUED.queued) for seconds in policy.queued)
 
 
+def test_where_plain_steps_queue_learning_drafts_after_one_and_times_that_round():
+    """Queued behind the first plain step, a second and third would make the draft read three
+    tokens before proposing: a round whose time is no k-token draft's, so not learnt from."""
+    policy = Logged()
+    policy.play("1" * 40, QUEUED)
+    assert [e.k for e in policy.log[:2]] == [0, policy.settings.start_k]
+    assert policy.log[1].catch_up <= 1 and policy.drafts, "the first draft round is timed"
+
+
+def test_a_draft_found_too_dear_is_not_learnt_again_when_plain_looks_dearer():
+    """Once its first round shows no acceptance could make it pay, a plain step timed high (a
+    noisy pass) does not send the controller back to drafting at learning's lengths."""
+    policy = Logged()
+
+    def play(k: int, draft_s: float, verify_s: float) -> None:
+        policy.clock.now += draft_s + verify_s
+        emitted = tuple(range(k + 1))
+        source = Provenance.DRAFT if k else Provenance.MAIN
+        policy.observe(
+            RoundEvent(0, k, emitted[:k], k, emitted, draft_s, verify_s, source, policy.decision())
+        )
+
+    assert policy.choose(RoundContext(True, 100, 0)).k == 0
+    play(0, 0.0, 0.010)
+    assert policy.choose(RoundContext(True, 99, 1)).k == policy.settings.start_k
+    play(3, 0.024, 0.018)  # right on all three, but a draft token costs 0.8 of a main pass
+    assert policy.choose(RoundContext(True, 95, 5)).k == 0
+    assert policy.decision().reason is Reason.BYPASS
+    play(0, 0.0, 0.013)  # plain's median is now 30% dearer than it really is
+    assert policy.choose(RoundContext(True, 94, 6)).k == 0
+    assert policy.decision().reason is Reason.BYPASS
+
+
 def test_saved_state_restores_what_was_learnt():
     policy = Logged()
     for seed in range(2):

@@ -17,10 +17,10 @@ from lab.replay.simulate import CostModel, replay
 # `python -m lab.replay.gate` runs all 620 cells)
 STRIDE = 19
 # what the default controller holds on those cells today, so that no change makes it worse
-# (0.976 of the best fixed k, 0.980 of plain, 1 miss): the controller before the gate missed
-# the targets in 7 of them and kept 0.968 of plain where no k pays. The targets themselves
-# (`CellResult.verdict`) are stricter; misses are printed.
-FLOOR_PAYS, FLOOR_NO_PAY, MISSED_AT_MOST = 0.97, 0.978, 1
+# (0.976 of the best fixed k, 0.985 of plain, no miss): the controller before the gate missed
+# the targets in 7 of them and kept 0.968 of plain where no k pays. On the whole grid the
+# targets (`CellResult.verdict`) are still missed in some cells; misses are printed.
+FLOOR_PAYS, FLOOR_NO_PAY, MISSED_AT_MOST = 0.97, 0.98, 0
 
 
 @pytest.mark.parametrize("shape", SHAPES)

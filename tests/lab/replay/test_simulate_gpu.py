@@ -129,13 +129,6 @@ def test_probes_reading_all_they_skipped_are_spaced_by_what_they_measured():
     assert min(later) >= 0.94, ratios
 
 
-STALL_BURSTS = pytest.mark.xfail(
-    reason="bursts of stalls filling half of plain's window price plain high, and a losing draft plays "
-    "until plain is re-timed (after window x learn_rounds draft rounds): 0.84x plain in one answer",
-    strict=False,
-)
-
-
 @pytest.mark.parametrize("first_slow", [3, 4, 5])
 def test_plain_steps_caught_in_a_stall_while_first_queued_do_not_keep_a_losing_draft_in(first_slow):
     """Seen on an H100 (a 7B 4-bit pair whose draft never pays): three queued plain steps timed
@@ -177,7 +170,6 @@ HOST_STALLS = (
 )
 
 
-@STALL_BURSTS
 def test_bursts_of_host_stalls_in_queued_plain_steps_do_not_call_a_losing_draft_in():
     """Seen on an H100 (run R, a 7B 4-bit pair whose draft never pays): a shared host stalls
     plain steps in bursts, 2-6 times a step for a few rounds, one or two bursts an answer. Three
