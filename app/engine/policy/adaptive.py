@@ -88,6 +88,7 @@ class AdaptiveDraftLength:
         self.since_plain = 0  # draft rounds since plain was last timed
         self.retime = 0  # plain steps still to time before the source plays again
         self._rates: dict[bool | None, list[float]] = {}  # tokens/s by k, by context, until something changes
+        self._accepted: dict[bool | None, list[float]] = {}  # acceptance(context), as long as the rates
         self._prices: tuple[list[float], list[float], float] | None = (
             None  # (main, draft, overhead) behind them
         )
@@ -238,6 +239,9 @@ class AdaptiveDraftLength:
         record: a draft dropped on a hard stretch returns, one useless overall never does).
         With a `context` (whether the last round was right on all it proposed), the first
         proposal's is that context's, shrunk towards the overall one."""
+        cached = self._accepted.get(context)
+        if cached is not None:
+            return cached
         weight, before, out = self.settings.prior_rounds, PRIOR, []
         for hits, trials, ever_hit, ever_tried in zip(self.hits, self.trials, *self.record):
             before = (ever_hit + weight * before) / (ever_tried + weight)  # the record, by position
@@ -245,6 +249,7 @@ class AdaptiveDraftLength:
         if context is not None:
             hits, trials = self.after[context]
             out[0] = (hits + weight * out[0]) / (trials + weight)
+        self._accepted[context] = out
         return out
 
     def plain_cost(self) -> float:
@@ -301,7 +306,7 @@ class AdaptiveDraftLength:
         return [rate * plain for rate in rates]
 
     def _invalidate(self, prices: bool = True) -> None:
-        self._rates, self._prices = {}, None
+        self._rates, self._prices, self._accepted = {}, None, {}
         if prices:
             self._best_if_right = None
 
