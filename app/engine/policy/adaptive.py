@@ -97,7 +97,7 @@ class AdaptiveDraftLength:
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
         self._chosen = False  # `choose` ran for the round being played (a queued one skips it)
         self._plain: float | None = None  # plain_cost, until a round is observed
-        self._learnt = False  # learning found the draft could not pay: it does not start again
+        self._too_dear = False  # learning found no acceptance would make it pay: no learning again
         self._last_observed: float | None = None
         self._last_draft = (0, 0)  # the source's last round: (proposed, accepted)
         self._decision = Decision(Reason.LEARN, s.start_k, self.source)
@@ -204,14 +204,14 @@ class AdaptiveDraftLength:
         """Too little measured to price a round: the proposer's first rounds, or plain's."""
         s = self.settings
         timed = len(self.queued) + len(self.alone)
-        if self._learnt or (self.drafted >= s.learn_rounds and timed >= s.learn_rounds):
+        if self._too_dear or (self.drafted >= s.learn_rounds and timed >= s.learn_rounds):
             return False
         if not (timed and self.drafted):
             return True
         if not self._could_pay():
             # no acceptance would make a draft that dear pay: nothing to learn, and a plain step
             # priced a little higher later does not make it worth learning again
-            self._learnt = True
+            self._too_dear = True
             return False
         # drafting pays by more than one plain step's noise could hide: more plain steps would
         # only cost (which k is best does not depend on plain's price, and plain is re-timed)
