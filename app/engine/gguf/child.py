@@ -131,12 +131,12 @@ def run_import(
     if watch.reason in ("memory", "time") and not finished:  # a limit met on the way out is moot
         remove_partial_folders(out)
         yield ImportFailed(stopped_message(watch.reason, limits), "limit")
+    elif finished:  # a cancel that came after the model was in place came too late: say so
+        assert isinstance(final, ImportFinished)
+        yield ImportFinished(final.path, time.monotonic() - started, peak)
     elif cancel is not None and cancel.is_set():
         remove_partial_folders(out)
         yield ImportFailed("the import was cancelled", "cancelled")
-    elif finished:
-        assert isinstance(final, ImportFinished)
-        yield ImportFinished(final.path, time.monotonic() - started, peak)
     elif isinstance(final, ImportFailed):
         yield final
     else:
@@ -152,11 +152,25 @@ def _child_main(raw: str) -> int:
 
     args = json.loads(raw)
 
-    def emit(event: ImportEvent) -> None:
+    terminated = False
+
+    def write(event: ImportEvent) -> None:
         sys.stdout.write(json.dumps(to_json(event)) + "\n")
         sys.stdout.flush()
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind so `finally` removes the temp folder
+    def emit(event: ImportEvent) -> None:
+        # a SIGTERM that arrived inside a finaliser had its exit swallowed there ("Exception
+        # ignored"), and the import ran on to the end: the next step ends it instead
+        if terminated:
+            raise SystemExit(143)
+        write(event)
+
+    def on_sigterm(*_: object) -> None:
+        nonlocal terminated
+        terminated = True
+        raise SystemExit(143)  # unwind so `finally` removes the temp folder
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     watched = args.get("watched_bytes")
     if watched:  # a backstop well above the watched limit, for a surge between two samples
         cap_address_space(2 * watched)
@@ -171,18 +185,18 @@ def _child_main(raw: str) -> int:
             memory_limit=args.get("memory_limit"),
         )
     except ImportRefused as exc:
-        emit(ImportFailed(str(exc), "refused"))
+        write(ImportFailed(str(exc), "refused"))
         return 2
     except GGUFError as exc:
-        emit(ImportFailed(str(exc), "invalid"))
+        write(ImportFailed(str(exc), "invalid"))
         return 2
     except MemoryError:  # the address-space backstop refused an allocation
-        emit(ImportFailed(stopped_message("memory", Limits(int(watched or 0), 0.0)), "limit"))
+        write(ImportFailed(stopped_message("memory", Limits(int(watched or 0), 0.0)), "limit"))
         return 1
     except Exception as exc:  # anything else still reaches the caller as an event
-        emit(ImportFailed(f"{type(exc).__name__}: {exc}", "error"))
+        write(ImportFailed(f"{type(exc).__name__}: {exc}", "error"))
         return 1
-    emit(ImportFinished(str(path), time.monotonic() - started, 0))
+    write(ImportFinished(str(path), time.monotonic() - started, 0))
     return 0
 
 
