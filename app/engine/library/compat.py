@@ -181,20 +181,6 @@ def _model_reasons(main: ModelFacts, draft: ModelFacts) -> list[Reason]:
     return out
 
 
-# vocabularies one scan keeps (about 20 MB each for 150k tokens); past that they are re-read, so
-# a large library costs time, never memory without bound
-KEEP_VOCABULARIES = 8
-
-
-def _vocabulary(folder: Path, kept: dict[Path, Vocabulary] | None) -> Vocabulary:
-    if kept is not None and folder in kept:
-        return kept[folder]
-    vocabulary = read_vocabulary(folder)
-    if kept is not None and len(kept) < KEEP_VOCABULARIES:
-        kept[folder] = vocabulary
-    return vocabulary
-
-
 def check_pair(
     main_dir: Path,
     draft_dir: Path,
@@ -205,8 +191,9 @@ def check_pair(
     keeps the vocabularies read (up to `KEEP_VOCABULARIES`), so checking many pairs parses each
     tokenizer (seconds for a large vocabulary) once instead of once per pair."""
     store = store or Store()
-    main = model_facts(Path(main_dir), store=store)
-    draft = model_facts(Path(draft_dir), store=store)
+    vocabularies = {} if vocabularies is None else vocabularies  # facts not cached read them too
+    main = model_facts(Path(main_dir), store=store, vocabularies=vocabularies)
+    draft = model_facts(Path(draft_dir), store=store, vocabularies=vocabularies)
     key = f"{main.fingerprint}:{draft.fingerprint}"
     cached = store.get(CACHE_KIND, key)
     if cached is not None:
@@ -214,8 +201,8 @@ def check_pair(
     reasons = _model_reasons(main, draft)
     try:
         main_vocab, draft_vocab = (
-            _vocabulary(Path(main_dir), vocabularies),
-            _vocabulary(Path(draft_dir), vocabularies),
+            read_vocabulary(Path(main_dir), vocabularies),
+            read_vocabulary(Path(draft_dir), vocabularies),
         )
     except VocabError as exc:
         reasons.append(Reason("tokenizer_missing", REFUSE, str(exc)))

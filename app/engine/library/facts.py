@@ -18,7 +18,7 @@ from typing import Any
 from app.engine.decoding.safetensors_file import safetensors_problem
 from app.engine.library.safety import read_json, remote_code_requests, weight_problem
 from app.engine.library.store import Store
-from app.engine.library.vocab import VocabError, read_vocabulary
+from app.engine.library.vocab import VocabError, Vocabulary, read_vocabulary
 
 # mlx-lm model types whose cache holds recurrent state (ArraysCache/MambaCache): never trimmable.
 RECURRENT_TYPES = frozenset(
@@ -250,7 +250,9 @@ def _kv_bytes_per_token(config: dict[str, Any]) -> int:
     return 2 * layers * kv_heads * head_dim * 2  # keys and values, 2 bytes each (fp16/bf16)
 
 
-def compute_facts(folder: Path, source: str = "user") -> ModelFacts:
+def compute_facts(
+    folder: Path, source: str = "user", vocabularies: dict[Path, Vocabulary] | None = None
+) -> ModelFacts:
     folder = Path(folder)
     problems: list[str] = []
     warnings: list[str] = []
@@ -270,7 +272,7 @@ def compute_facts(folder: Path, source: str = "user") -> ModelFacts:
         or any(k in raw for k in ("image_token_index", "image_token_id"))
     )
     try:
-        vocab_fp: str | None = read_vocabulary(folder).fingerprint()
+        vocab_fp: str | None = read_vocabulary(folder, vocabularies).fingerprint()
     except VocabError as exc:
         vocab_fp = None
         problems.append(str(exc))
@@ -306,13 +308,24 @@ def compute_facts(folder: Path, source: str = "user") -> ModelFacts:
     )
 
 
-def model_facts(folder: Path, source: str = "user", store: Store | None = None) -> ModelFacts:
+def model_facts(
+    folder: Path,
+    source: str = "user",
+    store: Store | None = None,
+    vocabularies: dict[Path, Vocabulary] | None = None,
+) -> ModelFacts:
     """Facts for one folder, from the cache when its files have not changed."""
-    return facts_for([Path(folder)], source, store)[0]
+    return facts_for([Path(folder)], source, store, vocabularies)[0]
 
 
-def facts_for(folders: list[Path], source: str = "user", store: Store | None = None) -> list[ModelFacts]:
-    """Facts for many folders with one cache query; only changed folders are re-read."""
+def facts_for(
+    folders: list[Path],
+    source: str = "user",
+    store: Store | None = None,
+    vocabularies: dict[Path, Vocabulary] | None = None,
+) -> list[ModelFacts]:
+    """Facts for many folders with one cache query; only changed folders are re-read (their
+    vocabularies into `vocabularies`, when given, for a compatibility check that follows)."""
     store = store or Store()
     keys = [folder_fingerprint(f) for f in folders]
     cached = store.get_many(CACHE_KIND, keys)
@@ -322,7 +335,7 @@ def facts_for(folders: list[Path], source: str = "user", store: Store | None = N
             facts = ModelFacts.from_json(cached[key])
             out.append(dataclasses.replace(facts, source=source) if facts.source != source else facts)
             continue
-        facts = compute_facts(folder, source)
+        facts = compute_facts(folder, source, vocabularies)
         store.put(CACHE_KIND, key, facts.to_json())
         out.append(facts)
     return out

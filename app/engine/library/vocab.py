@@ -105,7 +105,23 @@ def _declared_tokens(spec: dict[str, Any]) -> tuple[dict[int, str], frozenset[in
     return tokens, frozenset(special)
 
 
-def read_vocabulary(folder: Path) -> Vocabulary:
+# vocabularies one scan keeps (about 20 MB each for 150k tokens); past that they are re-read, so
+# a large library costs time, never memory without bound
+KEEP_VOCABULARIES = 8
+
+
+def read_vocabulary(folder: Path, kept: dict[Path, Vocabulary] | None = None) -> Vocabulary:
+    """The folder's vocabulary; with `kept`, read once for every caller that shares it (parsing
+    a large tokenizer takes seconds, and a pair's facts and its check both need it)."""
+    if kept is not None and folder in kept:
+        return kept[folder]
+    vocabulary = _read_vocabulary(folder)
+    if kept is not None and len(kept) < KEEP_VOCABULARIES:
+        kept[folder] = vocabulary
+    return vocabulary
+
+
+def _read_vocabulary(folder: Path) -> Vocabulary:
     path = folder / "tokenizer.json"
     if not path.is_file():
         raise VocabError(f"{folder.name} has no tokenizer.json")

@@ -60,14 +60,13 @@ def test_one_changed_added_token_is_refused_by_name(real_model, tmp_path: Path):
 
 
 def test_verdicts_are_cached(real_model, tmp_path: Path, monkeypatch):
-    """The second check reads neither tokenizer: the verdict comes from the cache."""
-    import app.engine.library.compat as compat
+    """A first check parses each tokenizer once (for the facts and the check alike); the second
+    parses neither: the verdict comes from the cache."""
+    import app.engine.library.vocab as vocab
 
     reads: list[Path] = []
-    read_vocabulary = compat.read_vocabulary
-    monkeypatch.setattr(
-        compat, "read_vocabulary", lambda folder: reads.append(folder) or read_vocabulary(folder)
-    )
+    parse = vocab._read_vocabulary
+    monkeypatch.setattr(vocab, "_read_vocabulary", lambda folder: reads.append(folder) or parse(folder))
     store = Store(tmp_path / "cache.sqlite3")
     first = check_pair(real_model("qwen1.5b"), real_model("smollm2"), store)
     assert len(reads) == 2

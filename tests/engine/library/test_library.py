@@ -129,7 +129,7 @@ def test_fifty_models_are_read_once_then_listed_from_the_cache(toy_models, tmp_p
     read: list[Path] = []
     compute = facts_module.compute_facts
     monkeypatch.setattr(
-        facts_module, "compute_facts", lambda folder, source: read.append(folder) or compute(folder, source)
+        facts_module, "compute_facts", lambda folder, *rest: read.append(folder) or compute(folder, *rest)
     )
     first, _ = scan_library(sources)
     assert len(first) == 50 and len(read) == 50

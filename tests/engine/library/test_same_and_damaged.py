@@ -79,16 +79,17 @@ def test_facts_cached_before_the_damage_check_are_read_again(toy_models, tmp_pat
 
 
 def test_checking_drafts_reads_the_mains_vocabulary_once_and_counts(toy_models, tmp_path, monkeypatch):
-    from app.engine.library import compat
+    from app.engine.library import vocab
     from app.engine.library.facts import facts_for
     from app.engine.library.roles import check_drafts
 
     main = copy(Path(toy_models.main), tmp_path / "main")
     drafts = [copy(Path(toy_models.draft), tmp_path / f"draft-{n}") for n in range(3)]
-    read, real = [], compat.read_vocabulary
-    monkeypatch.setattr(compat, "read_vocabulary", lambda folder: read.append(folder) or real(folder))
+    read, real = [], vocab._read_vocabulary  # a parse of tokenizer.json, whoever asks
+    monkeypatch.setattr(vocab, "_read_vocabulary", lambda folder: read.append(folder) or real(folder))
     store = Store(tmp_path / "cache.sqlite3")
     library = facts_for([main, *drafts], store=store)
+    read.clear()  # the facts read each once; what follows is the check's own reading
     counted: list[int] = []
     verdicts = check_drafts(library[0], library, store, counted.append)
     assert [v.compatible for _, v in verdicts] == [True, True, True], (
@@ -101,16 +102,17 @@ def test_checking_drafts_reads_the_mains_vocabulary_once_and_counts(toy_models, 
 
 def test_checking_every_main_of_a_library_reads_each_tokenizer_once(toy_models, tmp_path, monkeypatch):
     """`python -m app models` checks every pair: each tokenizer is parsed once, not once per pair."""
-    from app.engine.library import compat
+    from app.engine.library import vocab
     from app.engine.library.facts import facts_for
     from app.engine.library.roles import check_drafts
     from app.engine.library.vocab import Vocabulary
 
     folders = [copy(Path(toy_models.main), tmp_path / f"model-{n}") for n in range(3)]
-    read, real = [], compat.read_vocabulary
-    monkeypatch.setattr(compat, "read_vocabulary", lambda folder: read.append(folder) or real(folder))
+    read, real = [], vocab._read_vocabulary  # a parse of tokenizer.json, whoever asks
+    monkeypatch.setattr(vocab, "_read_vocabulary", lambda folder: read.append(folder) or real(folder))
     store = Store(tmp_path / "cache.sqlite3")
     library = facts_for(folders, store=store)
+    read.clear()
     kept: dict[Path, Vocabulary] = {}
     for main in library:
         check_drafts(main, library, store, vocabularies=kept)
