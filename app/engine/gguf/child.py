@@ -196,6 +196,7 @@ def _child_main(raw: str) -> int:
     except Exception as exc:  # anything else still reaches the caller as an event
         write(ImportFailed(f"{type(exc).__name__}: {exc}", "error"))
         return 1
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the model is in place: say so, whatever comes
     write(ImportFinished(str(path), time.monotonic() - started, 0))
     return 0
 
