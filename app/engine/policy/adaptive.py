@@ -70,6 +70,7 @@ class AdaptiveDraftLength:
         self.source = Provenance.DRAFT if use_draft else Provenance.LOOKUP
         self._clock = clock
         self.main: dict[int, deque[float]] = {}  # seconds of a main pass over n tokens, by n
+        self._main_medians: dict[int, float] = {}  # each size's median, until that size is timed again
         self.drafts: deque[tuple[int, float]] = deque(maxlen=2 * s.window)  # (k, seconds proposing)
         self.queued: deque[float] = deque(maxlen=s.window)  # per token, plain steps queued
         self.alone: deque[float] = deque(maxlen=s.window)  # per token, plain rounds timed alone
@@ -96,7 +97,7 @@ class AdaptiveDraftLength:
         self._best_if_right: float | None = None
         self._ahead: DraftPlan | None = None  # the next round's plan, chosen a round early
         self._chosen = False  # `choose` ran for the round being played (a queued one skips it)
-        self._plain: float | None = None  # plain_cost, until a round is observed
+        self._plain: float | None = None  # plain_cost, until plain is timed again
         self._too_dear = False  # learning found no acceptance would make it pay: no learning again
         self._last_observed: float | None = None
         self._last_draft = (0, 0)  # the source's last round: (proposed, accepted)
@@ -264,7 +265,11 @@ class AdaptiveDraftLength:
         """Seconds of a main pass over n = 1..up_to tokens: measured sizes at their median,
         sizes between two measured ones on the straight line between them, the rest on the
         line fitted through every measured size; never dearer for fewer tokens."""
-        measured = {n: median(v) for n, v in self.main.items() if v}
+        medians, measured = self._main_medians, {}
+        for n, passes in self.main.items():
+            if passes:
+                price = medians.get(n)
+                measured[n] = medians[n] = median(passes) if price is None else price
         if not measured:
             return [self.plain_cost()] * up_to
         sizes = sorted(measured)
@@ -333,7 +338,7 @@ class AdaptiveDraftLength:
     def observe(self, event: RoundEvent) -> None:
         now = self._clock()
         wall = now - self._last_observed if self._last_observed is not None else None
-        self._last_observed, self._plain = now, None
+        self._last_observed = now
         reason = event.decision.reason
         queued, self._chosen = not self._chosen, False
         if event.overlapped:
@@ -341,9 +346,12 @@ class AdaptiveDraftLength:
             # a queue (chosen, not queued) was timed alone with some of the next one's work
             if queued:
                 self.queued.append(event.draft_seconds + event.verify_seconds)
+                self._plain = None
         elif event.k == 0:
             self.main.setdefault(1, deque(maxlen=self.settings.window)).append(event.verify_seconds)
+            self._main_medians.pop(1, None)
             self.alone.append(wall if wall is not None else event.verify_seconds)
+            self._plain = None
             self._invalidate(prices=False)  # a plain step is no draft round's price
         if event.k == 0:
             self._context = None  # the draft's state after tokens it did not propose is not known
@@ -366,6 +374,7 @@ class AdaptiveDraftLength:
             # price it high for as long as the source plays, so a fresh step joins the window
             self.retime, self.since_plain = 1, 0
         self.main.setdefault(event.k + 1, deque(maxlen=self.settings.window)).append(event.verify_seconds)
+        self._main_medians.pop(event.k + 1, None)
         if event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
             self.drafts.append((event.k, event.draft_seconds))
         if wall is not None:
@@ -435,7 +444,7 @@ class AdaptiveDraftLength:
             return False
         for name, value in restored.items():
             setattr(self, name, value)
-        self._plain = None
+        self._plain, self._main_medians = None, {}
         self._invalidate()
         return True
 
