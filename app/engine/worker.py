@@ -326,7 +326,9 @@ class EngineWorker:
                 reply(EngineError(str(exc), kind=ErrorKind.LOAD))
                 return
             self._loaded = (command.main, command.draft)
-            self._policies = self._pair_policies()
+            # a split's costs are not this machine's alone: its controller is kept apart
+            where = f"split over {command.ranks} ranks" if command.ranks else f"split by {command.hostfile}"
+            self._policies = remembered(self._memory, *self._loaded, where)
             reply(
                 PairLoaded(
                     command.main,
@@ -437,11 +439,21 @@ class EngineWorker:
         """The answer from rank 0 (which decodes refused drafts itself); a lost rank unloads."""
         reply(GenerationContext(self._loaded[0], len(prompt)))
         speculation = command.speculation
-        spec = PolicySpec(speculation.mode.value, speculation.k)
+        mode = speculation.mode
+        spec = PolicySpec(mode.value, speculation.k)
         for event in sharded.generate(
-            prompt, spec, command.sampling, room, self._cancel, acceptance=speculation.acceptance
+            prompt,
+            spec,
+            command.sampling,
+            room,
+            self._cancel,
+            acceptance=speculation.acceptance,
+            saved_state=self._policies.saved(mode),
         ):
             reply(event)
+        learnt = sharded.learnt.pop(mode.value, None)
+        if learnt is not None:  # rank 0's controller, kept as a local one is after each answer
+            self._policies.keep(mode, learnt)
         if sharded.lost is not None:
             self._sharded = None
 

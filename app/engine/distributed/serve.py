@@ -23,7 +23,7 @@ from app.engine.decoding.templates.chat import TemplateError, format_chat
 from app.engine.distributed.codec import BadMessage, event_data, sampling_from_data
 from app.engine.distributed.collective import ShardedMain
 from app.engine.distributed.wire import TO_RANKS, Decoder, PolicySpec, Ready, encode, read_lines
-from app.engine.policy.modes import PairPolicies, SpeculationMode
+from app.engine.policy.modes import PairPolicies, SavedState, SpeculationMode
 
 
 class Output:
@@ -70,7 +70,10 @@ class RankServer:
     def __init__(self, pair: ModelPair, sharded: ShardedMain, out: Output) -> None:
         self.pair, self.sharded, self.out = pair, sharded, out
         self.session = ChatSession(pair)
-        self.policies = PairPolicies()  # adaptive controllers kept across answers, as the app's
+        # adaptive controllers kept across answers, as the app's; each starts from the state
+        # the caller offered with its mode's first answer (rank 0 has no store of its own)
+        self._offered: dict[SpeculationMode, SavedState] = {}
+        self.policies = PairPolicies(load=lambda mode: self._offered.pop(mode, None))
 
     def policy(self, spec: PolicySpec) -> DraftPolicy:
         """The caller's mode in the app's words ("plain" still means off); an unknown one is
@@ -103,7 +106,12 @@ class RankServer:
         try:
             limit = context_length(self.pair.main.config)
             max_tokens = answer_room(len(ids), int(message["max_tokens"]), limit)
-            policy = self.policy(PolicySpec(str(message["policy"]["mode"]), int(message["policy"]["k"])))
+            spec = PolicySpec(str(message["policy"]["mode"]), int(message["policy"]["k"]))
+            mode = SpeculationMode.parse(spec.mode)
+            offered = message.get("state")
+            if isinstance(offered, dict) and mode.adaptive:  # checked field by field on restore
+                self._offered[mode] = offered
+            policy = self.policy(spec)
             sampling = sampling_from_data(message.get("sampling"))
         except ContextTooLong as exc:
             self.failed(request, EngineError(str(exc), kind=ErrorKind.CONTEXT))
@@ -127,6 +135,9 @@ class RankServer:
                 refused = str(self.pair.tokenizer.decode(list(event.proposed[event.accepted :])))
                 event = replace(event, refused_text=refused)
             self.out.send({"t": "event", "id": request, "e": event_data(event)})
+        learnt = self.policies.learnt(mode)
+        if learnt is not None:  # what the controller learnt, for the caller to keep
+            self.out.send({"t": "learnt", "id": request, "mode": mode.value, "state": learnt})
         self.out.send({"t": "done", "id": request})
 
 

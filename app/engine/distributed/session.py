@@ -48,6 +48,7 @@ from app.engine.distributed.wire import (
 )
 
 PASS_FACTOR = 20  # a pass this many times slower than the slowest seen means a lost rank
+MAX_STATE = 1 << 20  # characters of a controller's learnt state kept from rank 0 at most
 _EOF: dict[str, Any] = {"t": "eof"}
 
 
@@ -96,6 +97,11 @@ class ShardedPair:
         self.closing: dict[str, Any] = {}
         self._prefill_seen = 0.0
         self._next_id = 0
+        self._controllers: set[str] = (
+            set()
+        )  # the adaptive modes rank 0 has a controller for (it said what it learnt)
+        # what each mode's controller on rank 0 learnt, as of its last answer: the caller keeps it
+        self.learnt: dict[str, dict[str, Any]] = {}
         self._messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self._token = new_token()
         self.refused = 0  # lines that looked like rank 0's messages but were not this session's
@@ -257,14 +263,22 @@ class ShardedPair:
         *,
         stop_ids: Sequence[int] | None = None,
         acceptance: str | None = None,
+        saved_state: Mapping[str, Any] | None = None,
     ) -> Iterator[GenerationEvent]:
         """The events `decoding.decode.generate` yields for this answer. A lost rank ends the
-        stream with an EngineError instead of GenerationFinished; later calls raise RanksLost."""
+        stream with an EngineError instead of GenerationFinished; later calls raise RanksLost.
+        `saved_state` is where an adaptive mode's controller starts, read with the mode's first
+        answer only (rank 0 keeps the controller after); what it learnt lands in `learnt`."""
+        spec = policy or PolicySpec()
+        offered = (
+            dict(saved_state) if saved_state is not None and spec.mode not in self._controllers else None
+        )
         request = self._request(
             {
                 "t": "generate",
                 "ids": [int(i) for i in prompt_ids],
-                "policy": {"mode": (policy or PolicySpec()).mode, "k": (policy or PolicySpec()).k},
+                "policy": {"mode": spec.mode, "k": spec.k},
+                "state": offered,
                 "sampling": sampling_data(sampling),
                 "max_tokens": max_tokens,
                 "stop_ids": list(stop_ids) if stop_ids is not None else None,
@@ -301,6 +315,9 @@ class ShardedPair:
                 continue
             if message["t"] == "done":
                 return
+            if message["t"] == "learnt":
+                self._keep_learnt(message)
+                continue
             try:
                 if message["t"] == "failed":
                     yield error_from_data(message.get("error"))
@@ -316,6 +333,14 @@ class ShardedPair:
                 return
             self._observe(event)
             yield event
+
+    def _keep_learnt(self, message: dict[str, Any]) -> None:
+        """Rank 0's controller state after an answer; it is checked field by field where it is
+        restored, so here only its shape and size (a state is a few kilobytes)."""
+        mode, state = message.get("mode"), message.get("state")
+        if isinstance(mode, str) and isinstance(state, dict) and len(str(state)) <= MAX_STATE:
+            self.learnt[mode] = state
+            self._controllers.add(mode)
 
     def _observe(self, event: object) -> None:
         if isinstance(event, RoundEvent):

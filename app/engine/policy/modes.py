@@ -104,13 +104,32 @@ class PairPolicies:
                 self.restored.add(mode)
         return self._adaptive[mode]
 
+    def learnt(self, mode: SpeculationMode) -> SavedState | None:
+        """What the mode's controller has learnt so far; None for plain or fixed, or an adaptive
+        mode that has not answered."""
+        policy = self._adaptive.get(SpeculationMode.parse(mode))
+        return None if policy is None else policy.export_state()
+
     def answered(self, mode: SpeculationMode) -> None:
-        """After each answer: save what the mode's controller has learnt (nothing for plain or
-        fixed, or an adaptive mode that has not answered)."""
+        """After each answer: save what the mode's controller has learnt."""
         mode = SpeculationMode.parse(mode)
-        policy = self._adaptive.get(mode)
-        if policy is not None:
-            self._save(mode, policy.export_state())
+        state = self.learnt(mode)
+        if state is not None:
+            self._save(mode, state)
+
+    # a controller that runs in another process (rank 0 of a split main) starts from what the
+    # memory holds here, and what it learnt comes back to be kept
+
+    def saved(self, mode: SpeculationMode) -> SavedState | None:
+        """The state the memory holds for `mode` (None for plain or fixed)."""
+        mode = SpeculationMode.parse(mode)
+        return self._load(mode) if mode.adaptive else None
+
+    def keep(self, mode: SpeculationMode, state: SavedState) -> None:
+        """Save what `mode`'s controller in the other process learnt."""
+        mode = SpeculationMode.parse(mode)
+        if mode.adaptive:
+            self._save(mode, state)
 
 
 def state_key(main: str, draft: str | None, device: str, mode: str) -> str:
