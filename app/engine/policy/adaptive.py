@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 
 from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent
 from app.engine.decoding.policy import DraftPlan, RoundContext
-from app.engine.policy.oracle import cost_curve, fit_line, leviathan_rate
+from app.engine.policy.oracle import cost_curve, fit_line
 from app.engine.policy.settings import (
     DEFAULT_SETTINGS,
     MAX_K,
@@ -71,6 +71,9 @@ class AdaptiveDraftLength:
         self._clock = clock
         self.main: dict[int, deque[float]] = {}  # seconds of a main pass over n tokens, by n
         self._main_medians: dict[int, float] = {}  # each size's median, until that size is timed again
+        # main_costs' and draft_costs' curves by (up_to, untried_at_best), until a pass is timed
+        self._main_curves: dict[tuple[int, bool], list[float]] = {}
+        self._draft_curves: dict[int, list[float]] = {}
         self.drafts: deque[tuple[int, float]] = deque(maxlen=2 * s.window)  # (k, seconds proposing)
         self.queued: deque[float] = deque(maxlen=s.window)  # per token, plain steps queued
         self.alone: deque[float] = deque(maxlen=s.window)  # per token, plain rounds timed alone
@@ -90,6 +93,9 @@ class AdaptiveDraftLength:
         self.retime = 0  # plain steps still to time before the source plays again
         self._rates: dict[bool | None, list[float]] = {}  # tokens/s by k, by context, until something changes
         self._accepted: dict[bool | None, list[float]] = {}  # acceptance(context), as long as the rates
+        self._speedups: dict[
+            bool | None, tuple[float, list[float]]
+        ] = {}  # (plain's price, speedups) by context
         self._prices: tuple[list[float], list[float], float] | None = (
             None  # (main, draft, overhead) behind them
         )
@@ -265,6 +271,9 @@ class AdaptiveDraftLength:
         """Seconds of a main pass over n = 1..up_to tokens: measured sizes at their median,
         sizes between two measured ones on the straight line between them, the rest on the
         line fitted through every measured size; never dearer for fewer tokens."""
+        curve = self._main_curves.get((up_to, untried_at_best))
+        if curve is not None:
+            return curve
         medians, measured = self._main_medians, {}
         for n, passes in self.main.items():
             if passes:
@@ -286,32 +295,47 @@ class AdaptiveDraftLength:
             # pass would otherwise price it out for good, as a size not played is not re-timed
             seen, on_line = len(self.main[n]), line[0] + line[1] * n
             measured[n] = (seen * measured[n] + PRICE_SHRINK * on_line) / (seen + PRICE_SHRINK)
-        return cost_curve(measured, line, up_to)
+        curve = self._main_curves[(up_to, untried_at_best)] = cost_curve(measured, line, up_to)
+        return curve
 
     def draft_costs(self, up_to: int) -> list[float]:
         """Seconds proposing k = 1..up_to tokens: a fixed part and a part per token, fitted."""
         if not self.drafts:
             return [0.0] * up_to
-        fixed, per_token = fit_line([(n, seconds, 1.0) for n, seconds in self.drafts])
-        return [max(0.0, fixed + per_token * k) for k in range(1, up_to + 1)]
+        curve = self._draft_curves.get(up_to)
+        if curve is None:
+            fixed, per_token = fit_line([(n, seconds, 1.0) for n, seconds in self.drafts])
+            curve = self._draft_curves[up_to] = [max(0.0, fixed + per_token * k) for k in range(1, up_to + 1)]
+        return curve
 
     def speedups(self, context: bool | None = None) -> list[float]:
         """Expected speed of k = 1..max_k over plain decoding (after a round that was, or was
         not, right on all it proposed, with a `context`)."""
+        plain = self.plain_cost()
         rates = self._rates.get(context)
         if rates is None:
             max_k, accepted = self.settings.max_k, self.acceptance(context)
             if self._prices is None:  # both contexts' rates rest on the same prices
                 self._prices = (self.main_costs(max_k + 1), self.draft_costs(max_k), median(self.overhead))
             main, draft, overhead = self._prices
-            rates = self._rates[context] = [
-                leviathan_rate(accepted[:k], draft[k - 1], main[k], overhead) for k in range(1, max_k + 1)
-            ]
-        plain = self.plain_cost()
-        return [rate * plain for rate in rates]
+            # Leviathan's rate (`oracle.leviathan_rate`) for every k in one pass: the expected
+            # tokens of k + 1 proposals are those of k and one more run
+            rates, tokens, run = [], 1.0, 1.0
+            for k in range(1, max_k + 1):
+                run *= accepted[k - 1]
+                tokens += run
+                rates.append(tokens / (overhead + draft[k - 1] + main[k]))
+            self._rates[context] = rates
+        else:
+            cached = self._speedups.get(context)
+            if cached is not None and cached[0] == plain:
+                return cached[1]
+        speedups = [rate * plain for rate in rates]
+        self._speedups[context] = (plain, speedups)
+        return speedups
 
     def _invalidate(self, prices: bool = True) -> None:
-        self._rates, self._prices, self._accepted = {}, None, {}
+        self._rates, self._prices, self._accepted, self._speedups = {}, None, {}, {}
         if prices:
             self._best_if_right = None
 
@@ -350,6 +374,7 @@ class AdaptiveDraftLength:
         elif event.k == 0:
             self.main.setdefault(1, deque(maxlen=self.settings.window)).append(event.verify_seconds)
             self._main_medians.pop(1, None)
+            self._main_curves = {}
             self.alone.append(wall if wall is not None else event.verify_seconds)
             self._plain = None
             self._invalidate(prices=False)  # a plain step is no draft round's price
@@ -375,8 +400,10 @@ class AdaptiveDraftLength:
             self.retime, self.since_plain = 1, 0
         self.main.setdefault(event.k + 1, deque(maxlen=self.settings.window)).append(event.verify_seconds)
         self._main_medians.pop(event.k + 1, None)
+        self._main_curves = {}
         if event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
             self.drafts.append((event.k, event.draft_seconds))
+            self._draft_curves = {}
         if wall is not None:
             self.overhead.append(max(0.0, wall - event.draft_seconds - event.verify_seconds))
         if reason is Reason.PROBE:
@@ -444,7 +471,7 @@ class AdaptiveDraftLength:
             return False
         for name, value in restored.items():
             setattr(self, name, value)
-        self._plain, self._main_medians = None, {}
+        self._plain, self._main_medians, self._main_curves, self._draft_curves = None, {}, {}, {}
         self._invalidate()
         return True
 
