@@ -448,7 +448,7 @@ class EngineWorker:
             room,
             self._cancel,
             acceptance=speculation.acceptance,
-            saved_state=self._policies.saved(mode),
+            saved_state=None if sharded.has_controller(mode.value) else self._policies.saved(mode),
         ):
             reply(event)
         learnt = sharded.learnt.pop(mode.value, None)

@@ -97,9 +97,8 @@ class ShardedPair:
         self.closing: dict[str, Any] = {}
         self._prefill_seen = 0.0
         self._next_id = 0
-        self._controllers: set[str] = (
-            set()
-        )  # the adaptive modes rank 0 has a controller for (it said what it learnt)
+        # the adaptive modes rank 0 has a controller for (it said what it learnt)
+        self._controllers: set[str] = set()
         # what each mode's controller on rank 0 learnt, as of its last answer: the caller keeps it
         self.learnt: dict[str, dict[str, Any]] = {}
         self._messages: queue.Queue[dict[str, Any]] = queue.Queue()
@@ -333,6 +332,11 @@ class ShardedPair:
                 return
             self._observe(event)
             yield event
+
+    def has_controller(self, mode: str) -> bool:
+        """Whether rank 0 keeps a controller for `mode` already (a saved state offered now
+        would not be read)."""
+        return mode in self._controllers
 
     def _keep_learnt(self, message: dict[str, Any]) -> None:
         """Rank 0's controller state after an answer; it is checked field by field where it is

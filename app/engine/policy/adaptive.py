@@ -93,9 +93,8 @@ class AdaptiveDraftLength:
         self.retime = 0  # plain steps still to time before the source plays again
         self._rates: dict[bool | None, list[float]] = {}  # tokens/s by k, by context, until something changes
         self._accepted: dict[bool | None, list[float]] = {}  # acceptance(context), as long as the rates
-        self._speedups: dict[
-            bool | None, tuple[float, list[float]]
-        ] = {}  # (plain's price, speedups) by context
+        # (plain's price, speedups) by context, as long as the rates
+        self._speedups: dict[bool | None, tuple[float, list[float]]] = {}
         self._prices: tuple[list[float], list[float], float] | None = (
             None  # (main, draft, overhead) behind them
         )
@@ -312,6 +311,9 @@ class AdaptiveDraftLength:
         """Expected speed of k = 1..max_k over plain decoding (after a round that was, or was
         not, right on all it proposed, with a `context`)."""
         plain = self.plain_cost()
+        cached = self._speedups.get(context)
+        if cached is not None and cached[0] == plain:
+            return cached[1]
         rates = self._rates.get(context)
         if rates is None:
             max_k, accepted = self.settings.max_k, self.acceptance(context)
@@ -326,10 +328,6 @@ class AdaptiveDraftLength:
                 tokens += run
                 rates.append(tokens / (overhead + draft[k - 1] + main[k]))
             self._rates[context] = rates
-        else:
-            cached = self._speedups.get(context)
-            if cached is not None and cached[0] == plain:
-                return cached[1]
         speedups = [rate * plain for rate in rates]
         self._speedups[context] = (plain, speedups)
         return speedups
