@@ -1,0 +1,130 @@
+"""How fast can any controller's first answer be, once prices are known?
+
+The speed gate asks a never-seen pair's first answer to keep 0.9 of the best fixed k. This
+computes, for the gate's verify shapes and draft costs, the first answer of the best possible
+learner: one that knows every price (the draft's, each verify size's, plain's) and that the
+draft is right independently on each token with one of the gate's acceptances, equally likely
+before the first round. Each round it plays the k (0: plain) that minimises the expected time
+to finish the answer, averaged over what it believes of the acceptance, each acceptance's time
+counted against what the best fixed k takes at it; found exactly by dynamic programming over
+(tokens left, proposals accepted, proposals refused), which is all it knows. Its expected first
+answer, against the best fixed k's and plain's at each true acceptance, says whether the gate's
+first-answer target can be met at all, and by what learning.
+
+Expected times, not noisy draws: the gate's answers add timing noise and bursty drafts, which
+this leaves out. `python -m lab.replay.first_answer [--tokens N]` prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, replace
+from functools import cache
+
+from lab.replay.gate import ALPHAS, DRAFT_COSTS, PAYS, SHAPES
+from lab.replay.simulate import CostModel
+
+MAX_K = 8  # the longest draft the gate's fixed k and the controller play
+
+
+def round_costs(shape: str, draft_cost: float) -> list[float]:
+    """A round's cost for k = 0 (a plain step, queued where the shape queues them) to MAX_K, as
+    the gate's cell prices it, in plain steps of the main; a catch-up read is left out."""
+    costs = CostModel.shaped(shape)
+    costs = replace(costs, draft_step=draft_cost * costs.verify[0])
+    plain = costs.queued or costs.verify[0] + costs.overhead
+    return [plain] + [
+        costs.draft_seconds(k, 0) + costs.verify_seconds(k + 1) + costs.overhead for k in range(1, MAX_K + 1)
+    ]
+
+
+def outcomes(alpha: float, k: int) -> list[tuple[float, int]]:
+    """(probability, proposals accepted) of a round of k at acceptance `alpha`."""
+    return [(alpha**a * (1 - alpha), a) for a in range(k)] + [(alpha**k, k)]
+
+
+def fixed_time(costs: list[float], alpha: float, k: int, tokens: int) -> float:
+    """Expected time of an answer at fixed k (never more than the tokens left but one, as the
+    decode loop plays it)."""
+    expected = [0.0] * (tokens + 1)
+    for left in range(1, tokens + 1):
+        kk = min(k, left - 1)
+        expected[left] = costs[kk] + sum(p * expected[left - a - 1] for p, a in outcomes(alpha, kk))
+    return expected[tokens]
+
+
+@dataclass(frozen=True, slots=True)
+class FirstAnswer:
+    """The best learner at one true acceptance: its share of the best fixed k's speed and of
+    plain's, and whether some fixed k beats plain by the gate's PAYS there."""
+
+    alpha: float
+    of_best_fixed: float
+    of_plain: float
+    pays: bool
+
+
+def best_learner(shape: str, draft_cost: float, tokens: int) -> tuple[int, list[FirstAnswer]]:
+    """The best learner's first k and its first answer at each of the gate's acceptances."""
+    costs = round_costs(shape, draft_cost)
+    best = {a: min(fixed_time(costs, a, k, tokens) for k in range(MAX_K + 1)) for a in ALPHAS}
+    plain = {a: fixed_time(costs, a, 0, tokens) for a in ALPHAS}
+    weight = {a: 1 / best[a] for a in ALPHAS}  # each acceptance's time against its best fixed k
+
+    @cache
+    def plan(left: int, accepted: int, refused: int) -> tuple[float, int]:
+        """(expected weighted time to finish, the k that achieves it) from this state."""
+        if left == 0:
+            return 0.0, 0
+        belief = {a: w * a**accepted * (1 - a) ** refused for a, w in weight.items()}
+        total = sum(belief.values())
+        choice = (costs[0] + plan(left - 1, accepted, refused)[0], 0)
+        for k in range(1, min(MAX_K, left - 1) + 1):
+            expected = costs[k]
+            for a in range(k + 1):
+                p = sum(b * (al**a * (1 - al) if a < k else al**k) for al, b in belief.items()) / total
+                expected += p * plan(left - a - 1, accepted + a, refused + (a < k))[0]
+            choice = min(choice, (expected, k))
+        return choice
+
+    answers = []
+    for alpha in ALPHAS:
+
+        @cache
+        def time(left: int, accepted: int, refused: int, alpha: float = alpha) -> float:
+            if left == 0:
+                return 0.0
+            k = plan(left, accepted, refused)[1]
+            return costs[k] + sum(
+                p * time(left - a - 1, accepted + a, refused + (a < k)) for p, a in outcomes(alpha, k)
+            )
+
+        took = time(tokens, 0, 0)
+        answers.append(
+            FirstAnswer(alpha, best[alpha] / took, plain[alpha] / took, plain[alpha] >= PAYS * best[alpha])
+        )
+    return plan(tokens, 0, 0)[1], answers
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lab.replay.first_answer", description=__doc__)
+    parser.add_argument(
+        "--tokens", type=int, default=32, help="answer length (default 32, the gate's shortest)"
+    )
+    args = parser.parse_args(argv)
+    print(f"the best learner's first answer of {args.tokens} tokens, prices known: share of the best fixed k")
+    print("(* some fixed k beats plain by 10% there; in brackets, its share of plain's speed)")
+    for shape in SHAPES:
+        for cost in DRAFT_COSTS:
+            first_k, answers = best_learner(shape, cost, args.tokens)
+            cells = "  ".join(
+                f"a{r.alpha:g} {r.of_best_fixed:.3f}{'*' if r.pays else ' '}({r.of_plain:.2f})"
+                for r in answers
+            )
+            print(f"{shape:9} c{cost:<4g} opens at k = {first_k}:  {cells}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
