@@ -12,13 +12,15 @@ answer, against the best fixed k's and plain's at each true acceptance, says whe
 first-answer target can be met at all, and by what learning.
 
 Expected times, not noisy draws: the gate's answers add timing noise and bursty drafts, which
-this leaves out. `python -m lab.replay.first_answer [--tokens N]` prints the table.
+this leaves out. `python -m lab.replay.first_answer [--tokens N]` prints the table; with
+`--hopeful Q`, the same for a rule a controller could run each round instead (`hopeful_learner`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
 
@@ -56,8 +58,8 @@ def fixed_time(costs: list[float], alpha: float, k: int, tokens: int) -> float:
 
 @dataclass(frozen=True, slots=True)
 class FirstAnswer:
-    """The best learner at one true acceptance: its share of the best fixed k's speed and of
-    plain's, and whether some fixed k beats plain by the gate's PAYS there."""
+    """A learner at one true acceptance: its share of the best fixed k's speed and of plain's,
+    and whether some fixed k beats plain by the gate's PAYS there."""
 
     alpha: float
     of_best_fixed: float
@@ -65,12 +67,34 @@ class FirstAnswer:
     pays: bool
 
 
-def best_learner(shape: str, draft_cost: float, tokens: int) -> tuple[int, list[FirstAnswer]]:
-    """The best learner's first k and its first answer at each of the gate's acceptances."""
-    costs = round_costs(shape, draft_cost)
-    best = {a: min(fixed_time(costs, a, k, tokens) for k in range(MAX_K + 1)) for a in ALPHAS}
-    plain = {a: fixed_time(costs, a, 0, tokens) for a in ALPHAS}
-    weight = {a: 1 / best[a] for a in ALPHAS}  # each acceptance's time against its best fixed k
+Learner = Callable[[int, int, int], int]  # (tokens left, proposals accepted, refused) -> k
+
+
+def first_answers(costs: list[float], learner: Learner, tokens: int) -> list[FirstAnswer]:
+    """The learner's expected first answer at each of the gate's acceptances."""
+    answers = []
+    for alpha in ALPHAS:
+
+        @cache
+        def time(left: int, accepted: int, refused: int, alpha: float = alpha) -> float:
+            if left == 0:
+                return 0.0
+            k = learner(left, accepted, refused)
+            return costs[k] + sum(
+                p * time(left - a - 1, accepted + a, refused + (a < k)) for p, a in outcomes(alpha, k)
+            )
+
+        took = time(tokens, 0, 0)
+        best = min(fixed_time(costs, alpha, k, tokens) for k in range(MAX_K + 1))
+        plain = fixed_time(costs, alpha, 0, tokens)
+        answers.append(FirstAnswer(alpha, best / took, plain / took, plain >= PAYS * best))
+    return answers
+
+
+def best_learner(costs: list[float], tokens: int) -> Learner:
+    """The k that minimises the expected time to the end of the answer, each acceptance's time
+    counted against its best fixed k's, over the belief the rounds so far give."""
+    weight = {a: 1 / min(fixed_time(costs, a, k, tokens) for k in range(MAX_K + 1)) for a in ALPHAS}
 
     @cache
     def plan(left: int, accepted: int, refused: int) -> tuple[float, int]:
@@ -88,23 +112,29 @@ def best_learner(shape: str, draft_cost: float, tokens: int) -> tuple[int, list[
             choice = min(choice, (expected, k))
         return choice
 
-    answers = []
-    for alpha in ALPHAS:
+    return lambda left, accepted, refused: plan(left, accepted, refused)[1]
 
-        @cache
-        def time(left: int, accepted: int, refused: int, alpha: float = alpha) -> float:
-            if left == 0:
-                return 0.0
-            k = plan(left, accepted, refused)[1]
-            return costs[k] + sum(
-                p * time(left - a - 1, accepted + a, refused + (a < k)) for p, a in outcomes(alpha, k)
-            )
 
-        took = time(tokens, 0, 0)
-        answers.append(
-            FirstAnswer(alpha, best[alpha] / took, plain[alpha] / took, plain[alpha] >= PAYS * best[alpha])
-        )
-    return plan(tokens, 0, 0)[1], answers
+def hopeful_learner(costs: list[float], quantile: float) -> Learner:
+    """A rule a controller could run each round: the k that pays most were the draft right as
+    often as the acceptance at `quantile` of the belief (the grid's acceptances equally likely
+    before the first round); no look ahead."""
+
+    def choose(left: int, accepted: int, refused: int) -> int:
+        belief = [a**accepted * (1 - a) ** refused for a in ALPHAS]
+        total, seen, reading = sum(belief), 0.0, ALPHAS[-1]
+        for alpha, b in zip(ALPHAS, belief):
+            seen += b / total
+            if seen >= quantile:
+                reading = alpha
+                break
+        rates = [(1 / costs[0], 0)] + [
+            (sum(p * (a + 1) for p, a in outcomes(reading, k)) / costs[k], k)
+            for k in range(1, min(MAX_K, left - 1) + 1)
+        ]
+        return max(rates)[1]
+
+    return choose
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,17 +142,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tokens", type=int, default=32, help="answer length (default 32, the gate's shortest)"
     )
+    parser.add_argument(
+        "--hopeful",
+        type=float,
+        metavar="Q",
+        help="the rule that plays the best k at the Q quantile of the belief, instead of the best learner",
+    )
     args = parser.parse_args(argv)
-    print(f"the best learner's first answer of {args.tokens} tokens, prices known: share of the best fixed k")
+    who = f"the rule at the {args.hopeful:g} quantile" if args.hopeful else "the best learner"
+    print(f"{who}'s first answer of {args.tokens} tokens, prices known: share of the best fixed k")
     print("(* some fixed k beats plain by 10% there; in brackets, its share of plain's speed)")
+    paying, not_paying = [], []
     for shape in SHAPES:
         for cost in DRAFT_COSTS:
-            first_k, answers = best_learner(shape, cost, args.tokens)
+            costs = round_costs(shape, cost)
+            learner = (
+                hopeful_learner(costs, args.hopeful) if args.hopeful else best_learner(costs, args.tokens)
+            )
+            answers = first_answers(costs, learner, args.tokens)
+            paying += [r.of_best_fixed for r in answers if r.pays]
+            not_paying += [r.of_plain for r in answers if not r.pays]
             cells = "  ".join(
                 f"a{r.alpha:g} {r.of_best_fixed:.3f}{'*' if r.pays else ' '}({r.of_plain:.2f})"
                 for r in answers
             )
-            print(f"{shape:9} c{cost:<4g} opens at k = {first_k}:  {cells}")
+            print(f"{shape:9} c{cost:<4g} opens at k = {learner(args.tokens, 0, 0)}:  {cells}")
+    print(
+        f"worst: {min(paying):.3f} of the best fixed k where some k pays, "
+        f"{min(not_paying):.3f} of plain where none does"
+    )
     return 0
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from lab.replay.first_answer import best_learner, fixed_time, round_costs
+from lab.replay.first_answer import best_learner, first_answers, fixed_time, hopeful_learner, round_costs
 from lab.replay.gate import play, synthetic_trace
 from lab.replay.simulate import CostModel
 
@@ -29,13 +29,27 @@ def test_its_expected_times_are_the_gates_answers_on_average(shape, k):
 
 
 def test_where_drafting_is_cheap_the_best_learner_opens_long_and_keeps_most_of_the_best_fixed_k():
-    first_k, answers = best_learner("bandwidth", 0.05, 32)
-    assert first_k >= 4, "a cheap draft on a flat verify opens with a long round"
+    costs = round_costs("bandwidth", 0.05)
+    learner = best_learner(costs, 32)
+    assert learner(32, 0, 0) >= 4, "a cheap draft on a flat verify opens with a long round"
+    answers = first_answers(costs, learner, 32)
     assert all(a.pays for a in answers), "every acceptance of the grid pays there"
     assert min(a.of_best_fixed for a in answers) >= 0.95, answers
 
 
-def test_where_no_acceptance_would_pay_it_never_drafts():
-    first_k, answers = best_learner("compute", 0.9, 32)
-    assert first_k == 0
-    assert all(a.of_plain == pytest.approx(1.0) and not a.pays for a in answers), answers
+def test_where_no_acceptance_would_pay_neither_learner_drafts():
+    costs = round_costs("compute", 0.9)
+    for learner in (best_learner(costs, 32), hopeful_learner(costs, 0.8)):
+        answers = first_answers(costs, learner, 32)
+        assert learner(32, 0, 0) == 0
+        assert all(a.of_plain == pytest.approx(1.0) and not a.pays for a in answers), answers
+
+
+def test_a_rule_without_hope_never_learns_that_a_dear_verify_pays():
+    """Where a verify pass costs 1.7 plain steps, drafting pays only if the draft is nearly
+    always right: the rule on the belief's middle never drafts, so never learns; read at its
+    80th percentile it drafts first, and keeps most of the best fixed k."""
+    costs = round_costs("flat-14b", 0.3)
+    middle, hopeful = (first_answers(costs, hopeful_learner(costs, q), 32) for q in (0.5, 0.8))
+    assert middle[-1].pays and middle[-1].of_best_fixed < 0.7, middle
+    assert hopeful[-1].of_best_fixed > 0.95, hopeful
