@@ -21,11 +21,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
-from lab.replay.gate import ALPHAS, DRAFT_COSTS, PAYS, SHAPES
-from lab.replay.simulate import CostModel
+from app.engine.policy.oracle import expected_tokens
+from lab.replay.gate import ALPHAS, DRAFT_COSTS, PAYS, SHAPES, Cell
 
 MAX_K = 8  # the longest draft the gate's fixed k and the controller play
 
@@ -33,8 +33,7 @@ MAX_K = 8  # the longest draft the gate's fixed k and the controller play
 def round_costs(shape: str, draft_cost: float) -> list[float]:
     """A round's cost for k = 0 (a plain step, queued where the shape queues them) to MAX_K, as
     the gate's cell prices it, in plain steps of the main; a catch-up read is left out."""
-    costs = CostModel.shaped(shape)
-    costs = replace(costs, draft_step=draft_cost * costs.verify[0])
+    costs = Cell(shape, draft_cost, alpha=0.0, bursty=False, length=0).costs()
     plain = costs.queued or costs.verify[0] + costs.overhead
     return [plain] + [
         costs.draft_seconds(k, 0) + costs.verify_seconds(k + 1) + costs.overhead for k in range(1, MAX_K + 1)
@@ -129,8 +128,7 @@ def hopeful_learner(costs: list[float], quantile: float) -> Learner:
                 reading = alpha
                 break
         rates = [(1 / costs[0], 0)] + [
-            (sum(p * (a + 1) for p, a in outcomes(reading, k)) / costs[k], k)
-            for k in range(1, min(MAX_K, left - 1) + 1)
+            (expected_tokens([reading] * k) / costs[k], k) for k in range(1, min(MAX_K, left - 1) + 1)
         ]
         return max(rates)[1]
 
