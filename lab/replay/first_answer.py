@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from app.engine.policy.oracle import expected_tokens
+from app.engine.policy.settings import MAX_K
 from lab.replay.gate import ALPHAS, DRAFT_COSTS, PAYS, SHAPES, Cell
-
-MAX_K = 8  # the longest draft the gate's fixed k and the controller play
 
 
 def round_costs(shape: str, draft_cost: float) -> list[float]:
@@ -104,10 +103,13 @@ def best_learner(costs: list[float], tokens: int) -> Learner:
         total = sum(belief.values())
         choice = (costs[0] + plan(left - 1, accepted, refused)[0], 0)
         for k in range(1, min(MAX_K, left - 1) + 1):
-            expected = costs[k]
-            for a in range(k + 1):
-                p = sum(b * (al**a * (1 - al) if a < k else al**k) for al, b in belief.items()) / total
-                expected += p * plan(left - a - 1, accepted + a, refused + (a < k))[0]
+            chance = [0.0] * (k + 1)  # of each number accepted, over the belief
+            for alpha, b in belief.items():
+                for p, a in outcomes(alpha, k):
+                    chance[a] += b * p / total
+            expected = costs[k] + sum(
+                p * plan(left - a - 1, accepted + a, refused + (a < k))[0] for a, p in enumerate(chance)
+            )
             choice = min(choice, (expected, k))
         return choice
 

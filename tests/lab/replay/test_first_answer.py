@@ -4,13 +4,11 @@ weighed against (`python -m lab.replay.first_answer`)."""
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 import pytest
 
 from lab.replay.first_answer import best_learner, first_answers, fixed_time, hopeful_learner, round_costs
-from lab.replay.gate import play, synthetic_trace
-from lab.replay.simulate import CostModel
+from lab.replay.gate import Cell, play, synthetic_trace
 
 
 @pytest.mark.parametrize(("shape", "k"), [("compute", 3), ("bandwidth", 6), ("flat-14b", 4), ("flat-14b", 0)])
@@ -18,7 +16,7 @@ def test_its_expected_times_are_the_gates_answers_on_average(shape, k):
     """The dynamic programme prices rounds as the gate plays them: its expected time of a fixed-k
     answer is the mean of the gate's own answers (noise off; the gate adds catch-up reads and a
     first plain step timed alone, which the bound leaves out)."""
-    costs = replace(CostModel.shaped(shape), draft_step=0.15 * CostModel.shaped(shape).verify[0])
+    costs = Cell(shape, 0.15, alpha=0.0, bursty=False, length=0).costs().with_noise(0.0)
     rng = random.Random(5)
     played = [
         play(synthetic_trace(0.7, False, 32, rng).draft_hits, costs, 0, lambda kk, a: kk, k)
