@@ -43,7 +43,13 @@ RETIME_EVERY = 4  # plain is re-timed for one step after `window` times this man
 PRICE_SHRINK = 3.0  # passes' weight of the line through every size, in a size's own price
 HOPELESS_SHARE = 1 / 8  # of `probe_share`: probing a draft that could not pay were it always right
 CLEAR = 1.25  # of `margin`: a speedup no plain step's noise could undo, so learning may stop
-GROW = 2  # a learning round right on all it proposed is followed by one this much longer
+GROW = 2  # a learning round drafts at most this many more than the longest round timed
+HOPE = 0.8416  # standard deviations above the mean: a belief's 80th percentile, learning's reading
+HOPELESS_AFTER = 4  # proposals judged before learning may drop a draft that pays on no reading
+PLAIN_BY = 8  # draft rounds after which plain is timed even where its price seems not to matter
+# a speedup on plain priced from the main's passes that its true price could not undo: a queued
+# plain step has cost 0.6 of a pass over two tokens (a 14B main on a GPU)
+GUESSED_CLEAR = 1.75
 
 
 def median(values: Iterable[float]) -> float:
@@ -105,7 +111,6 @@ class AdaptiveDraftLength:
         self._plain: float | None = None  # plain_cost, until plain is timed again
         self._too_dear = False  # learning found no acceptance would make it pay: no learning again
         self._last_observed: float | None = None
-        self._last_draft = (0, 0)  # the source's last round: (proposed, accepted)
         self._decision = Decision(Reason.LEARN, s.start_k, self.source)
 
     # -- what the loop asks -------------------------------------------------------------------
@@ -159,15 +164,12 @@ class AdaptiveDraftLength:
         s, source = self.settings, self.source
         available = self._available(context)
         if self._learning():
-            # a draft model's learning starts with a plain step: a draft no acceptance could
-            # make pay is then seen as such after its first round, before a longer one
-            priced = self.queued or self.alone or source is Provenance.LOOKUP
-            if available and self.drafted < s.learn_rounds and priced:
-                return self._decide(
-                    DraftPlan(min(self._learning_k(), available), source, s.probe_read), Reason.LEARN
-                )
-            return self._decide(DraftPlan(0, Provenance.MAIN), Reason.LEARN)
-        if self.retime:  # plain is re-timed now and then while the source plays (see `observe`)
+            # learning plays the k that pays most on a hopeful reading of what it has seen, so a
+            # good draft is drafted long from its second round, and a dear one is found out
+            if not available or self._plain_wanted():
+                return self._decide(DraftPlan(0, Provenance.MAIN), Reason.LEARN)
+            return self._decide(DraftPlan(self._learning_k(available), source, s.probe_read), Reason.LEARN)
+        if self.retime or self._plain_wanted():  # plain is (re-)timed now and then (see `observe`)
             return self._decide(DraftPlan(0, Provenance.MAIN), Reason.LEARN)
         speedups = self.speedups()
         k = max(range(1, max(available, 1) + 1), key=lambda k: speedups[k - 1])
@@ -207,37 +209,72 @@ class AdaptiveDraftLength:
     # -- the estimates ------------------------------------------------------------------------
 
     def _learning(self) -> bool:
-        """Too little measured to price a round: the proposer's first rounds, or plain's."""
+        """Too little seen to trust the estimates: the source's first `learn_rounds` rounds,
+        unless no acceptance would make the draft pay."""
         s = self.settings
-        timed = len(self.queued) + len(self.alone)
-        if self._too_dear or (self.drafted >= s.learn_rounds and timed >= s.learn_rounds):
+        if self._too_dear or self.drafted >= s.learn_rounds:
             return False
-        if not (timed and self.drafted):
+        if not self.drafted:
             return True
-        if not self._could_pay():
+        if self._plain_timed() and not self._could_pay():
             # no acceptance would make a draft that dear pay: nothing to learn, and a plain step
             # priced a little higher later does not make it worth learning again
             self._too_dear = True
             return False
-        # drafting pays by more than one plain step's noise could hide: more plain steps would
-        # only cost (which k is best does not depend on plain's price, and plain is re-timed)
-        return not (
-            self.drafted >= s.learn_rounds and timed >= 2 and max(self.speedups()) >= CLEAR * s.margin
-        )
+        # a draft not worth it even on a hopeful reading of a few proposals is dropped
+        hopeless = self.judged >= HOPELESS_AFTER and max(self._hopeful_speedups()) < s.margin
+        return not (self._plain_timed() and hopeless)
 
-    def _learning_k(self) -> int:
-        """A learning round's length: `start_k`, then longer after a round right on all it
-        proposed (a good draft is not held short while learning, and deep positions are seen),
-        else 1 until two sizes are timed (they tell drafting's fixed part from its part per
-        token), then the same again."""
-        proposed, accepted = self._last_draft
-        if not proposed:
-            return self.settings.start_k
-        if accepted == proposed:
-            return min(proposed + GROW, self.settings.max_k)
-        if len({k for k, _ in self.drafts}) >= 2:  # two sizes timed already: no need to go short
-            return proposed
-        return 1 if proposed > 1 else self.settings.start_k
+    def _plain_timed(self) -> bool:
+        return bool(self.queued or self.alone)
+
+    def _plain_wanted(self) -> bool:
+        """Whether plain needs a step timed now. Before any, plain is priced on the main's
+        passes (`plain_cost`), and a step of its own waits while drafting pays by more than that
+        guess could be wrong by, for at most `PLAIN_BY` rounds: in a short answer a plain step
+        costs as much as the draft's gain on a round. Then, until `learn_rounds` steps are
+        timed, while drafting pays by less than a plain step's noise could undo."""
+        s, timed = self.settings, len(self.queued) + len(self.alone)
+        if not self.drafted or timed >= s.learn_rounds:
+            return False
+        if not timed:
+            hoped = max(self._hopeful_speedups())
+            return hoped < GUESSED_CLEAR * s.margin or self.drafted >= PLAIN_BY
+        clear = max(self.speedups()) >= CLEAR * s.margin
+        return not clear and self.drafted >= s.learn_rounds and self._could_pay()
+
+    def _learning_k(self, available: int) -> int:
+        """A learning round's length: `start_k` before anything is seen, then the k whose
+        hopeful reading pays most; 1, the cheapest round to learn from, where none pays even so
+        (two unlucky rounds are too few to drop a draft on)."""
+        if not self.drafted:
+            return min(self.settings.start_k, available)
+        # at most GROW past the longest pass timed: a longer pass's price is only hoped
+        longest = max((n - 1 for n, passes in self.main.items() if passes), default=1)
+        top = min(available, max(longest, 1) + GROW)
+        speedups = self._hopeful_speedups()[:top]
+        k = max(range(1, top + 1), key=lambda k: speedups[k - 1])
+        return k if speedups[k - 1] >= self.settings.margin else 1
+
+    def _hopeful_speedups(self) -> list[float]:
+        """Speedups of k = 1..max_k were every proposal right as often as the upper reading
+        (`HOPE`) of the draft's record allows: what learning bets on, since a round at a
+        length that turns out too long costs less than an answer held short."""
+        hits, trials = sum(self.record[0]), sum(self.record[1])
+        a, b = 1.0 + hits, 1.0 + trials - hits
+        spread = math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1.0)))
+        hope = min(0.99, a / (a + b) + HOPE * spread)
+        max_k, plain = self.settings.max_k, self.plain_cost()
+        main, draft, overhead = self.main_costs(max_k + 1), self.draft_costs(max_k), median(self.overhead)
+        timed = [n for n, passes in self.main.items() if passes]
+        if len(timed) == 1:  # one size says nothing of how a pass grows: hope it does not
+            main = [main[timed[0] - 1]] * (max_k + 1)
+        out, tokens, run = [], 1.0, 1.0
+        for k in range(1, max_k + 1):
+            run *= hope
+            tokens += run
+            out.append(plain * tokens / (overhead + draft[k - 1] + main[k]))
+        return out
 
     def acceptance(self, context: bool | None = None) -> list[float]:
         """Acceptance by position: recent counts shrunk towards the draft's life-long record
@@ -260,11 +297,26 @@ class AdaptiveDraftLength:
 
     def plain_cost(self) -> float:
         """Seconds per token of plain decoding as the loop plays it: queued where it queues, and
-        never dearer than a step timed alone (a queue only hides work, so dearer is a stall)."""
+        never dearer than a step timed alone (a queue only hides work, so dearer is a stall).
+        Before any plain step, the main's passes say it: the line through their sizes at one
+        token, or with one size, that size's price (a pass over a few tokens costs about one
+        over one, where drafting pays)."""
         if self._plain is None:
             queued, alone = median(self.queued), median(self.alone)
             self._plain = min(queued, alone) if queued and alone else queued or alone
+            if not self._plain:
+                self._plain = self._plain_from_passes()
         return self._plain
+
+    def _plain_from_passes(self) -> float:
+        prices = {n: median(v) for n, v in self.main.items() if v}
+        if not prices:
+            return 0.0
+        smallest = min(prices)
+        if len(prices) == 1:
+            return prices[smallest]
+        fixed, per_token = fit_line([(n, v, len(self.main[n])) for n, v in prices.items()])
+        return min(prices[smallest], max(fixed + per_token, prices[smallest] / smallest))
 
     def main_costs(self, up_to: int, untried_at_best: bool = True) -> list[float]:
         """Seconds of a main pass over n = 1..up_to tokens: measured sizes at their median,
@@ -390,7 +442,6 @@ class AdaptiveDraftLength:
             return
         self._count(event.k, event.accepted)
         self._context = event.accepted == event.k
-        self._last_draft = (event.k, event.accepted)
         self.since_plain += 1
         if self.since_plain >= self.settings.window * RETIME_EVERY:
             # plain is timed only while the source sits out: steps caught in a host stall would
@@ -399,6 +450,8 @@ class AdaptiveDraftLength:
         self.main.setdefault(event.k + 1, deque(maxlen=self.settings.window)).append(event.verify_seconds)
         self._main_medians.pop(event.k + 1, None)
         self._main_curves = {}
+        if not self._plain_timed():
+            self._plain = None  # priced on the passes until a plain step is timed
         if event.catch_up <= 1:  # a long catch-up is not a k-token draft's cost
             self.drafts.append((event.k, event.draft_seconds))
             self._draft_curves = {}

@@ -17,7 +17,7 @@ class ControllerSettings:
     # several positions, short enough that a useless draft costs little
     start_k: int = 3
     # draft rounds (and plain steps) measured before the controller trusts its costs
-    learn_rounds: int = 4
+    learn_rounds: int = 6
     # a draft length is played only where it beats plain by this factor, so noise in the
     # estimates does not make the controller flap between drafting and plain
     margin: float = 1.03

@@ -125,7 +125,7 @@ def test_adaptive_lookup_and_several_fixed_ks_with_the_oracle(toy_pair, tmp_path
     store = Store(tmp_path / "store.sqlite3")
     runs = list(
         run_benchmark(
-            toy_pair, prompts, modes=modes, ks=(1, 3), max_tokens=16, warmup_tokens=2, repeats=2, memory=store
+            toy_pair, prompts, modes=modes, ks=(1, 3), max_tokens=32, warmup_tokens=2, repeats=2, memory=store
         )
     )
     # as in the window, what adaptive learnt about the pair is there for its next session

@@ -153,21 +153,32 @@ def test_bypassed_plain_steps_are_queued():
 
 
 def test_it_starts_from_a_sensible_k_before_anything_is_measured():
+    """No plain step first: in a short answer that step costs about what a paying draft gains in
+    a round, and a pass's price says about what plain's is where drafting pays."""
     policy = AdaptiveDraftLength()
-    assert policy.choose(RoundContext(True, 100, 0)).k == 0, "one plain step first, to price plain"
+    assert policy.choose(RoundContext(True, 100, 0)).k == policy.settings.start_k
     assert policy.decision().reason is Reason.LEARN, "the controller says it is learning"
     assert policy.wants_draft_prefill()
-    policy.observe(RoundEvent(0, 0, (), 0, (7,), 0.0, 0.01, decision=policy.decision()))
-    plan = policy.choose(RoundContext(True, 99, 1))
-    assert plan.k == policy.settings.start_k, "then it drafts the starting k"
 
 
-def test_a_draft_right_on_everything_is_not_held_short_while_learning():
+def test_a_draft_right_on_everything_is_drafted_long_while_learning_and_plain_waits():
+    """Where a pass over several tokens costs about one over one, a draft right on all it
+    proposes is drafted longer each learning round, and no plain step interrupts it."""
     policy = Logged()
     policy.play("1" * 60)
-    learning = [e.k for e in policy.log if e.decision.reason is Reason.LEARN and e.k]
+    learning = [e.k for e in policy.log if e.decision.reason is Reason.LEARN]
     start = policy.settings.start_k
     assert learning[:3] == [start, start + 2, start + 4], "each round right on all it proposed grows"
+    assert 0 not in learning, "plain is priced from the passes"
+
+
+def test_where_a_pass_grows_with_its_tokens_plain_is_timed_within_the_first_answer():
+    """On a CPU-like machine a pass over n tokens costs far more than one over one, so plain's
+    price cannot be read off the passes: a step of its own is timed early."""
+    policy = Logged()
+    policy.play(_hits(0.7, 64), COMPUTE)
+    plain = [i for i, e in enumerate(policy.log) if e.k == 0]
+    assert plain and plain[0] <= 4, [e.k for e in policy.log[:8]]
 
 
 def test_after_a_round_right_on_everything_it_drafts_longer_than_after_a_miss():
@@ -183,7 +194,7 @@ def test_after_a_round_right_on_everything_it_drafts_longer_than_after_a_miss():
         if before.k and event.k and event.decision.reason is Reason.BEST:
             after[before.accepted == before.k].append(event.k)
     assert after[True] and after[False]
-    assert sum(after[True]) / len(after[True]) > sum(after[False]) / len(after[False]) + 2
+    assert sum(after[True]) / len(after[True]) > sum(after[False]) / len(after[False]) + 1.5
 
 
 def test_plain_is_priced_from_steps_queued_behind_another():
@@ -194,18 +205,18 @@ def test_plain_is_priced_from_steps_queued_behind_another():
     assert policy.queued and all(seconds == pytest.approx(QUEUED.queued) for seconds in policy.queued)
 
 
-def test_where_plain_steps_queue_learning_drafts_after_one_and_times_that_round():
-    """Queued behind the first plain step, a second and third would make the draft read three
-    tokens before proposing: a round whose time is no k-token draft's, so not learnt from."""
+def test_the_first_draft_round_is_timed_where_plain_steps_queue():
+    """The first round drafts before any plain step: its draft reads no skipped tokens, so its
+    time is a k-token draft's."""
     policy = Logged()
     policy.play("1" * 40, QUEUED)
-    assert [e.k for e in policy.log[:2]] == [0, policy.settings.start_k]
-    assert policy.log[1].catch_up <= 1 and policy.drafts, "the first draft round is timed"
+    assert policy.log[0].k == policy.settings.start_k
+    assert policy.log[0].catch_up <= 1 and policy.drafts, "the first draft round is timed"
 
 
 def test_a_draft_found_too_dear_is_not_learnt_again_when_plain_looks_dearer():
-    """Once its first round shows no acceptance could make it pay, a plain step timed high (a
-    noisy pass) does not send the controller back to drafting at learning's lengths."""
+    """Once a plain step shows no acceptance could make it pay, a plain step timed high (a noisy
+    pass) does not send the controller back to drafting at learning's lengths."""
     policy = Logged()
 
     def play(k: int, draft_s: float, verify_s: float) -> None:
@@ -216,13 +227,14 @@ def test_a_draft_found_too_dear_is_not_learnt_again_when_plain_looks_dearer():
             RoundEvent(0, k, emitted[:k], k, emitted, draft_s, verify_s, source, policy.decision())
         )
 
-    assert policy.choose(RoundContext(True, 100, 0)).k == 0
-    play(0, 0.0, 0.010)
-    assert policy.choose(RoundContext(True, 99, 1)).k == policy.settings.start_k
+    assert policy.choose(RoundContext(True, 100, 0)).k == policy.settings.start_k
     play(3, 0.024, 0.018)  # right on all three, but a draft token costs 0.8 of a main pass
+    assert policy.choose(RoundContext(True, 96, 4)).k == 0, "a draft that dear: plain is timed"
+    assert policy.decision().reason is Reason.LEARN
+    play(0, 0.0, 0.010)
     assert policy.choose(RoundContext(True, 95, 5)).k == 0
     assert policy.decision().reason is Reason.BYPASS
-    play(0, 0.0, 0.013)  # plain's median is now 30% dearer than it really is
+    play(0, 0.0, 0.013)  # plain's median is now 15% dearer than it really is
     assert policy.choose(RoundContext(True, 94, 6)).k == 0
     assert policy.decision().reason is Reason.BYPASS
 
