@@ -238,6 +238,8 @@ class AdaptiveDraftLength:
         if not self.drafted or timed >= s.learn_rounds:
             return False
         if not timed:
+            if not any(self.main.values()):  # a state restored without prices: nothing to guess from
+                return True
             hoped = max(self._hopeful_speedups())
             return hoped < GUESSED_CLEAR * s.margin or self.drafted >= PLAIN_BY
         clear = max(self.speedups()) >= CLEAR * s.margin

@@ -252,6 +252,16 @@ def test_saved_state_restores_what_was_learnt():
     assert not AdaptiveDraftLength(use_draft=False).restore_state(state)  # another source's
 
 
+def test_a_state_with_rounds_but_no_prices_times_plain_first():
+    """A saved state can hold counts without the seconds behind them: nothing to price a round
+    on, so plain is timed before anything is drafted."""
+    state = AdaptiveDraftLength().export_state()
+    state["counts"] = [0, 0, 1000]
+    policy = AdaptiveDraftLength()
+    assert policy.restore_state(state)
+    assert policy.choose(RoundContext(True, 100, 0)).k == 0
+
+
 @pytest.mark.parametrize(
     "state",
     [
