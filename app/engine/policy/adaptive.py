@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from app.engine.decoding.events import Decision, Provenance, Reason, RoundEvent
 from app.engine.decoding.policy import DraftPlan, RoundContext
@@ -58,6 +58,20 @@ def median(values: Iterable[float]) -> float:
     if not n:
         return 0.0
     return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def rates_by_k(
+    accepted: Sequence[float], main: Sequence[float], draft: Sequence[float], overhead: float
+) -> list[float]:
+    """Leviathan's rate (`oracle.leviathan_rate`) for k = 1..len(accepted) in one pass, with
+    `main[n]` a pass over n + 1 tokens and `draft[k - 1]` drafting k: the expected tokens of k + 1
+    proposals are those of k and one more run."""
+    rates, tokens, run = [], 1.0, 1.0
+    for k, rate in enumerate(accepted, 1):
+        run *= rate
+        tokens += run
+        rates.append(tokens / (overhead + draft[k - 1] + main[k]))
+    return rates
 
 
 class AdaptiveDraftLength:
@@ -238,7 +252,7 @@ class AdaptiveDraftLength:
         if not self.drafted or timed >= s.learn_rounds:
             return False
         if not timed:
-            if not any(self.main.values()):  # a state restored without prices: nothing to guess from
+            if not self._timed_prices():  # a state restored without prices: nothing to guess from
                 return True
             hoped = max(self._hopeful_speedups())
             return hoped < GUESSED_CLEAR * s.margin or self.drafted >= PLAIN_BY
@@ -252,7 +266,7 @@ class AdaptiveDraftLength:
         if not self.drafted:
             return min(self.settings.start_k, available)
         # at most GROW past the longest pass timed: a longer pass's price is only hoped
-        longest = max((n - 1 for n, passes in self.main.items() if passes), default=1)
+        longest = max(self._timed_prices(), default=2) - 1
         top = min(available, max(longest, 1) + GROW)
         speedups = self._hopeful_speedups()[:top]
         k = max(range(1, top + 1), key=lambda k: speedups[k - 1])
@@ -268,15 +282,10 @@ class AdaptiveDraftLength:
         hope = min(0.99, a / (a + b) + HOPE * spread)
         max_k, plain = self.settings.max_k, self.plain_cost()
         main, draft, overhead = self.main_costs(max_k + 1), self.draft_costs(max_k), median(self.overhead)
-        timed = [n for n, passes in self.main.items() if passes]
+        timed = self._timed_prices()
         if len(timed) == 1:  # one size says nothing of how a pass grows: hope it does not
-            main = [main[timed[0] - 1]] * (max_k + 1)
-        out, tokens, run = [], 1.0, 1.0
-        for k in range(1, max_k + 1):
-            run *= hope
-            tokens += run
-            out.append(plain * tokens / (overhead + draft[k - 1] + main[k]))
-        return out
+            main = list(timed.values()) * (max_k + 1)
+        return [plain * rate for rate in rates_by_k([hope] * max_k, main, draft, overhead)]
 
     def acceptance(self, context: bool | None = None) -> list[float]:
         """Acceptance by position: recent counts shrunk towards the draft's life-long record
@@ -311,7 +320,7 @@ class AdaptiveDraftLength:
         return self._plain
 
     def _plain_from_passes(self) -> float:
-        prices = {n: median(v) for n, v in self.main.items() if v}
+        prices = self._timed_prices()
         if not prices:
             return 0.0
         smallest = min(prices)
@@ -320,6 +329,15 @@ class AdaptiveDraftLength:
         fixed, per_token = fit_line([(n, v, len(self.main[n])) for n, v in prices.items()])
         return min(prices[smallest], max(fixed + per_token, prices[smallest] / smallest))
 
+    def _timed_prices(self) -> dict[int, float]:
+        """Each timed pass size's median, a fresh dict (each size's kept until it is timed again)."""
+        medians, prices = self._main_medians, {}
+        for n, passes in self.main.items():
+            if passes:
+                price = medians.get(n)
+                prices[n] = medians[n] = median(passes) if price is None else price
+        return prices
+
     def main_costs(self, up_to: int, untried_at_best: bool = True) -> list[float]:
         """Seconds of a main pass over n = 1..up_to tokens: measured sizes at their median,
         sizes between two measured ones on the straight line between them, the rest on the
@@ -327,11 +345,7 @@ class AdaptiveDraftLength:
         curve = self._main_curves.get((up_to, untried_at_best))
         if curve is not None:
             return curve
-        medians, measured = self._main_medians, {}
-        for n, passes in self.main.items():
-            if passes:
-                price = medians.get(n)
-                measured[n] = medians[n] = median(passes) if price is None else price
+        measured = self._timed_prices()
         if not measured:
             return [self.plain_cost()] * up_to
         sizes = sorted(measured)
@@ -373,15 +387,7 @@ class AdaptiveDraftLength:
             max_k, accepted = self.settings.max_k, self.acceptance(context)
             if self._prices is None:  # both contexts' rates rest on the same prices
                 self._prices = (self.main_costs(max_k + 1), self.draft_costs(max_k), median(self.overhead))
-            main, draft, overhead = self._prices
-            # Leviathan's rate (`oracle.leviathan_rate`) for every k in one pass: the expected
-            # tokens of k + 1 proposals are those of k and one more run
-            rates, tokens, run = [], 1.0, 1.0
-            for k in range(1, max_k + 1):
-                run *= accepted[k - 1]
-                tokens += run
-                rates.append(tokens / (overhead + draft[k - 1] + main[k]))
-            self._rates[context] = rates
+            rates = self._rates[context] = rates_by_k(accepted, *self._prices)
         speedups = [rate * plain for rate in rates]
         self._speedups[context] = (plain, speedups)
         return speedups
