@@ -8,7 +8,10 @@ It measures online what it needs, and nothing else (docs/adaptive.md):
 * the proposer's cost of k tokens: a fixed part and a part per token, fitted to recent rounds;
 * acceptance by position (proposal i accepted given 0..i-1 were), counts that forget;
 * plain decoding's cost per token as the loop plays it: the time between reads of queued plain
-  steps (`choose_ahead`), else plain steps timed alone.
+  steps (`choose_ahead`), else plain steps timed alone; before any, read off the main's passes.
+
+Its first `learn_rounds` rounds learn: each drafts the k that pays most on a hopeful reading of
+the draft's record (`_hopeful_speedups`), from the first round on.
 
 The expected rate of k is Leviathan's (`oracle.leviathan_rate`) at those costs. k = 0 (plain, the
 draft bypassed) unless some k beats plain by `margin`. While bypassed a probe (a short draft
