@@ -227,7 +227,8 @@ class AdaptiveDraftLength:
 
     def _learning(self) -> bool:
         """Too little seen to trust the estimates: the source's first `learn_rounds` rounds,
-        unless no acceptance would make the draft pay."""
+        unless no acceptance would make the draft pay, or, once plain is timed, not even a
+        hopeful reading of `HOPELESS_AFTER` judged proposals does."""
         s = self.settings
         if self._too_dear or self.drafted >= s.learn_rounds:
             return False
