@@ -121,6 +121,9 @@ class MainWindow(ChatActions):
         )
         self.toggles.highlight.setChecked(self.view.options.highlight)
         self.toggles.rejected.setChecked(self.view.options.show_rejected)
+        self.toggles.measure_on_battery.setChecked(
+            bool(self.settings.value("plain/measure_on_battery", False, type=bool))
+        )
         self.library.scan()
         if restore_pair:
             start_pair(self.settings, self.last_load, self.load_pair)
@@ -220,6 +223,7 @@ class MainWindow(ChatActions):
             set_highlight=self.set_highlight,
             set_rejected=self.set_rejected,
             show_conversations=self.sidebar.setVisible,
+            set_measure_on_battery=self.set_measure_on_battery,
         )
 
     # -- actions --------------------------------------------------------------------------------
@@ -257,6 +261,10 @@ class MainWindow(ChatActions):
     def set_highlight(self, on: bool) -> None:
         self.settings.setValue("view/highlight", on)
         self.view.set_options(Options(on, self.view.options.show_rejected))
+
+    def set_measure_on_battery(self, on: bool) -> None:
+        self.settings.setValue("plain/measure_on_battery", on)
+        self.controller.plain.measure_on_battery = on
 
     def set_rejected(self, on: bool) -> None:
         self.settings.setValue("view/rejected", on)

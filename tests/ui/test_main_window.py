@@ -170,7 +170,7 @@ def test_a_conversation_from_the_previous_schema_shows_its_stats_and_verdict(qtb
     tip = w.view.tooltip_for(info)
     assert "41.3 tok/s" in tip, "the tooltip gives the old speed"
     assert "first token 83 ms" in tip, "the tooltip gives the old first-token time"
-    assert "2.01× vs plain" in tip, "the tooltip gives the old speedup"
+    assert "vs plain" not in tip, "a 4-token answer is too short to claim the speedup it once did"
     w.close()
 
 

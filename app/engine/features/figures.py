@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MIN_TIMED_TOKENS = 8  # fewer tokens give no meaningful rate: no speedup is claimed, none recorded
+
 
 @dataclass(frozen=True, slots=True)
 class AnswerFigures:
@@ -29,6 +31,7 @@ class AnswerFigures:
     tok_s: float | None  # None: fewer than two tokens, no span to divide by
     plain_tok_s: float | None  # the main model alone at this context, when measured
     speedup: float | None
+    speedup_range: tuple[float, float] | None  # what plain's measured spread allows the speedup to be
     proposed: int
     accepted: int
     acceptance: float | None  # None: nothing was proposed
@@ -47,17 +50,23 @@ def answer_figures(
     drafting_rounds: int | None,
     from_prompt: int = 0,
     drafted: bool = True,
+    plain_range: tuple[float, float] | None = None,
 ) -> AnswerFigures:
     """The figures from an answer's counts. `drafted`: the draft (or prompt lookup) ran for this
-    answer, so a speedup may be claimed; `from_prompt`: accepted tokens that prompt lookup guessed."""
+    answer, so a speedup may be claimed; `from_prompt`: accepted tokens that prompt lookup guessed;
+    `plain_range`: the range plain's speed is in, slowest first. An answer of fewer than
+    `MIN_TIMED_TOKENS` tokens claims no speedup: its rate is mostly the first round's."""
     rate = tok_s if tok_s and tok_s > 0 else None
     plain = plain_tok_s if plain_tok_s and plain_tok_s > 0 else None
     from_draft = max(accepted - from_prompt, 0)
+    judged = bool(rate and plain and drafted and proposed > 0 and tokens >= MIN_TIMED_TOKENS)
+    low, high = plain_range or (0.0, 0.0)
     return AnswerFigures(
         tokens=tokens,
         tok_s=rate,
         plain_tok_s=plain,
-        speedup=rate / plain if rate and plain and drafted and proposed > 0 else None,
+        speedup=rate / plain if judged and rate and plain else None,
+        speedup_range=_shown_range(rate / high, rate / low) if judged and rate and 0 < low <= high else None,
         proposed=proposed,
         accepted=accepted,
         acceptance=accepted / proposed if proposed > 0 else None,
@@ -65,6 +74,11 @@ def answer_figures(
         prompt_share=min(from_prompt / tokens, 1.0) if tokens and from_prompt else None,
         accepted_per_round=accepted / drafting_rounds if drafting_rounds else None,
     )
+
+
+def _shown_range(low: float, high: float) -> tuple[float, float] | None:
+    """A speedup's range, or None where its ends are the same to the digits shown."""
+    return None if speedup_text(low) == speedup_text(high) else (low, high)
 
 
 def stream_rate(tokens: int, first: float | None, last: float) -> float:
@@ -92,6 +106,11 @@ def speed_text(tok_s: float | None) -> str:
 
 def speedup_text(speedup: float) -> str:
     return f"{speedup:.2f}×"
+
+
+def speedup_range_text(low: float, high: float) -> str:
+    """A speedup's range: "1.62–1.98×"."""
+    return f"{low:.2f}–{high:.2f}×"
 
 
 def percent_text(share: float) -> str:

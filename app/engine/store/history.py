@@ -21,7 +21,7 @@ from typing import Any
 from app.engine.store.conversations import ConversationStore
 from app.engine.store.transcript import MessageState
 
-MIN_TOKENS = 8  # shorter answers give no meaningful rate and are not recorded
+MIN_TOKENS = 8  # shorter answers give no meaningful rate and are not recorded (figures' MIN_TIMED_TOKENS)
 LOOKUP = "lookup"  # the draft column for prompt lookup without a draft model
 
 
@@ -47,9 +47,25 @@ class Run:
     conversation_id: int | None = None
     message_id: int | None = None
     drafting_rounds: int | None = None  # rounds that proposed something; None: stored before v5
+    load: float | None = None  # the machine's 1-minute load average at the end; None: before v6
+    plain_low: float | None = None  # the range plain's speed is in (9 times in 10)
+    plain_high: float | None = None
 
 
 _COLUMNS = tuple(f.name for f in fields(Run))
+
+
+@dataclass(frozen=True, slots=True)
+class PlainSpeed:
+    """A plain speed measured under some conditions, and how near a run's must be to share it."""
+
+    tok_s: float
+    low: float
+    high: float
+    load: float | None  # the 1-minute load average it was measured at; None where there is none
+    when: float  # time.time()
+    within_seconds: float
+    within_load: float
 
 
 def _read_run(row: tuple[Any, ...]) -> Run:
@@ -90,13 +106,29 @@ class RunHistory:
         )
         return cur.lastrowid
 
-    def fill_baseline(self, main: str, bucket: int, plain_tok_s: float) -> int:
-        """Give speculative runs that were waiting for this bucket's plain speed their speedup."""
-        if plain_tok_s <= 0:
+    def fill_baseline(self, main: str, bucket: int, plain: PlainSpeed) -> int:
+        """Give speculative runs waiting for this bucket's plain speed their speedup: only those
+        made under the conditions it was measured under (near in time, at a like load); older
+        runs keep none rather than one against a machine in another state."""
+        if plain.tok_s <= 0:
             return 0
+        same_load = "load IS NULL" if plain.load is None else "ABS(load - ?) < ?"
+        load_args = () if plain.load is None else (plain.load, plain.within_load)
         cur = self.db.execute(
-            "UPDATE runs SET plain_tok_s=?, speedup=tok_s/? WHERE main=? AND bucket=? AND speedup IS NULL AND mode!='off'",
-            (plain_tok_s, plain_tok_s, main, bucket),
+            "UPDATE runs SET plain_tok_s=?, plain_low=?, plain_high=?, speedup=tok_s/? "
+            "WHERE main=? AND bucket=? AND speedup IS NULL AND mode!='off' "
+            f"AND ABS(created - ?) <= ? AND {same_load}",
+            (
+                plain.tok_s,
+                plain.low,
+                plain.high,
+                plain.tok_s,
+                main,
+                bucket,
+                plain.when,
+                plain.within_seconds,
+                *load_args,
+            ),
         )
         return cur.rowcount
 
@@ -111,15 +143,18 @@ class RunHistory:
         rows = self.db.execute(sql + " ORDER BY created, id", args)
         return [_read_run(row) for row in rows]
 
-    def plain_speeds(self, conversation_id: int) -> dict[int, float]:
-        """message id -> the plain speed its run was compared with, for one conversation's answers
-        (filled in when it was measured after the answer)."""
+    def plain_speeds(self, conversation_id: int) -> dict[int, tuple[float, tuple[float, float] | None]]:
+        """message id -> the plain speed its run was compared with and that speed's range, for one
+        conversation's answers (filled in when it was measured after the answer)."""
         rows = self.db.execute(
-            "SELECT message_id, plain_tok_s FROM runs WHERE conversation_id=? AND message_id IS NOT NULL "
-            "AND plain_tok_s IS NOT NULL AND mode!='off'",
+            "SELECT message_id, plain_tok_s, plain_low, plain_high FROM runs WHERE conversation_id=? "
+            "AND message_id IS NOT NULL AND plain_tok_s IS NOT NULL AND mode!='off'",
             (conversation_id,),
         )
-        return {int(m): float(p) for m, p in rows}
+        return {
+            int(m): (float(p), (float(lo), float(hi)) if lo is not None and hi is not None else None)
+            for m, p, lo, hi in rows
+        }
 
     def pairs(self) -> list[tuple[str, str]]:
         """Speculative pairs that have history, most recently used first."""

@@ -105,5 +105,19 @@ def _v5(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN drafting_rounds INTEGER")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
+def _v6(db: sqlite3.Connection) -> None:
+    """Each run's machine load and its plain speed's range: a plain speed measured later is
+    given only to runs made under the same conditions, and with how sure it is. NULL for runs
+    stored before (no plain speed measured later is given to them)."""
+    _script(
+        db,
+        """
+        ALTER TABLE runs ADD COLUMN load REAL;
+        ALTER TABLE runs ADD COLUMN plain_low REAL;
+        ALTER TABLE runs ADD COLUMN plain_high REAL;
+        """,
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
 SCHEMA_VERSION = len(MIGRATIONS)

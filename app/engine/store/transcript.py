@@ -141,6 +141,10 @@ class AnswerStats:
     lossless: LosslessVerdict | None = None
     drafting_rounds: int | None = None  # rounds that proposed something; None: stored before it was counted
     lookup_accepted: int | None = None  # of `accepted`, those prompt lookup guessed
+    # the range plain's speed is sure to be in (9 times in 10), when it was measured under this
+    # answer's conditions; None: stored before ranges were kept
+    plain_low: float | None = None
+    plain_high: float | None = None
 
     # field -> (JSON key, reader): the keys are those of the first stored stats, kept so old rows load
     _JSON: ClassVar[dict[str, tuple[str, Callable[[object], object]]]] = {
@@ -171,6 +175,8 @@ class AnswerStats:
         "lossless": ("lossless", LosslessVerdict.from_json),
         "drafting_rounds": ("drafting_rounds", _int),
         "lookup_accepted": ("lookup_accepted", _int),
+        "plain_low": ("plain_low", _float),
+        "plain_high": ("plain_high", _float),
     }
 
     def to_json(self) -> dict[str, Any]:

@@ -17,19 +17,26 @@ from app.engine.store.transcript import AnswerStats, AnswerTurn, Transcript, Tur
 from app.ui.common.stats_words import NO_DRAFT_MODES, figures
 
 
-def with_plain_speed(stats: AnswerStats, plain_tok_s: float) -> AnswerStats:
-    """The stats compared with `plain_tok_s`; stats that already hold a plain speed keep theirs."""
+def with_plain_speed(
+    stats: AnswerStats, plain_tok_s: float, sure: tuple[float, float] | None = None
+) -> AnswerStats:
+    """The stats compared with `plain_tok_s` (in the range `sure`, slowest first); stats that
+    already hold a plain speed keep theirs."""
     if stats.plain_tokens_per_second or stats.mode in NO_DRAFT_MODES:
         return stats
-    filled = replace(stats, plain_tokens_per_second=plain_tok_s)
+    low, high = sure or (None, None)
+    filled = replace(stats, plain_tokens_per_second=plain_tok_s, plain_low=low, plain_high=high)
     return replace(filled, speedup=figures(filled).speedup)
 
 
-def _missing(turns: Iterable[Turn], speeds: dict[int, float]) -> list[tuple[AnswerTurn, AnswerStats]]:
+Speeds = dict[int, tuple[float, tuple[float, float] | None]]
+
+
+def _missing(turns: Iterable[Turn], speeds: Speeds) -> list[tuple[AnswerTurn, AnswerStats]]:
     out = []
     for turn in turns:
         if isinstance(turn, AnswerTurn) and not turn.live and turn.key in speeds:
-            stats = with_plain_speed(turn.stats, speeds[turn.key])
+            stats = with_plain_speed(turn.stats, *speeds[turn.key])
             if stats != turn.stats:
                 out.append((turn, stats))
     return out

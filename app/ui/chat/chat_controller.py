@@ -321,7 +321,9 @@ class ChatController(QObject):
                     live.stats.round(event)
                 elif isinstance(event, GenerationContext):
                     live.context = event.prompt_tokens
-                    live.stats.plain_speed = self.plain.get(event.main, event.prompt_tokens)
+                    plain = self.plain.reading(event.main, event.prompt_tokens)
+                    live.stats.plain_speed = plain.tok_s if plain else None
+                    live.stats.plain_range = (plain.low, plain.high) if plain else None
                     self.baseline_status.emit(
                         BaselineStatus(
                             event.main,
@@ -329,6 +331,7 @@ class ChatController(QObject):
                             live.stats.plain_speed,
                             self.plain.measuring,
                             live.request,
+                            live.stats.plain_range,
                         )
                     )
                 elif isinstance(event, PrefillProgress):
@@ -398,6 +401,7 @@ class ChatController(QObject):
             and (live.main, context_bucket(live.context)) == (status.main, status.bucket)
         ):
             live.stats.plain_speed = status.plain_tok_s
+            live.stats.plain_range = status.plain_range
         filled = fill_transcript(self.transcript, self.history, self.conversation)
         last = self.transcript.last_answer()
         if live is None and any(turn is last for turn in filled) and self.strip.has_stats:
@@ -425,9 +429,12 @@ class ChatController(QObject):
                 self.plain.feed(main, context, rate)
         else:
             label = LOOKUP if mode == "lookup" or not draft else draft
-        plain = self.plain.get(main, context) if mode != "off" else None
+        plain = self.plain.reading(main, context) if mode != "off" else None
         try:
-            if self.history.record(live.run(label, plain, state, self.conversation)) is not None:
+            if (
+                self.history.record(live.run(label, plain, state, self.conversation, self.plain.load()))
+                is not None
+            ):
                 self.history_changed.emit()
         except STORAGE_ERRORS as exc:  # the answer itself is saved; only its place in the history is lost
             self.notice.emit(speed_not_kept(exc))

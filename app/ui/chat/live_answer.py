@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-from app.engine.features.baselines import context_bucket
+from app.engine.features.baselines import PlainReading, context_bucket
 from app.engine.store.history import Run
 from app.engine.store.transcript import AnswerStats, AnswerTurn, MessageState
 from app.ui.chat.stats import LiveStats
@@ -42,12 +42,23 @@ class Live:
         (its plain speed, measured afterwards) may complete."""
         return self.answer_stats() if self.message.live else self.message.stats
 
-    def run(self, label: str, plain: float | None, state: MessageState, conversation: int | None) -> Run:
+    def run(
+        self,
+        label: str,
+        plain: PlainReading | None,
+        state: MessageState,
+        conversation: int | None,
+        load: float | None,
+    ) -> Run:
         """The history row of a finished answer whose context the worker has reported: its record's
-        numbers (`plain` only where its stats hold no plain speed), so the history says the same."""
+        numbers (`plain` only where its stats hold no plain speed), so the history says the same.
+        `load`: the machine's load at its end, which a plain speed measured later must match."""
         assert self.context is not None
         s = self.answer_stats()
-        f = figures(s, plain)
+        if plain is not None and not s.plain_tokens_per_second:
+            s = replace(s, plain_tokens_per_second=plain.tok_s, plain_low=plain.low, plain_high=plain.high)
+        f = figures(s)
+        drafted = s.mode not in NO_DRAFT_MODES
         return Run(
             self.main,
             label,
@@ -58,7 +69,7 @@ class Live:
             context_bucket(self.context),
             s.tokens,
             f.tok_s or 0.0,
-            f.plain_tok_s if s.mode not in NO_DRAFT_MODES else None,
+            f.plain_tok_s if drafted else None,
             f.speedup,
             s.proposed,
             s.accepted,
@@ -67,4 +78,7 @@ class Live:
             conversation,
             self.message.key,
             s.drafting_rounds,
+            load,
+            s.plain_low if drafted and f.plain_tok_s else None,
+            s.plain_high if drafted and f.plain_tok_s else None,
         )

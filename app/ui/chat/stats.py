@@ -15,7 +15,14 @@ from dataclasses import dataclass, replace
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from app.engine.decoding.events import GenerationFinished, Provenance, RoundEvent, TokenEvent
-from app.engine.features.figures import per_round_text, percent_text, speed_text, speedup_text, stream_rate
+from app.engine.features.figures import (
+    per_round_text,
+    percent_text,
+    speed_text,
+    speedup_range_text,
+    speedup_text,
+    stream_rate,
+)
 from app.engine.store.transcript import AnswerStats, AnswerTurn, Verdict
 from app.ui.common.stats_words import draft_share, figures, summary
 from app.ui.common.theme import Theme, current_theme
@@ -44,7 +51,8 @@ def stats_line(stats: AnswerStats) -> str:
     if f.accepted_per_round is not None:
         parts.append(f"{per_round_text(f.accepted_per_round)} accepted per drafting round")
     if f.speedup is not None and f.plain_tok_s:
-        parts.append(f"{speedup_text(f.speedup)} vs plain {speed_text(f.plain_tok_s)}")
+        sure = f" ({speedup_range_text(*f.speedup_range)})" if f.speedup_range else ""
+        parts.append(f"{speedup_text(f.speedup)}{sure} vs plain {speed_text(f.plain_tok_s)}")
     if stats.draft_stopped:
         parts.append(stats.draft_stopped)
     return " · ".join(parts)
@@ -69,6 +77,7 @@ class LiveStats:
 
     mode: str = "adaptive"
     plain_speed: float | None = None
+    plain_range: tuple[float, float] | None = None  # where plain_speed lies 9 times in 10
     tokens: int = 0
     first_time: float | None = None
     last_time: float = 0.0
@@ -126,6 +135,8 @@ class LiveStats:
             draft_rarely_right=self.rarely_right,
             draft_stopped=self.draft_stopped,
             plain_tokens_per_second=self.plain_speed or None,
+            plain_low=self.plain_range[0] if self.plain_speed and self.plain_range else None,
+            plain_high=self.plain_range[1] if self.plain_speed and self.plain_range else None,
             drafting_rounds=self.drafting_rounds,
             lookup_accepted=self.lookup_accepted,
         )

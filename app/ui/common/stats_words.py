@@ -10,10 +10,12 @@ baseline table); otherwise the line says what happened instead of printing a rat
 from __future__ import annotations
 
 from app.engine.features.figures import (
+    MIN_TIMED_TOKENS,
     AnswerFigures,
     answer_figures,
     percent_text,
     speed_text,
+    speedup_range_text,
     speedup_text,
 )
 from app.engine.protocol import PairLoaded
@@ -54,8 +56,10 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ),
     (
         "Speedup",
-        "How much faster the answer came than the main model alone at the same conversation length "
-        "(measured once per model and length, in the background).",
+        "How much faster the answer came than the main model alone at the same conversation length, "
+        "measured at least three times while you were idle, under the same load on the computer "
+        "and within half an hour of the answer. The range after it is where the true figure lies "
+        "9 times in 10. Answers under 8 words are too short to judge.",
     ),
     (
         "Drafting paused",
@@ -98,6 +102,9 @@ def figures(stats: AnswerStats, plain_tok_s: float | None = None) -> AnswerFigur
         drafting_rounds=stats.drafting_rounds,
         from_prompt=stats.lookup_accepted or 0,
         drafted=stats.mode not in NO_DRAFT_MODES,
+        plain_range=(stats.plain_low, stats.plain_high)
+        if stats.plain_low and stats.plain_high and stats.plain_tokens_per_second
+        else None,
     )
 
 
@@ -114,13 +121,18 @@ def draft_share(stats: AnswerStats) -> str | None:
     return " · ".join(parts) or None
 
 
-def speedup_words(speedup: float) -> str:
-    """A measured speedup in words, its ratio written as everywhere else."""
+def speedup_words(speedup: float, sure: tuple[float, float] | None = None) -> str:
+    """A measured speedup in words, its ratio written as everywhere else, with the range plain's
+    measurements allow (`sure`, slowest first) where they were kept: "about 1.80× (1.62–1.98×)"."""
     ratio = speedup_text(speedup)
+    if sure is not None:
+        ratio = f"about {ratio} ({speedup_range_text(*sure)})"
+    if speedup > 1 - SAME_SPEED and speedup < 1 + SAME_SPEED:
+        return f"{ratio} — about as fast as without the draft"
+    if sure is not None and sure[0] <= 1 <= sure[1]:
+        return f"{ratio} — not surely faster or slower than without the draft yet"
     if speedup >= 1 + SAME_SPEED:
         return f"{ratio} faster than without the draft"
-    if speedup > 1 - SAME_SPEED:
-        return f"{ratio} — about as fast as without the draft"
     return f"{ratio} — slower than without the draft (try another draft)"
 
 
@@ -136,8 +148,10 @@ def verdict(stats: AnswerStats) -> str:
         return "the draft isn't helping here — drafting paused"
     if not stats.proposed:
         return "the draft has not run yet"
-    speedup = figures(stats).speedup
-    return "speedup not measured yet" if speedup is None else speedup_words(speedup)
+    if stats.tokens < MIN_TIMED_TOKENS:
+        return "too short to judge the speed"
+    f = figures(stats)
+    return "speedup not measured yet" if f.speedup is None else speedup_words(f.speedup, f.speedup_range)
 
 
 def summary(stats: AnswerStats) -> str:
@@ -152,7 +166,7 @@ def answer_line(stats: AnswerStats) -> str:
     """The line under a finished answer: speed, speedup when measured, the draft's share."""
     parts = [speed(stats)]
     said = verdict(stats)
-    if "×" in said or "paused" in said:
+    if "×" in said or "paused" in said or "too short" in said:
         parts.append(said)
     share = draft_share(stats)
     if share:

@@ -33,7 +33,15 @@ from PySide6.QtWidgets import (
 from app.engine.decoding.events import GenerationFinished, RoundEvent, TokenEvent
 from app.engine.features.arena import LOOKUP, ArenaResult, load_results
 from app.engine.features.baselines import bucket_label
-from app.engine.features.figures import AnswerFigures, per_round_text, percent_text, speed_text, speedup_text
+from app.engine.features.figures import (
+    MIN_TIMED_TOKENS,
+    AnswerFigures,
+    per_round_text,
+    percent_text,
+    speed_text,
+    speedup_range_text,
+    speedup_text,
+)
 from app.engine.features.telemetry import Summary, Telemetry, export_report
 from app.engine.protocol import WorkerMessage
 from app.engine.store.history import RunHistory
@@ -130,6 +138,10 @@ class Dashboard(QDockWidget):
     def answer_stats(self) -> AnswerStats | None:
         return self.source() if self.source is not None else None
 
+    def _finished(self) -> bool:
+        stats = self.answer_stats()
+        return stats is not None and stats.finish_reason is not None
+
     def figures(self) -> AnswerFigures:
         """The followed answer's one record, as the strip and the line under the answer show it."""
         stats = self.answer_stats()
@@ -206,22 +218,33 @@ class Dashboard(QDockWidget):
         if b.measuring:
             return f"Measuring plain speed at {where}…"
         if b.plain_tok_s is not None:
-            return (
-                f"Plain speed at {where}: {speed_text(b.plain_tok_s)}, measured on this machine for contexts of "
-                f"{bucket_label(b.bucket)} tokens."
+            sure = (
+                f" ({speed_text(b.plain_range[0])} to {speed_text(b.plain_range[1])})"
+                if b.plain_range
+                else ""
             )
-        return f"Plain speed at {where} is not known yet: it is measured in the background after this answer."
+            return (
+                f"Plain speed at {where}: {speed_text(b.plain_tok_s)}{sure}, measured on this machine for contexts "
+                f"of {bucket_label(b.bucket)} tokens, under the load it has now."
+            )
+        return (
+            f"Plain speed at {where} is not known under the load this computer has now: it is measured "
+            "a few times in the background while you are idle."
+        )
 
     def summary_text(self) -> str:
         f = self.figures()
         if not f.tokens:
             return "Waiting for tokens…" if self.request is not None else "No generation yet."
+        sure = f" ({speedup_range_text(*f.speedup_range)})" if f.speedup_range else ""
         baseline = (
-            f"plain {speed_text(f.plain_tok_s)} → <b>{speedup_text(f.speedup)}</b>"
+            f"plain {speed_text(f.plain_tok_s)} → <b>{speedup_text(f.speedup)}</b>{sure}"
             if f.speedup is not None and f.plain_tok_s
-            else "speedup not measured yet: plain speed at this context unknown"
-            if f.proposed
             else "no speedup: the draft did not run"
+            if not f.proposed
+            else "too short to judge the speed"
+            if f.tokens < MIN_TIMED_TOKENS and self._finished()
+            else "speedup not measured yet: plain speed at this context, under this load, unknown"
         )
         lines = [f"<b>{speed_text(f.tok_s)}</b> · {baseline}"]
         guesses = []

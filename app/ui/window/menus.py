@@ -38,6 +38,7 @@ class Commands:
     set_highlight: Callable[[bool], object]
     set_rejected: Callable[[bool], object]
     show_conversations: Callable[[bool], object]
+    set_measure_on_battery: Callable[[bool], object]
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class ViewToggles:
     rejected: QAction
     conversations: QAction
     dashboard: QAction
+    measure_on_battery: QAction
 
 
 def add_action(
@@ -93,12 +95,21 @@ def build_menus(
     models.addSeparator()
     models.addAction(serving.action)  # the status bar's Server button is the same switch
     models.addAction(serving.settings_action)
+    models.addSeparator()
+    battery = add_action(
+        models, "Measure plain speed on battery too", do.set_measure_on_battery, checkable=True
+    )
+    battery.setToolTip(
+        "Speedups are measured against the main model alone, a few times in the background while you "
+        "are idle. On battery that is skipped unless this is ticked."
+    )
     view = bar.addMenu("&View")
     toggles = ViewToggles(
         highlight=add_action(view, "Highlight draft tokens", do.set_highlight, checkable=True),
         rejected=add_action(view, "Show refused drafts on hover", do.set_rejected, checkable=True),
         conversations=add_action(view, "Show conversations", do.show_conversations, "Ctrl+Shift+S", True),
         dashboard=dashboard.toggleViewAction(),
+        measure_on_battery=battery,
     )
     toggles.conversations.setChecked(True)
     toggles.dashboard.setShortcut(QKeySequence("Ctrl+Shift+D"))

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 import queue
+import random
 import threading
 
 import pytest
 
 from app.engine.decoding.events import GenerationFinished
 from app.engine.features.baselines import (
+    FRESH_FOR,
     BaselineCache,
     BaselineMeasured,
+    PlainSample,
     Preemptible,
     bucket_label,
     context_bucket,
     measure_plain,
+    read_plain,
 )
 from app.engine.protocol import (
     Generate,
@@ -42,30 +46,84 @@ def test_buckets_are_powers_of_two_with_a_floor():
     assert [bucket_label(b) for b in (128, 256, 2048)] == ["under 256", "256–511", "2,048–4,095"]
 
 
-def test_cache_smooths_per_bucket_and_persists(tmp_path):
-    path = tmp_path / "b.json"
-    cache = BaselineCache(path)
-    assert cache.get("m", 300) is None
-    assert cache.add("m", 300, 40.0) == 40.0
-    assert cache.add("m", 400, 50.0) == pytest.approx(43.0)  # same bucket (256): smoothed, not replaced
-    cache.add("m", 1000, 20.0)
-    cache.add("other", 300, 99.0)
-    again = BaselineCache(path)
-    assert again.get("m", 260) == pytest.approx(43.0)
-    assert again.get("m", 700) == 20.0, "a saved rate is read back for its bucket"
-    assert again.get("m", 2048) is None, "a bucket never measured has no rate"
-    assert again.entries("m")[256].samples == 2
-    assert again.get("other", 300) == 99.0
+class _Machine:
+    """A fake clock and load average: the conditions a plain measurement and an answer run under."""
+
+    def __init__(self) -> None:
+        self.now, self.load = 1_000_000.0, 1.0
+
+    def cache(self, path) -> BaselineCache:
+        return BaselineCache(path, load=lambda: self.load, clock=lambda: self.now)
+
+
+def test_a_speedup_needs_three_plain_measurements_under_the_answers_conditions(tmp_path):
+    machine = _Machine()
+    cache = machine.cache(tmp_path / "b.json")
+    assert cache.reading("m", 300) is None
+    assert cache.add("m", 300, 40.0) is None, "one measurement says nothing of its spread"
+    machine.now += 60
+    assert cache.add("m", 400, 42.0) is None, "two are not enough either (same bucket, 256)"
+    machine.now += 60
+    reading = cache.add("m", 260, 38.0)
+    assert reading is not None and reading.samples == 3
+    assert reading.tok_s == pytest.approx(40.0)
+    assert reading.low < 40.0 < reading.high, "the range holds the mean"
+    assert cache.get("m", 700) is None, "another bucket is another condition"
+    assert cache.get("other", 300) is None, "and another model"
+
+    machine.load = 2.5  # the machine got busier: plain would decode slower now
+    assert cache.get("m", 300) is None, "a load changed by 1 or more makes the measurements stale"
+    machine.load = 1.4
+    assert cache.get("m", 300) == pytest.approx(40.0), "a smaller change does not"
+    machine.now += FRESH_FOR + 1
+    assert cache.get("m", 300) is None, "nor do measurements older than half an hour count"
     assert cache.add("m", 300, 0.0) is None and cache.add(None, 300, 10.0) is None
 
 
-def test_a_damaged_cache_file_reads_as_empty(tmp_path):
+def test_measurements_persist_with_their_conditions(tmp_path):
+    machine = _Machine()
     path = tmp_path / "b.json"
-    path.write_text('{"baselines": {"m": {"256": {"tok_s": "x"}}}}')
-    cache = BaselineCache(path)
+    cache = machine.cache(path)
+    for rate in (40.0, 41.0, 39.0):
+        cache.add("m", 300, rate)
+    again = machine.cache(path)
+    assert again.get("m", 300) == pytest.approx(40.0), "read back with when and at what load"
+    machine.load = 3.0
+    assert again.get("m", 300) is None, "and judged against the conditions of now"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"baselines": {"m": {"256": {"tok_s": "x"}}}}',
+        '{"version": 1, "baselines": {"m": {"256": {"tok_s": 40.0, "samples": 5, "updated": 1}}}}',
+        '{"version": 2, "samples": {"m": {"256": [[-1, 0, 1]]}}}',
+    ],
+)
+def test_a_damaged_or_conditionless_cache_file_reads_as_empty(tmp_path, text):
+    """A smoothed speed kept without its conditions (the first file format) is measured again."""
+    path = tmp_path / "b.json"
+    path.write_text(text)
+    machine = _Machine()
+    cache = machine.cache(path)
     assert cache.get("m", 300) is None
     cache.add("m", 300, 10.0)
-    assert json.loads(path.read_text())["baselines"]["m"]["256"]["tok_s"] == 10.0
+    assert json.loads(path.read_text())["samples"]["m"]["256"][0][:1] == [10.0]
+
+
+def test_the_shown_range_holds_the_true_ratio_when_plain_was_measured_alike():
+    """An answer at 1.8x plain's true speed, plain measured three times with 5% timing noise:
+    the range shown holds 1.8 in nine trials of ten or more (the range is a 90% one)."""
+    rng = random.Random(7)
+    true_plain, answer = 20.0, 36.0
+    held = 0
+    for _ in range(400):
+        samples = [PlainSample(true_plain * rng.gauss(1.0, 0.05), 0.0, 1.0) for _ in range(3)]
+        reading = read_plain(samples, 1.0, 60.0)
+        assert reading is not None
+        low, high = reading.speedup_range(answer)
+        held += low <= answer / true_plain <= high
+    assert held >= 0.88 * 400, held
 
 
 def test_measure_plain_times_decoding_at_the_asked_context(toy_pair):

@@ -10,6 +10,7 @@ import pytest
 from app.engine.store.conversations import MIGRATIONS, SCHEMA_VERSION, ConversationStore
 from app.engine.store.history import (
     LOOKUP,
+    PlainSpeed,
     Run,
     RunHistory,
     aggregate,
@@ -35,6 +36,7 @@ def run(
     bucket=256,
     cid=None,
     rounds=None,
+    load=1.0,
 ) -> Run:
     return Run(
         main,
@@ -54,6 +56,7 @@ def run(
         created,
         cid,
         drafting_rounds=rounds,
+        load=load,
     )
 
 
@@ -86,17 +89,25 @@ def test_records_fills_late_baselines_and_forgets_deleted_conversations(store):
     waiting = h.record(run(plain=None, bucket=512, created=2.0, cid=cid))
     other_bucket = h.record(run(plain=None, bucket=256, created=3.0))
     plain = h.record(run(mode="off", draft="", plain=None, bucket=512, created=4.0))
-    assert None not in (waiting, other_bucket, plain)
-    assert h.fill_baseline("m/7b", 512, 40.0) == 1  # the plain run is evidence, not a speedup
+    busier = h.record(run(plain=None, bucket=512, created=5.0, load=2.5))
+    older = h.record(run(plain=None, bucket=512, created=2.0 - 3600))
+    unknown = h.record(run(plain=None, bucket=512, created=6.0, load=None))
+    assert None not in (waiting, other_bucket, plain, busier, older, unknown)
+    measured = PlainSpeed(40.0, 36.0, 44.0, load=1.2, when=60.0, within_seconds=1800.0, within_load=1.0)
+    assert h.fill_baseline("m/7b", 512, measured) == 1  # the plain run is evidence, not a speedup
     by_id = {r.created: r for r in h.runs()}
     assert by_id[2.0].speedup == pytest.approx(60.0 / 40.0), (
         "the waiting run's speedup comes from the plain rate"
     )
     assert by_id[2.0].plain_tok_s == 40.0, "the plain rate it was measured against is kept"
+    assert (by_id[2.0].plain_low, by_id[2.0].plain_high) == (36.0, 44.0), "and the range it is sure of"
     assert by_id[3.0].speedup is None and by_id[4.0].speedup is None
+    assert by_id[5.0].speedup is None, "a run made under a load 1 or more away gets no speedup from it"
+    assert by_id[2.0 - 3600].speedup is None, "nor does a run made an hour before"
+    assert by_id[6.0].speedup is None, "nor one whose load was not recorded"
     assert h.pairs() == [("m/7b", "d/0.5b")]
     store.delete(cid)
-    assert [r.created for r in h.runs()] == [3.0, 4.0]
+    assert [r.created for r in h.runs()] == [2.0 - 3600, 3.0, 4.0, 5.0, 6.0]
 
 
 def test_aggregates_by_pair_kind_and_temperature(store):

@@ -40,6 +40,18 @@ RAN = AnswerStats(
             replace(RAN, plain_tokens_per_second=140.0, speedup=0.8),
             "112 tok/s · 0.80× — slower than without the draft (try another draft)",
         ),
+        (
+            replace(RAN, plain_tokens_per_second=62.0, plain_low=56.0, plain_high=68.0),
+            "112 tok/s · about 1.81× (1.65–2.01×) faster than without the draft",
+        ),
+        (  # plain measured 1.81x away on average, but its spread reaches the answer's own speed
+            replace(RAN, plain_tokens_per_second=62.0, plain_low=40.0, plain_high=120.0),
+            "112 tok/s · about 1.81× (0.94–2.81×) — not surely faster or slower than without the draft yet",
+        ),
+        (
+            replace(RAN, tokens=5, plain_tokens_per_second=62.0, speedup=1.81),
+            "112 tok/s · too short to judge the speed",
+        ),
     ],
 )
 def test_each_case_reads_as_one_plain_line(stats, line):
@@ -56,6 +68,8 @@ def test_the_line_under_an_answer_gives_speed_speedup_and_the_drafts_share():
     measured = replace(RAN, plain_tokens_per_second=62.0, speedup=1.81)
     assert answer_line(measured) == "112 tok/s · 1.81× faster than without the draft · 41% from the draft"
     assert answer_line(RAN) == "112 tok/s · 41% from the draft"  # no baseline: no ratio
+    short = replace(measured, tokens=5, accepted=3)
+    assert answer_line(short) == "112 tok/s · too short to judge the speed · 60% from the draft"
 
 
 def test_the_glossary_explains_the_terms_on_screen(qtbot):

@@ -40,6 +40,8 @@ MENUS = {
         SEPARATOR,
         ("Serve to other programs", "Ctrl+Shift+E"),
         ("Server settings…", ""),
+        SEPARATOR,
+        ("Measure plain speed on battery too", ""),
     ],
     "&View": [
         ("Highlight draft tokens", ""),
