@@ -17,7 +17,7 @@ from app.engine.library.vocab import VocabError, Vocabulary, read_vocabulary
 
 VOCAB_SLACK = 128  # mlx-lm's own limit: padded embedding rows may differ by this much
 REFUSE, WARN = "refuse", "warn"
-CACHE_KIND = "compat-2"  # its number changes whenever the rules do, so old verdicts are not reused
+CACHE_KIND = "compat-3"  # its number changes whenever the rules do, so old verdicts are not reused
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +141,24 @@ def _token_reasons(main: Vocabulary, draft: Vocabulary) -> list[Reason]:
     return out
 
 
+def same_model_other_precision(a: ModelFacts, b: ModelFacts) -> bool:
+    """Whether two folders hold one model at two precisions: the same architecture, parameter
+    count (read from the tensors' shapes, so it does not change with quantization) and vocabulary,
+    stored at different bits."""
+    return (
+        a.params is not None
+        and a.params == b.params
+        and a.architecture == b.architecture
+        and a.vocab_fingerprint is not None
+        and a.vocab_fingerprint == b.vocab_fingerprint
+        and a.bits != b.bits
+    )
+
+
+def _precision(facts: ModelFacts) -> str:
+    return f"{facts.bits} bits" if facts.bits else "full precision"
+
+
 def _model_reasons(main: ModelFacts, draft: ModelFacts) -> list[Reason]:
     out: list[Reason] = []
     for role, facts in (("main", main), ("draft", draft)):
@@ -168,6 +186,15 @@ def _model_reasons(main: ModelFacts, draft: ModelFacts) -> list[Reason]:
     elif main.weights_digest is not None and main.weights_digest == draft.weights_digest:
         out.append(
             Reason("same_model", REFUSE, f"the draft holds the same weights as the main ({main.path})")
+        )
+    elif same_model_other_precision(main, draft):
+        out.append(
+            Reason(
+                "same_model",
+                REFUSE,
+                f"the draft is the main model itself at {_precision(draft)} (the main is at "
+                f"{_precision(main)}): a draft must be a smaller model to save time",
+            )
         )
     elif main.params and draft.params and draft.params >= main.params:
         out.append(

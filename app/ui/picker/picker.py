@@ -134,8 +134,8 @@ class PickerDialog(QDialog):
         self.suggestions = DraftSuggestions(
             self.drafts, lambda r: self.downloads.enqueue([r]), self._measure, human_bytes
         )
-        self.main_precision = PrecisionNotice(self.background)
-        self.draft_precision = PrecisionNotice(self.background)
+        self.main_precision = PrecisionNotice(self.background, lambda: self.facts.values())
+        self.draft_precision = PrecisionNotice(self.background, lambda: self.facts.values())
         self.prefer_main: str | None = None  # a copy just made, to select once it is listed
         self.prefer_draft: str | None = None
 

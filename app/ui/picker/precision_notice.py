@@ -9,12 +9,14 @@ Cancel button here; once done, `made` gives the picker its folder to list and se
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListView, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
+from app.engine.library.compat import same_model_other_precision
 from app.engine.library.facts import ModelFacts
 from app.engine.library.precision import UNQUANTIZED, DevicePrecision, slow_model_warning
 from app.ui.common.background import BackgroundTasks, Job
@@ -25,6 +27,14 @@ KEY = Qt.ItemDataRole.UserRole
 
 def is_quantized(facts: ModelFacts | None) -> bool:
     return facts is not None and facts.usable and facts.bits is not None and facts.bits < UNQUANTIZED
+
+
+def unquantized_twin(model: ModelFacts, library: Iterable[ModelFacts]) -> ModelFacts | None:
+    """A usable copy of `model` in the library at 16 bits or wider, if there is one."""
+    for other in library:
+        if other.usable and not is_quantized(other) and same_model_other_precision(model, other):
+            return other
+    return None
 
 
 def select_path(view: QListView, model: QStandardItemModel, path: str) -> bool:
@@ -44,9 +54,14 @@ class PrecisionNotice(QWidget):
 
     made = Signal(str)  # the 16-bit copy's folder, complete and in the models folder
 
-    def __init__(self, background: BackgroundTasks, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        background: BackgroundTasks,
+        library: Callable[[], Iterable[ModelFacts]] = tuple,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
-        self.background = background
+        self.background, self.library = background, library  # the models the picker lists
         self.device: DevicePrecision | None = None  # unknown until the engine has said
         self.model: ModelFacts | None = None
         self.job: Job[object] | None = None
@@ -85,6 +100,10 @@ class PrecisionNotice(QWidget):
     def warns(self) -> bool:
         return self.device is not None and self.device.quantized_slow and is_quantized(self.model)
 
+    def twin(self) -> ModelFacts | None:
+        """The chosen model's unquantized copy already in the library, used instead of a new one."""
+        return unquantized_twin(self.model, self.library()) if self.model is not None else None
+
     def _redraw(self) -> None:
         copying = self.job is not None
         self.progress.setVisible(copying)
@@ -93,10 +112,16 @@ class PrecisionNotice(QWidget):
         lines = [self.status] if self.status else []
         if self.warns() and not copying:
             assert self.model is not None and self.model.bits is not None and self.device is not None
-            size = self.device.copy_bytes(self.model.params)
-            room = f" It takes about {human_bytes(size)} of disk." if size else ""
             warning = slow_model_warning(self.model.bits)
-            lines.insert(0, f"⚠ {warning} A {UNQUANTIZED}-bit copy runs much faster.{room}")
+            twin = self.twin()
+            if twin is not None:
+                self.copy_button.setText(f"Use {twin.name}")
+                lines.insert(0, f"⚠ {warning} Your library already has it unquantized: {twin.name}.")
+            else:
+                self.copy_button.setText(f"Make a {UNQUANTIZED}-bit copy")
+                size = self.device.copy_bytes(self.model.params)
+                room = f" It takes about {human_bytes(size)} of disk." if size else ""
+                lines.insert(0, f"⚠ {warning} A {UNQUANTIZED}-bit copy runs much faster.{room}")
         self.text.setText("\n".join(lines))
         self.setVisible(bool(lines))
 
@@ -107,6 +132,10 @@ class PrecisionNotice(QWidget):
 
         model = self.model
         if model is None or self.job is not None:
+            return
+        twin = self.twin()
+        if twin is not None:  # a second copy of a model the library holds unquantized wastes gigabytes
+            self.made.emit(twin.path)
             return
         source, label = model.path, model.name
 

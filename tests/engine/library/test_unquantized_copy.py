@@ -95,3 +95,18 @@ def test_a_cancelled_copy_leaves_nothing(quantized: Path, tmp_path: Path) -> Non
 )
 def test_the_copy_is_named_after_the_model(label: str, name: str) -> None:
     assert copy_name(label) == name
+
+
+def test_a_model_at_another_precision_is_never_its_own_draft(
+    toy_models: ToyModels, quantized: Path, tmp_path: Path
+) -> None:
+    from app.engine.library.compat import check_pair
+    from app.engine.library.store import Store
+
+    store = Store(tmp_path / "store.sqlite3")
+    for main, draft in ((toy_models.main, quantized), (quantized, toy_models.main)):
+        verdict = check_pair(main, draft, store=store)
+        assert not verdict.compatible, "the main model at another precision is refused as its draft"
+        [reason] = [r for r in verdict.refusals if r.code == "same_model"]
+        assert "main model itself at" in reason.message
+    assert check_pair(toy_models.main, toy_models.draft, store=store).compatible, "a smaller draft is not"

@@ -12,6 +12,7 @@ from app.engine.library import precision
 from app.engine.library.discovery import Sources
 from app.engine.library.paths import models_dir
 from app.ui.picker.picker import KEY, PickerDialog, describe
+from app.ui.picker.precision_notice import select_path
 from tests.engine.library.test_unquantized_copy import quantize
 
 BIG = 64 * 2**30
@@ -117,3 +118,28 @@ def test_in_the_window_the_copy_stays_selected_over_the_loaded_main(qtbot, toy_m
     dialog.main_precision.copy_button.click()
     qtbot.waitUntil(lambda: len(listed(dialog)) == 3, timeout=120_000)
     qtbot.waitUntil(lambda: dialog.current_main().name == "toy-main-16bit", timeout=10_000)
+
+
+def test_a_model_the_library_holds_unquantized_is_not_copied_again_nor_its_own_draft(
+    qtbot, toy_models, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(precision, "mlx_on_gpu", lambda: False)
+    library = tmp_path / "other-app"
+    shutil.copytree(toy_models.main, library / "toy-main")
+    quantize(toy_models.main, library / "toy-main-4bit")
+    dialog = open_picker(qtbot, library)
+    assert select_path(dialog.mains, dialog.main_model, str(library / "toy-main-4bit"))
+    qtbot.waitUntil(dialog.drafts_checked, timeout=60_000)
+    compatible = [
+        Path(str(dialog.draft_model.item(r).data(KEY))).name
+        for r in range(dialog.draft_model.rowCount())
+        if dialog.draft_model.item(r).isEnabled() and dialog.draft_model.item(r).data(KEY)
+    ]
+    assert "toy-main" not in compatible, "the main at another precision is never offered as its draft"
+    notice = dialog.main_precision
+    qtbot.waitUntil(notice.copy_button.isVisible, timeout=30_000)
+    assert "already has it unquantized: toy-main" in notice.text.text()
+    assert notice.copy_button.text() == "Use toy-main", "the copy the library holds is offered instead"
+    notice.copy_button.click()
+    qtbot.waitUntil(lambda: dialog.current_main().name == "toy-main", timeout=30_000)
+    assert not (models_dir() / "toy-main-16bit").exists(), "no second copy was made"
