@@ -151,7 +151,8 @@ class FakeEngine(EngineWorker):
             return
         match command:
             case LoadPair():
-                self.clock.sleep(self.load_seconds)
+                if not self._read_weights(request, command):
+                    return
                 self.loaded = command.main
                 self.split = command.hostfile is not None
                 self._warm_up_shapes(request)
@@ -171,6 +172,19 @@ class FakeEngine(EngineWorker):
                 )
             case ResetSession():
                 pass  # no caches to forget
+
+    def _read_weights(self, request: int, command: LoadPair) -> bool:
+        """`load_seconds` of reading, stopped by a cancel as the real worker's load is (a split
+        main's excepted); False, with the worker's error, when it was."""
+        split = command.ranks is not None or command.hostfile is not None
+        end = self.clock.now() + self.load_seconds
+        while self.clock.now() < end:
+            if self._cancel.is_set() and not split:
+                error = EngineError(f"loading {command.main} was cancelled", kind=ErrorKind.LOAD)
+                self._send(WorkerMessage(request, error))
+                return False
+            self.clock.sleep(min(0.05, end - self.clock.now()))
+        return True
 
     def _warm_up_shapes(self, request: int) -> None:
         """A GPU's warm-up after a load: shapes compiled one by one, stopped by a cancel."""

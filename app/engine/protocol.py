@@ -209,7 +209,8 @@ class PairLoaded:
 class LoadQueued:
     """A load submitted while other work runs or waits: sent at once, as that work is told to
     stop. `stopping`: what runs stops at its next safe point (an answer, the arena, a check, a
-    measurement); False: it is a load, which cannot stop halfway, so this one waits for it."""
+    measurement, a load between two tensors); False: it is a main split over several machines
+    being loaded, which cannot stop halfway, so this one waits for it."""
 
     stopping: bool
 

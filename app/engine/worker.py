@@ -30,7 +30,7 @@ from app.engine.decoding.context import (
     fit_conversation,
 )
 from app.engine.decoding.decode import generate
-from app.engine.decoding.loading import ModelLoadError, ModelPair
+from app.engine.decoding.loading import ModelLoadError, ModelPair, release_memory
 from app.engine.decoding.session import ChatSession
 from app.engine.decoding.shapes.buckets import on_gpu
 from app.engine.decoding.templates.chat import TemplateError, format_chat
@@ -142,8 +142,11 @@ class EngineWorker:
         with self._lock:
             if request <= self._last_started:
                 return
-            # a load that runs cannot stop halfway: this one waits for it
-            stopping = not isinstance(self._running_command, LoadPair)
+            # a local load stops between two tensors; a split one cannot stop halfway: this waits
+            running = self._running_command
+            stopping = not (
+                isinstance(running, LoadPair) and (running.ranks is not None or running.hostfile is not None)
+            )
             self._queued_loads.add(request)
             self._send(WorkerMessage(request, LoadQueued(stopping)))
 
@@ -301,6 +304,7 @@ class EngineWorker:
     def _load(self, reply: Callable[[Reply], None], command: LoadPair) -> None:
         self._pair = self._session = None
         self._policies = PairPolicies()
+        release_memory()  # the pair loaded before: its memory back before the next one takes more
         self._close_sharded()
         close_renderers()  # the unloaded pair's template child; the next pair starts its own
         if command.ranks is not None or command.hostfile is not None:
@@ -338,10 +342,16 @@ class EngineWorker:
                 )
             )
             return
+        error: EngineError | None
         try:
-            pair = load_checked_pair(command.main, command.draft, store=self._memory)
+            pair = load_checked_pair(command.main, command.draft, store=self._memory, cancel=self._cancel)
         except ModelLoadError as exc:
-            reply(EngineError(str(exc), kind=ErrorKind.LOAD, plain=exc.plain))
+            error = EngineError(str(exc), kind=ErrorKind.LOAD, plain=exc.plain)
+        else:
+            error = None
+        if error is not None:  # out of the handler: its traceback no longer holds what was read
+            release_memory()
+            reply(error)
             return
         self._pair, self._session = pair, ChatSession(pair)
         self._loaded = (command.main, command.draft)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 
 from app.devtools.fake_engine import ExactClock, FakeEngine
 from app.engine.decoding.events import EngineError, ErrorKind
@@ -114,6 +114,18 @@ def test_a_cancelled_load_is_offered_and_dismissing_forgets_it(qtbot, specchat_h
     third.close()
 
 
+def test_esc_cancels_a_load_under_way(qtbot, specchat_home, folders):
+    good, _broken = folders
+    w = open_window(qtbot, specchat_home, load_seconds=1.5)
+    w.load_pair(good, None)
+    qtbot.waitUntil(lambda: not w.waits.isHidden(), timeout=5000)
+    qtbot.keyClick(w.composer.editor, Qt.Key.Key_Escape)
+    assert w.pair_label.text() == "Loading cancelled", "Esc cancels the load as its Cancel button does"
+    assert w.controller.load_request is None
+    assert w.controller.pair is None, "nothing is loaded"
+    w.close()
+
+
 def test_reading_the_prompt_shows_its_time_and_a_load_stops_it_saying_so(qtbot, specchat_home):
     """A load asked for while the prompt is read stops the answer within a chunk; until the
     worker has stopped, the wait says it is stopping, not loading."""
@@ -170,7 +182,7 @@ def test_a_stopped_answer_leaves_the_worker_quiet(qtbot, specchat_home):
     w.close()
 
 
-def test_a_load_asked_for_during_another_says_it_waits_for_it(qtbot, specchat_home):
+def test_a_load_asked_for_during_another_stops_it_and_loads_at_once(qtbot, specchat_home):
     w = open_window(qtbot, specchat_home, restore=False, load_seconds=2.0)
     waits: list[str] = []
     w.waits.changed.connect(lambda _key, text: waits.append(text))
@@ -178,6 +190,8 @@ def test_a_load_asked_for_during_another_says_it_waits_for_it(qtbot, specchat_ho
     qtbot.wait(300)
     w.load_pair("/models/second", None)
     qtbot.waitUntil(lambda: w.controller.pair == ("/models/second", None), timeout=10_000)
-    assert any(t.startswith("Waiting for the models already loading, then loading second") for t in waits)
+    assert not any(t.startswith("Waiting for the models already loading") for t in waits), (
+        "the second load does not wait for the first: that one stops"
+    )
     assert any(t.startswith("Loading second") for t in waits)
     w.close()

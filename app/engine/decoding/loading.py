@@ -6,11 +6,15 @@ Remote code is never honoured, whatever a config asks for.
 
 from __future__ import annotations
 
+import gc
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import mlx.core as mx
+from mlx.utils import tree_flatten
 from mlx_lm.tokenizer_utils import TokenizerWrapper
 from mlx_lm.utils import load as mlx_load
 
@@ -67,8 +71,47 @@ def is_repo_id(text: str) -> bool:
     return bool(_REPO_ID.match(text)) and ".." not in text
 
 
-def load_model(source: str | Path) -> LoadedModel:
-    """Load from a local MLX folder, or a hub repo id (downloaded unless offline)."""
+class LoadCancelled(ModelLoadError):
+    """The load was cancelled; what it had read is given back."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(f"loading {source} was cancelled", "the load was cancelled")
+
+
+READ_AT_ONCE = 256 * 2**20  # bytes of weights read between two looks at the cancel flag
+
+
+def release_memory() -> None:
+    """Give MLX's cached buffers back to the system: arrays no one holds stay in its cache
+    otherwise, so a dropped or cancelled model would keep its memory until the next load."""
+    gc.collect()
+    mx.clear_cache()
+
+
+def _read_weights(model: Any, cancel: threading.Event | None) -> bool:
+    """Read the lazily loaded weights a group of tensors at a time, so a cancel stops the load
+    within a few hundred megabytes' read instead of after all of them; False when it did. (No
+    exception is raised here: its traceback would hold the model, and its memory, meanwhile.)"""
+    tensors: list[tuple[str, mx.array]] = tree_flatten(model.parameters())  # type: ignore[assignment]
+    group: list[mx.array] = []
+    size = 0
+    for _name, weights in tensors:
+        group.append(weights)
+        size += weights.nbytes
+        if size >= READ_AT_ONCE:
+            if cancel is not None and cancel.is_set():
+                return False
+            mx.eval(group)
+            group, size = [], 0
+    if cancel is not None and cancel.is_set():
+        return False
+    mx.eval(group)
+    return True
+
+
+def load_model(source: str | Path, cancel: threading.Event | None = None) -> LoadedModel:
+    """Load from a local MLX folder, or a hub repo id (downloaded unless offline). A set
+    `cancel` stops it between two tensors with LoadCancelled, its memory given back."""
     text = str(source)
     path = Path(text).expanduser()
     if path.exists():
@@ -94,18 +137,29 @@ def load_model(source: str | Path) -> LoadedModel:
         )
     try:
         # mlx-lm annotates two results; return_config=True adds the third
-        model, tokenizer, config = mlx_load(target, return_config=True, trust_remote_code=False)  # type: ignore[misc]
+        model, tokenizer, config = mlx_load(target, lazy=True, return_config=True, trust_remote_code=False)  # type: ignore[misc]
+        read = _read_weights(model, cancel)
     except ModelLoadError:
         raise
     except Exception as exc:
         # Whatever a damaged folder makes mlx-lm or the tokenizer raise is a load failure, not a crash.
         raise ModelLoadError(f"could not load {text}: {type(exc).__name__}: {exc}", UNREADABLE) from exc
+    if not read:
+        del model, tokenizer
+        release_memory()
+        raise LoadCancelled(text)
     return LoadedModel(model=model, tokenizer=tokenizer, config=config, source=text)
 
 
-def load_pair(main: str | Path, draft: str | Path | None = None) -> ModelPair:
-    main_model = load_model(main)
-    draft_model = load_model(draft) if draft is not None else None
+def load_pair(
+    main: str | Path, draft: str | Path | None = None, cancel: threading.Event | None = None
+) -> ModelPair:
+    main_model = load_model(main, cancel)
+    if draft is not None and cancel is not None and cancel.is_set():
+        del main_model
+        release_memory()
+        raise LoadCancelled(str(main))
+    draft_model = load_model(draft, cancel) if draft is not None else None  # a cancel here drops the main too
     if draft_model is not None:
         main_vocab = main_model.model.args.vocab_size if hasattr(main_model.model, "args") else None
         draft_vocab = draft_model.model.args.vocab_size if hasattr(draft_model.model, "args") else None

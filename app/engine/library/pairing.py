@@ -7,6 +7,7 @@ reads tokenizer and config files only; a draft the rules refuse is never loaded 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from app.engine.decoding.loading import ModelLoadError, ModelPair, load_pair
@@ -54,17 +55,22 @@ def _local(source: str | Path) -> bool:
 
 
 def load_checked_pair(
-    main: str | Path, draft: str | Path | None = None, *, force: bool = False, store: Store | None = None
+    main: str | Path,
+    draft: str | Path | None = None,
+    *,
+    force: bool = False,
+    store: Store | None = None,
+    cancel: threading.Event | None = None,
 ) -> ModelPair:
     """Load `main` and `draft` (see loading.load_pair) once the compatibility check passes.
 
     `force` skips the check, for experiments. A hub repo that is not downloaded yet is checked
     once the load has fetched it, before the pair is handed out."""
     if draft is None or force:
-        return load_pair(main, draft)
+        return load_pair(main, draft, cancel)
     if _local(main) and _local(draft):
         require_compatible(main, draft, store)
-        return load_pair(main, draft)
-    pair = load_pair(main, draft)  # a repo not downloaded yet; the loader refuses any other name
+        return load_pair(main, draft, cancel)
+    pair = load_pair(main, draft, cancel)  # a repo not downloaded yet; the loader refuses any other name
     require_compatible(main, draft, store)
     return pair

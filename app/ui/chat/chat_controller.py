@@ -295,6 +295,18 @@ class ChatController(QObject):
         self.busy_changed.emit(True)
         return True
 
+    def cancel_load(self) -> bool:
+        """A load not yet begun is skipped; one under way stops between two groups of tensors
+        and gives its memory back (a split main's cannot stop halfway: the pair it may still load
+        is not used until picked again). False when no load was under way."""
+        if self.load_request is None:
+            return False
+        self.bridge.cancel(self.load_request)
+        self.load_request = None
+        self.strip.set_state("No model loaded")
+        self.pair_changed.emit("Loading cancelled")
+        return True
+
     def stop(self) -> None:
         """Cancel and save what was shown; the worker's late events for it are ignored."""
         if self.live is None:

@@ -103,13 +103,4 @@ class ChatWaits(QObject):
             )
 
     def _cancel_load(self) -> None:
-        """A load not yet begun is skipped. One under way cannot stop halfway on the worker: the
-        window stops waiting for it and cancels what follows it (the warm-up); the pair it may
-        still load is not used until picked again."""
-        c = self.controller
-        if c.load_request is None:
-            return
-        c.bridge.cancel(c.load_request)
-        c.load_request = None
-        c.strip.set_state("No model loaded")
-        c.pair_changed.emit("Loading cancelled")
+        self.controller.cancel_load()

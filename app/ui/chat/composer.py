@@ -190,3 +190,5 @@ class Composer(QWidget):
             self.stop.emit()
         elif self.editor.long is not None:
             self.editor.clear()
+        else:  # nothing here to clear: whatever the window is doing stops (a load, an edit)
+            self.stop.emit()

@@ -56,6 +56,8 @@ class ChatActions(QMainWindow):
             self.controller.regenerate(key)
 
     def _stop(self) -> None:
+        if self.controller.live is None and self.controller.cancel_load():  # Esc while a pair loads
+            return
         if self.controller.editing is not None and not self.controller.busy:
             self.controller.cancel_edit()
         self.controller.stop()
