@@ -307,7 +307,9 @@ class MainWindow(ChatActions):
         self.stack.setCurrentWidget({None: self.view, WELCOME: self.welcome}.get(pane, self.empty))
 
     def picker(self) -> PickerDialog:
-        dialog = PickerDialog(self.library.sources, settings=self.settings, parent=self)
+        dialog = PickerDialog(
+            self.library.sources, settings=self.settings, loaded=self.controller.pair, parent=self
+        )
         dialog.import_requested.connect(self.library.start_import)
         dialog.sources_changed.connect(self.library.use_sources)
         dialog.downloads.failed.connect(self.report_error)

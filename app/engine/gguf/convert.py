@@ -2,7 +2,7 @@
 
 Tensors are dequantized with numpy (`gguf.quants`) from bytes whose placement the pure-Python
 validator has already checked, then written as MLX affine-quantized safetensors or unquantized
-(bfloat16, or float32 where MLX's CPU build has a fast BLAS: see `dense_dtype`).
+(bfloat16, widened at load where float32 runs faster).
 Everything is written to a hidden temporary folder that is renamed into place only at the end;
 shards are written there as they fill (shards.py), so memory holds one shard, not the model.
 """
@@ -31,7 +31,7 @@ from app.engine.gguf.limits import this_machine
 from app.engine.gguf.shards import ShardWriter
 from app.engine.gguf.tokenizer import build_tokenizer, tokenizer_config
 from app.engine.library.memory import available_ram
-from app.engine.library.precision import unquantized_dtype
+from app.engine.library.precision import STORED_DTYPE
 
 SUPPORTED_TYPES = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}
 GROUP_SIZE = 64
@@ -106,13 +106,6 @@ def dequantize(buf: Any, info: TensorInfo) -> np.ndarray:
         else:
             out[start : start + step] = gguf_dequantize(part, qtype).reshape(len(part), row_len)
     return out.reshape(shape)
-
-
-def dense_dtype(bits: int) -> str:
-    """How a `bits` import stores its unquantized weights: a 16-bit import as this device runs
-    them fastest (`unquantized_dtype`: float32 on MLX's CPU build with an optimized BLAS);
-    quantized imports do not use BLAS and keep bfloat16 for what they leave unquantized."""
-    return unquantized_dtype() if bits == 16 else "bfloat16"
 
 
 def _quantizable(name: str, w: np.ndarray) -> bool:
@@ -236,7 +229,9 @@ def import_gguf(
     tmp.mkdir()
     try:
         sha = _hash(source, emit)
-        dense = dense_dtype(bits)
+        # bfloat16 whatever the bits, half float32's disk: the loader widens it where float32
+        # runs faster (`loading.held_dtype`)
+        dense = STORED_DTYPE
         writer = ShardWriter(tmp, SHARD_BYTES)
         per_layer: dict[str, dict[str, int]] = {}  # layers quantized other than the default
         storage: Counter[str] = Counter()

@@ -4,8 +4,8 @@
 Where MLX computes on the CPU a quantized model is several times slower than an unquantized one
 (`precision.py`), so the window offers this copy in one click. Each quantized weight is expanded
 with `mx.dequantize` (what the quantized kernels compute, so the copy answers as the original
-does, up to rounding) and stored as this device runs it fastest (`unquantized_dtype`); the other
-float tensors take the same dtype, and the tokenizer and every other file are copied as they are.
+does, up to rounding) and stored as bfloat16 (`precision.STORED_DTYPE`: the loader widens it
+where float32 runs faster); the other float tensors take the same dtype, and the tokenizer and every other file are copied as they are.
 Everything is written to a hidden temporary folder renamed into place only at the end, in shards
 written as they fill, so memory holds one shard and one tensor, not the model.
 """

@@ -44,18 +44,15 @@ def default_words() -> str:
     )
 
 
+STORED_DTYPE = "bfloat16"  # how new unquantized weights are written: half float32's disk
+
+
 def unquantized_dtype() -> str:
-    """How unquantized weights are stored for this device. MLX's CPU build sends float32 matrix
-    products to BLAS but runs bfloat16 ones without it, so where MLX computes on the CPU with an
-    optimized BLAS loaded, float32 runs faster (measured 2.0 against 0.8 tokens/s on
-    Qwen2.5-Coder 1.5B/0.5B); everywhere else bfloat16 halves the memory at the same speed."""
-    import mlx.core as mx
+    """How unquantized weights run fastest here, so how they are held once loaded
+    (`loading.held_dtype`); they are stored as STORED_DTYPE."""
+    from app.engine.decoding.loading import held_dtype
 
-    from app.engine.blas import ensure_blas
-
-    if ensure_blas().optimized and mx.default_device().type == mx.cpu:
-        return "float32"
-    return "bfloat16"
+    return held_dtype()
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -72,7 +69,7 @@ class DevicePrecision:
 
     def copy_bytes(self, params: int | None) -> int | None:
         """About how much disk an unquantized copy of a model with `params` weights takes."""
-        return params * dtype_bytes(self.unquantized_dtype) if params else None
+        return params * dtype_bytes(STORED_DTYPE) if params else None
 
 
 def this_device() -> DevicePrecision:

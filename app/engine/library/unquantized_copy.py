@@ -119,7 +119,7 @@ def make_copy(
 
 def _child_main(raw: str) -> int:
     from app.engine.library.dequantize import dequantize_folder
-    from app.engine.library.precision import unquantized_dtype
+    from app.engine.library.precision import STORED_DTYPE
 
     args = json.loads(raw)
 
@@ -130,7 +130,7 @@ def _child_main(raw: str) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind so `finally` removes the temp folder
     started = time.monotonic()
     try:
-        path = dequantize_folder(args["source"], args["out"], unquantized_dtype(), emit)
+        path = dequantize_folder(args["source"], args["out"], STORED_DTYPE, emit)
     except CopyRefused as exc:
         emit(CopyFailed(str(exc), "refused"))
         return 2

@@ -95,10 +95,13 @@ class PickerDialog(QDialog):
         endpoint: str | None = None,
         download_root: Path | None = None,
         settings: QSettings | None = None,
+        loaded: tuple[str, str | None] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Choose models")
+        self.loaded = loaded  # the pair loaded now: choosing another frees its memory
+        self.device: DevicePrecision | None = None  # how weights are held here, once read
         self.sources, self.store, self.usable = sources, store, usable_memory
         self.settings = settings  # where the machines dialog keeps its choice; the app's when None
         self.facts: dict[str, ModelFacts] = {}
@@ -299,8 +302,10 @@ class PickerDialog(QDialog):
         self.drafts_changed.emit()
 
     def _on_device(self, device: DevicePrecision) -> None:
+        self.device = device
         for notice in (self.main_precision, self.draft_precision):
             notice.set_device(device)
+        self._update_fit()
 
     def _copy_made(self, folder: str, as_main: bool) -> None:
         """A 16-bit copy is in the library: list it, chosen where its original was."""
@@ -330,7 +335,10 @@ class PickerDialog(QDialog):
         if main is None:
             return None
         draft = self.facts.get(self.current_draft_key() or "")
-        return memory_fit(main, draft, self.context.value(), self.usable)
+        widened = self.device is not None and self.device.unquantized_dtype == "float32"
+        main_now, draft_now = self.loaded or ("", None)
+        loaded = (self.facts.get(main_now), self.facts.get(draft_now or ""))
+        return memory_fit(main, draft, self.context.value(), self.usable, widened=widened, loaded=loaded)
 
     def _update_fit(self) -> None:
         fit = self._fit()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,24 @@ def test_memory_fit_counts_both_weights_and_both_caches(toy_models):
     assert not tight.fits, "a budget one byte short does not fit"
     assert "exceeds" in tight.explain(), "the explanation says it exceeds the memory"
     assert "GiB" in tight.explain(), "the explanation gives sizes in GiB"
+
+
+def test_the_pair_loaded_now_counts_as_freed_and_widened_weights_as_held(toy_models):
+    """The fit line once said a pair already loaded would not fit, since its own memory counted
+    as taken; and a 16-bit model held as float32 takes twice its disk."""
+    main, draft = model_facts(Path(toy_models.main)), model_facts(Path(toy_models.draft))
+    alone = memory_fit(main, draft, context=4096, usable=64 * 2**30)
+    budget = alone.total - main.size_bytes - 1  # short of the pair by about the main's weights
+    assert not memory_fit(main, draft, context=4096, usable=budget).fits
+    replacing = memory_fit(main, draft, context=4096, usable=budget, loaded=(main, draft))
+    assert replacing.fits, "what the loaded pair holds is freed by its replacement"
+    assert "held now by the pair loaded, which this one replaces" in replacing.explain()
+
+    sixteen = replace(main, bits=16)
+    assert memory_fit(sixteen, None, 4096, usable=2**40, widened=True).main_weights == 2 * main.size_bytes
+    assert memory_fit(sixteen, None, 4096, usable=2**40).main_weights == main.size_bytes
+    quantized = replace(main, bits=4)
+    assert memory_fit(quantized, None, 4096, usable=2**40, widened=True).main_weights == main.size_bytes
 
 
 def test_remote_code_is_never_run(toy_models, tmp_path):
