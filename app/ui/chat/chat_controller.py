@@ -25,6 +25,7 @@ from PySide6.QtCore import QObject, QSettings, Signal
 
 from app.engine.decoding.events import (
     EngineError,
+    FinishReason,
     GenerationFinished,
     PrefillProgress,
     RoundEvent,
@@ -75,6 +76,7 @@ WAITING_TO_LOAD = {  # LoadQueued.stopping: what a load waits for before it begi
     True: "Stopping the current work before loading…",
     False: "Waiting for the models being loaded to finish…",
 }
+CUT_AT_LENGTH = "Cut at max tokens"  # the settings field that sets it, by its name
 FINISHED_STATES = {
     MessageState.COMPLETE: "Done",
     MessageState.CANCELLED: "Stopped",
@@ -475,7 +477,9 @@ class ChatController(QObject):
         self.transcript.finish_answer(live.message, state, stats)
         if self.pair is not None and live.context is not None and state is not MessageState.ERROR:
             self._record(live, state)
-        self.strip.set_state(FINISHED_STATES.get(state, state.value))
+        cut = state is MessageState.COMPLETE and stats.finish_reason == FinishReason.LENGTH
+        # an answer cut at the length limit is not done: it says so, and how to get more
+        self.strip.set_state(CUT_AT_LENGTH if cut else FINISHED_STATES.get(state, state.value))
         self.strip.show_stats(stats)
         self.busy_changed.emit(False)
         self.conversations_changed.emit()
