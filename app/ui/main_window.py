@@ -121,6 +121,7 @@ class MainWindow(ChatActions):
         )
         self.toggles.highlight.setChecked(self.view.options.highlight)
         self.toggles.rejected.setChecked(self.view.options.show_rejected)
+        self.strip.set_refused_on_hover(self.view.options.show_rejected)
         self.toggles.measure_on_battery.setChecked(
             bool(self.settings.value("plain/measure_on_battery", False, type=bool))
         )
@@ -269,6 +270,7 @@ class MainWindow(ChatActions):
     def set_rejected(self, on: bool) -> None:
         self.settings.setValue("view/rejected", on)
         self.view.set_options(Options(self.view.options.highlight, on))
+        self.strip.set_refused_on_hover(on)
 
     def edit_settings(self) -> None:
         dialog = SettingsDialog(self.controller.chat_settings, self)

@@ -178,10 +178,21 @@ class StatusStrip(QWidget):
         self.legend = QLabel("")
         self.legend.setToolTip("Help ▸ Glossary explains every term")
         layout.addWidget(self.legend)
-        self.set_theme(current_theme())
+        self.refused_on_hover = False  # View ▸ Show refused drafts on hover
+        self.theme = current_theme()
+        self.set_theme(self.theme)
         self.set_state("No model loaded")
 
+    def set_refused_on_hover(self, on: bool) -> None:
+        self.refused_on_hover = on
+        self.set_theme(self.theme)
+
     def set_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        # the legend promises refused guesses on hover only while they are shown there
+        refused = (
+            "refused guess (on hover)" if self.refused_on_hover else "refused guesses: View ▸ Show on hover"
+        )
         chips = (
             (theme.draft_bg, "from the draft"),
             (theme.lookup_bg, "from your prompt"),
@@ -192,7 +203,7 @@ class StatusStrip(QWidget):
                 for bg, words in chips
             )
             + f' <span style="color:{theme.rejected.name()}; text-decoration: underline dotted">'
-            "refused guess (on hover)</span>"
+            f"{refused}</span>"
         )
 
     def set_state(self, text: str) -> None:

@@ -97,7 +97,12 @@ def test_the_legend_names_the_colours(qtbot, window):
     assert legend.isVisible()
     assert "from the draft" in legend.text(), "the legend names the draft's colour"
     assert "from your prompt" in legend.text(), "the legend names the prompt's colour"
-    assert "refused" in legend.text()
+    assert "refused guesses: View ▸ Show on hover" in legend.text(), (
+        "while refused guesses are not shown on hover, the legend says where to turn them on"
+    )
+    window.toggles.rejected.trigger()
+    assert "refused guess (on hover)" in legend.text(), "once they are, it promises them on hover"
+    window.toggles.rejected.trigger()
 
 
 def test_the_glossary_opens_from_the_help_menu(qtbot, window):
