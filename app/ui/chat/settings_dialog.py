@@ -31,6 +31,29 @@ OVERFLOW = {
 }
 
 
+# every field in plain words, shown on hover (the names are the model world's, the words are not)
+TOOLTIPS = {
+    "system": "Instructions the model reads before every message of this conversation.",
+    "preset": "A named set of the values below, for a kind of chat; changing a value makes it Custom.",
+    "temperature": "How adventurous the wording is: 0 always picks the likeliest word (the same answer "
+    "every time); higher values vary more.",
+    "top_p": "Above 0 temperature: only the likeliest words that together make up this share of the "
+    "chances are considered. 1 considers all.",
+    "min_p": "Above 0 temperature: words less likely than this share of the likeliest word's chance are "
+    "never picked. 0 turns it off.",
+    "max_tokens": "The longest answer, in tokens (about three quarters of a word each); an answer that "
+    "reaches it is cut there.",
+    "seed": "A number that makes a random answer repeatable; empty picks a new one each time.",
+    "mode": "How the draft helps: adaptive picks how far it guesses each round (the default), fixed "
+    "always guesses the draft length below, lookup copies guesses from your message, off writes "
+    "with the main model alone. The answer is the same in every mode; only the speed changes.",
+    "k": "With fixed speculation: how many words the draft guesses ahead each round.",
+    "rule": "How the main model judges the draft's guesses above 0 temperature. Auto keeps the answer's "
+    "randomness exactly the main model's own.",
+    "overflow": "What happens when the conversation no longer fits what the main model can read at once.",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ChatSettings:
     system_prompt: str = ""
@@ -113,6 +136,8 @@ class SettingsDialog(QDialog):
         self.overflow.setCurrentIndex(max(self.overflow.findData(settings.overflow), 0))
         self.preset = preset_combo()
         self.preset_note = QLabel(wordWrap=True)
+        for name, words in TOOLTIPS.items():
+            getattr(self, name).setToolTip(words)
         form = QFormLayout(self)
         form.addRow("System prompt", self.system)
         for label, widget in (

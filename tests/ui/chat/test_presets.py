@@ -95,3 +95,19 @@ def test_a_value_edited_in_settings_shows_custom_in_the_composer(qtbot, window, 
     choose(window.composer.preset, "Balanced")
     assert window.controller.chat_settings.temperature == 0.7
     assert window.composer.preset.currentText() == "Balanced"
+
+
+def test_every_settings_field_says_in_plain_words_what_it_does(qtbot):
+    from PySide6.QtWidgets import QFormLayout, QLabel
+
+    from app.ui.chat.settings_dialog import ChatSettings, SettingsDialog
+
+    dialog = SettingsDialog(ChatSettings())
+    qtbot.addWidget(dialog)
+    form = dialog.layout()
+    assert isinstance(form, QFormLayout)
+    fields = [form.itemAt(row, QFormLayout.ItemRole.FieldRole).widget() for row in range(form.rowCount())]
+    inputs = [f for f in fields if f is not None and not isinstance(f, QLabel) and f.isEnabled()][:-1]
+    assert len(inputs) >= 10, "every input of the form is checked (the buttons last excepted)"
+    for field in inputs:
+        assert len(field.toolTip()) > 30, f"{type(field).__name__} has no plain-words tooltip"
