@@ -20,10 +20,17 @@ from typing import Any
 from app.engine.store.conversations import ConversationStore
 from app.engine.store.transcript import AnswerTurn, MessageState, Role, Transcript, UserTurn
 
+TITLE_CHARS = 48
+
 
 def _title(text: str) -> str:
-    """A new chat's title: the start of its first question (a long paste: its first words)."""
-    return " ".join(text[:1000].split())[:48] or "New chat"
+    """A new chat's title: the first words of its first question, whole words only, with an
+    ellipsis where it goes on (a long paste: its first words)."""
+    words = " ".join(text[:1000].split())
+    if len(words) <= TITLE_CHARS:
+        return words or "New chat"
+    cut = words[: TITLE_CHARS + 1].rsplit(" ", 1)[0] if " " in words[:TITLE_CHARS] else words[:TITLE_CHARS]
+    return cut.rstrip(" ,.;:") + "…"
 
 
 class ChatLog:
@@ -79,9 +86,14 @@ class ChatLog:
         self, conversation: int, key: int, text: str, *, also: Callable[[], None] = lambda: None
     ) -> UserTurn:
         """Replace the user turn `key` and drop every turn after it, together."""
+        before = self.transcript.find(key)
+        first = next((t for t in self.transcript if isinstance(t, UserTurn)), None)
         with self._writing():
             stored = self.store.edit(key, text)
             self.store.truncate_after_message(conversation, key)
+            # a title made from the first question follows its edit; one the user chose stays
+            if first is not None and first is before and self.store.title(conversation) == _title(first.text):
+                self.store.rename(conversation, _title(text))
             also()
         self.transcript.edit(key, stored)
         turn = self.transcript.find(key)

@@ -133,6 +133,10 @@ class ConversationStore(StoreFile):
             )
         return [Summary(int(i), str(t), float(u or 0)) for i, t, u in rows]
 
+    def title(self, conversation_id: int) -> str | None:
+        row = self.db.execute("SELECT title FROM conversations WHERE id=?", (conversation_id,)).fetchone()
+        return str(row[0]) if row else None
+
     def rename(self, conversation_id: int, title: str) -> None:
         self.db.execute("UPDATE conversations SET title=? WHERE id=?", (clean_text(title), conversation_id))
 

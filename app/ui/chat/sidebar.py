@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
@@ -18,9 +21,16 @@ from PySide6.QtWidgets import (
 from app.engine.store.conversations import Summary
 
 ID = Qt.ItemDataRole.UserRole
+TITLE = Qt.ItemDataRole.UserRole + 1  # the title itself, where the row adds when it was written
 # SQLite's LIKE '%…%' costs the searched text's length times the query's, on every keystroke:
 # a pasted query is cut here, where the user sees it, so a search stays linear in the history.
 SEARCH_CHARS = 100
+
+
+def _when(updated: float) -> str:
+    """When a chat was last written in, short: "14:02" today, "30 Nov 14:02" before."""
+    same_day = time.localtime(updated)[:3] == time.localtime()[:3]
+    return time.strftime("%H:%M" if same_day else "%d %b %H:%M", time.localtime(updated))
 
 
 class Sidebar(QWidget):
@@ -54,9 +64,14 @@ class Sidebar(QWidget):
 
     def set_conversations(self, items: list[Summary], current: int | None) -> None:
         self.model.clear()
+        seen = Counter(s.title or "Untitled" for s in items)
         for s in items:
-            item = QStandardItem(s.title or "Untitled")
+            title = s.title or "Untitled"
+            # chats of one title are told apart by when they were last written in
+            shown = f"{title} · {_when(s.updated)}" if seen[title] > 1 else title
+            item = QStandardItem(shown)
             item.setData(s.id, ID)
+            item.setData(title, TITLE)
             item.setToolTip(s.title)
             self.model.appendRow(item)
             if s.id == current:
@@ -69,7 +84,7 @@ class Sidebar(QWidget):
         index = self.view.indexAt(point)
         if not index.isValid():
             return
-        cid, title = int(index.data(ID)), str(index.data())
+        cid, title = int(index.data(ID)), str(index.data(TITLE))
         menu = QMenu(self)
         rename, delete = menu.addAction("Rename…"), menu.addAction("Delete…")
         chosen = menu.exec(self.view.viewport().mapToGlobal(point))

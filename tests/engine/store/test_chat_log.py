@@ -80,3 +80,15 @@ def test_an_answer_whose_save_failed_is_written_before_the_next_change(store: Co
     shown, stored = pairs(log, cid)
     assert shown == stored, "the screen and the file agree again"
     assert [text for _, text in stored] == ["first", "Otters hold hands.", "second"]
+
+
+def test_a_title_is_whole_words_and_follows_an_edit_of_the_first_question(store: ConversationStore):
+    log = ChatLog(store)
+    long = "Write a Python function that reverses a linked list in place and explain it"
+    cid, question = log.ask(None, long)
+    assert store.title(cid) == "Write a Python function that reverses a linked…", "cut between words"
+    log.edit(cid, question.key, "Write a haiku about the sea")
+    assert store.title(cid) == "Write a haiku about the sea", "an edit of the first question retitles"
+    store.rename(cid, "Poems")
+    log.edit(cid, question.key, "Write a limerick")
+    assert store.title(cid) == "Poems", "a title the user chose is kept"
