@@ -149,6 +149,10 @@ class PlainBaselines(QObject):
                     if reading is None and self.target is None and self.tries < MAX_TRIES:
                         self.target = (main, context)  # not sure yet: another, while still idle
             if reading is None and self.target is None:  # cancelled, no model, or given up for now
-                self.status.emit(BaselineStatus(main, context, None))
+                known = self.cache.reading(main, context)
+                sure = (known.low, known.high) if known else None
+                self.status.emit(
+                    BaselineStatus(main, context, known.tok_s if known else None, plain_range=sure)
+                )
             if self.target is not None:  # asked for another while this one ran
                 QTimer.singleShot(START_DELAY_MS, self._start)
