@@ -93,7 +93,7 @@ def held_dtype() -> str:
 
 
 def _widen(model: Any) -> None:
-    """16-bit float weights as float32, lazily (read and widened together, tensor by tensor)."""
+    """16-bit float weights as float32, lazily: each is read and widened together, in `_read_weights`."""
     narrow = (mx.bfloat16, mx.float16)
     model.update(tree_map(lambda p: p.astype(mx.float32) if p.dtype in narrow else p, model.parameters()))
 
@@ -131,7 +131,7 @@ def _read_weights(model: Any, cancel: threading.Event | None) -> bool:
 
 def load_model(source: str | Path, cancel: threading.Event | None = None) -> LoadedModel:
     """Load from a local MLX folder, or a hub repo id (downloaded unless offline). A set
-    `cancel` stops it between two tensors with LoadCancelled, its memory given back."""
+    `cancel` stops it between two groups of tensors with LoadCancelled, its memory given back."""
     text = str(source)
     path = Path(text).expanduser()
     if path.exists():
