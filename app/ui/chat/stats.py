@@ -27,6 +27,7 @@ from app.engine.store.transcript import AnswerStats, AnswerTurn, Verdict
 from app.ui.common.stats_words import draft_share, figures, summary
 from app.ui.common.theme import Theme, current_theme
 
+GLOSSARY_HINT = "Help ▸ Glossary explains every term"
 IDENTICAL, NEAR_TIE, DIVERGENCE = "#2e8540", "#c77700", "#c0392b"
 MARKS = {
     Verdict.IDENTICAL: ("✓", IDENTICAL),
@@ -173,10 +174,11 @@ class StatusStrip(QWidget):
         layout.setContentsMargins(8, 2, 8, 2)
         self.labels = {name: QLabel("") for name in self.FIELDS}
         for name in self.FIELDS:
+            # a long line is clipped (its numbers are in the tooltip) rather than widening the window
+            self.labels[name].setMinimumWidth(1)
             layout.addWidget(self.labels[name])
         layout.addStretch(1)
         self.legend = QLabel("")
-        self.legend.setToolTip("Help ▸ Glossary explains every term")
         layout.addWidget(self.legend)
         self.refused_on_hover = False  # View ▸ Show refused drafts on hover
         self.theme = current_theme()
@@ -190,9 +192,9 @@ class StatusStrip(QWidget):
     def set_theme(self, theme: Theme) -> None:
         self.theme = theme
         # the legend promises refused guesses on hover only while they are shown there
-        refused = (
-            "refused guess (on hover)" if self.refused_on_hover else "refused guesses: View ▸ Show on hover"
-        )
+        refused = "refused guess (on hover)" if self.refused_on_hover else "refused guess (hover off)"
+        hint = "" if self.refused_on_hover else "\nTurn on View ▸ Show refused drafts on hover to see them."
+        self.legend.setToolTip(GLOSSARY_HINT + hint)
         chips = (
             (theme.draft_bg, "from the draft"),
             (theme.lookup_bg, "from your prompt"),

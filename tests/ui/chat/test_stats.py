@@ -97,9 +97,8 @@ def test_the_legend_names_the_colours(qtbot, window):
     assert legend.isVisible()
     assert "from the draft" in legend.text(), "the legend names the draft's colour"
     assert "from your prompt" in legend.text(), "the legend names the prompt's colour"
-    assert "refused guesses: View ▸ Show on hover" in legend.text(), (
-        "while refused guesses are not shown on hover, the legend says where to turn them on"
-    )
+    assert "refused guess (hover off)" in legend.text(), "while they are not shown, the legend says so"
+    assert "View ▸ Show refused drafts on hover" in legend.toolTip(), "and where to turn them on"
     window.toggles.rejected.trigger()
     assert "refused guess (on hover)" in legend.text(), "once they are, it promises them on hover"
     window.toggles.rejected.trigger()
