@@ -147,10 +147,6 @@ class PlainReading:
     load: float | None  # the conditions it was read for
     when: float
 
-    def speedup_range(self, tok_s: float) -> tuple[float, float]:
-        """An answer at `tok_s` over this plain speed: the ratio's range, slowest plain first."""
-        return tok_s / self.high, tok_s / self.low
-
 
 def default_baselines_path() -> Path:
     return app_data_dir() / "plain_baselines.json"

@@ -108,9 +108,9 @@ def speedup_text(speedup: float) -> str:
     return f"{speedup:.2f}×"
 
 
-def speedup_range_text(low: float, high: float) -> str:
-    """A speedup's range: "1.62–1.98×"."""
-    return f"{low:.2f}–{high:.2f}×"
+def speedup_range_note(sure: tuple[float, float] | None) -> str:
+    """What follows a speedup where its range is known: " (1.62–1.98×)", else nothing."""
+    return f" ({sure[0]:.2f}–{sure[1]:.2f}×)" if sure else ""
 
 
 def percent_text(share: float) -> str:

@@ -19,7 +19,7 @@ from app.engine.features.figures import (
     per_round_text,
     percent_text,
     speed_text,
-    speedup_range_text,
+    speedup_range_note,
     speedup_text,
     stream_rate,
 )
@@ -52,7 +52,7 @@ def stats_line(stats: AnswerStats) -> str:
     if f.accepted_per_round is not None:
         parts.append(f"{per_round_text(f.accepted_per_round)} accepted per drafting round")
     if f.speedup is not None and f.plain_tok_s:
-        sure = f" ({speedup_range_text(*f.speedup_range)})" if f.speedup_range else ""
+        sure = speedup_range_note(f.speedup_range)
         parts.append(f"{speedup_text(f.speedup)}{sure} vs plain {speed_text(f.plain_tok_s)}")
     if stats.draft_stopped:
         parts.append(stats.draft_stopped)

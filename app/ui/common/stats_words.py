@@ -15,13 +15,14 @@ from app.engine.features.figures import (
     answer_figures,
     percent_text,
     speed_text,
-    speedup_range_text,
+    speedup_range_note,
     speedup_text,
 )
 from app.engine.protocol import PairLoaded
 from app.engine.store.transcript import AnswerStats
 
 NO_DRAFT_MODES = {"plain", "off"}
+TOO_SHORT = "too short to judge the speed"  # an answer under MIN_TIMED_TOKENS, in every view
 SAME_SPEED = 0.05  # within 5 % of plain reads as "about as fast": less is timing noise
 
 # the links under a turn, by the action each one sends
@@ -126,7 +127,7 @@ def speedup_words(speedup: float, sure: tuple[float, float] | None = None) -> st
     measurements allow (`sure`, slowest first) where they were kept: "about 1.80× (1.62–1.98×)"."""
     ratio = speedup_text(speedup)
     if sure is not None:
-        ratio = f"about {ratio} ({speedup_range_text(*sure)})"
+        ratio = f"about {ratio}{speedup_range_note(sure)}"
     if speedup > 1 - SAME_SPEED and speedup < 1 + SAME_SPEED:
         return f"{ratio} — about as fast as without the draft"
     if sure is not None and sure[0] <= 1 <= sure[1]:
@@ -149,7 +150,7 @@ def verdict(stats: AnswerStats) -> str:
     if not stats.proposed:
         return "the draft has not run yet"
     if stats.tokens < MIN_TIMED_TOKENS:
-        return "too short to judge the speed"
+        return TOO_SHORT
     f = figures(stats)
     return "speedup not measured yet" if f.speedup is None else speedup_words(f.speedup, f.speedup_range)
 
@@ -166,7 +167,7 @@ def answer_line(stats: AnswerStats) -> str:
     """The line under a finished answer: speed, speedup when measured, the draft's share."""
     parts = [speed(stats)]
     said = verdict(stats)
-    if "×" in said or "paused" in said or "too short" in said:
+    if "×" in said or "paused" in said or said == TOO_SHORT:
         parts.append(said)
     share = draft_share(stats)
     if share:

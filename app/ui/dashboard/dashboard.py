@@ -39,7 +39,7 @@ from app.engine.features.figures import (
     per_round_text,
     percent_text,
     speed_text,
-    speedup_range_text,
+    speedup_range_note,
     speedup_text,
 )
 from app.engine.features.telemetry import Summary, Telemetry, export_report
@@ -48,7 +48,7 @@ from app.engine.store.history import RunHistory
 from app.engine.store.transcript import AnswerStats
 from app.ui.common.error_banner import reason, show_error_dialog
 from app.ui.common.plain_speed import BaselineStatus
-from app.ui.common.stats_words import NO_DRAFT_MODES, draft_share, figures
+from app.ui.common.stats_words import NO_DRAFT_MODES, TOO_SHORT, draft_share, figures
 from app.ui.dashboard.chart import Chart
 from app.ui.dashboard.history_view import HistoryView
 
@@ -236,13 +236,13 @@ class Dashboard(QDockWidget):
         f = self.figures()
         if not f.tokens:
             return "Waiting for tokens…" if self.request is not None else "No generation yet."
-        sure = f" ({speedup_range_text(*f.speedup_range)})" if f.speedup_range else ""
+        sure = speedup_range_note(f.speedup_range)
         baseline = (
             f"plain {speed_text(f.plain_tok_s)} → <b>{speedup_text(f.speedup)}</b>{sure}"
             if f.speedup is not None and f.plain_tok_s
             else "no speedup: the draft did not run"
             if not f.proposed
-            else "too short to judge the speed"
+            else TOO_SHORT
             if f.tokens < MIN_TIMED_TOKENS and self._finished()
             else "speedup not measured yet: plain speed at this context, under this load, unknown"
         )
